@@ -1,0 +1,276 @@
+"""The pydantic models passed from step to step: source → snapshot → signals → verdict → schedule.
+
+Everything a tool returns is one of these, so the MCP output schema, the CLI's ``--json`` and the
+tests all see the same shapes. Models reject unknown fields so that a typo never passes silently.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+# --------------------------------------------------------------------------- enums
+
+
+class MetricRole(StrEnum):
+    """What a metric means to the judge."""
+
+    TRAIN_LOSS = "train_loss"
+    EVAL = "eval"
+    LEARNING_RATE = "learning_rate"
+    GRAD_NORM = "grad_norm"
+    OTHER = "other"
+
+
+class Direction(StrEnum):
+    """Which way is better."""
+
+    LOWER = "lower"
+    HIGHER = "higher"
+
+
+class Decision(StrEnum):
+    STOP = "stop"
+    CONTINUE = "continue"
+    UNSURE = "unsure"
+
+
+class Severity(StrEnum):
+    """How much a signal weighs: ``critical`` alone is enough to stop."""
+
+    INFO = "info"
+    WARNING = "warning"
+    CRITICAL = "critical"
+
+
+class SignalKind(StrEnum):
+    NON_FINITE = "non_finite"
+    DIVERGENCE = "divergence"
+    SPIKE = "spike"
+    SPIKE_RECOVERED = "spike_recovered"
+    FLAT = "flat"
+    IMPROVING = "improving"
+    EVAL_BELOW_BASELINE = "eval_below_baseline"
+    EVAL_DEGRADING = "eval_degrading"
+    LR_ANOMALY = "lr_anomaly"
+    GRAD_EXPLODING = "grad_exploding"
+    GRAD_VANISHING = "grad_vanishing"
+    NO_NEW_DATA = "no_new_data"
+    RUN_ENDED = "run_ended"
+    TOO_FEW_POINTS = "too_few_points"
+
+
+class RunStatus(StrEnum):
+    """Lifecycle of the training run as far as the source can tell."""
+
+    RUNNING = "running"
+    FINISHED = "finished"
+    CRASHED = "crashed"
+    FAILED = "failed"
+    KILLED = "killed"
+    PREEMPTING = "preempting"
+    PREEMPTED = "preempted"
+    PENDING = "pending"
+    STOPPED = "stopped"  # stopped by this tool
+    UNKNOWN = "unknown"
+
+    @property
+    def has_ended(self) -> bool:
+        return self in _ENDED
+
+
+_ENDED = {
+    RunStatus.FINISHED,
+    RunStatus.CRASHED,
+    RunStatus.FAILED,
+    RunStatus.KILLED,
+    RunStatus.PREEMPTED,
+    RunStatus.STOPPED,
+}
+
+
+class DataSource(StrEnum):
+    """Where this check's numbers came from."""
+
+    WANDB = "wandb"
+    WANDB_FILE = "wandb_file"
+    LOG = "log"
+    LOG_FALLBACK = "log_fallback"
+    SSH = "ssh"
+    UNREACHABLE = "unreachable"
+
+
+# --------------------------------------------------------------------------- run reference
+
+
+class RunKind(StrEnum):
+    WANDB_DIR = "wandb_dir"  # a directory holding a run-*.wandb file (or wandb/ with latest-run)
+    WANDB_FILE = "wandb_file"  # a run-<id>.wandb transaction log
+    LOG_FILE = "log_file"  # a text training log (JSONL, CSV, HF Trainer, printed)
+    WANDB_API = "wandb_api"  # entity/project/run_id on W&B cloud or a self-hosted server
+    SSH = "ssh"  # ssh://host/path to a log on another machine
+
+
+class RunRef(Strict):
+    """One training run, parsed from the single ``run`` string every tool takes."""
+
+    raw: str = Field(description="The string the caller passed, unchanged.")
+    kind: RunKind
+    path: str | None = Field(default=None, description="Absolute local path, or the remote path for ssh.")
+    host: str | None = None
+    entity: str | None = None
+    project: str | None = None
+    run_id: str | None = None
+    alias: str | None = Field(default=None, description="Name of the [runs.NAME] entry in the config.")
+
+    @property
+    def key(self) -> str:
+        """Stable identity for the state database."""
+        if self.kind is RunKind.WANDB_API:
+            return f"wandb:{self.entity}/{self.project}/{self.run_id}"
+        if self.kind is RunKind.SSH:
+            return f"ssh://{self.host}{self.path}"
+        return f"file:{self.path}"
+
+
+class RunInfo(Strict):
+    """What the source knows about the run besides its metrics."""
+
+    status: RunStatus = RunStatus.UNKNOWN
+    name: str | None = None
+    run_id: str | None = None
+    url: str | None = None
+    config: dict[str, Any] = Field(default_factory=dict)
+    pid: int | None = Field(default=None, description="Training process id, when the source records it.")
+    host: str | None = None
+
+
+# --------------------------------------------------------------------------- snapshot
+
+
+class Checkpoint(Strict):
+    step: int
+    value: float
+
+
+class MetricSummary(Strict):
+    """One metric, compactly: enough for an agent to reason about, never the whole series."""
+
+    name: str
+    role: MetricRole
+    direction: Direction
+    last: float | None = Field(description="Last value (may be NaN/Inf, shown as null in JSON when NaN).")
+    best: float | None = Field(default=None, description="Best finite value so far in `direction`.")
+    best_step: int | None = None
+    recent: list[Checkpoint] = Field(default_factory=list, description="A few recent checkpoints.")
+    non_finite: int = Field(default=0, description="Count of NaN/Inf values seen over the whole run.")
+    first_step: int | None = None
+    last_step: int | None = None
+    points: int = Field(default=0, description="Values seen over the whole run.")
+
+
+class MetricSnapshot(Strict):
+    """The result of read_metrics: what the run looks like now."""
+
+    run: str
+    summary: str
+    data_source: DataSource
+    run_info: RunInfo = Field(default_factory=RunInfo)
+    metrics: list[MetricSummary] = Field(default_factory=list)
+    new_points: int = Field(default=0, description="Values read in this check (all metrics).")
+    last_step: int | None = None
+    skipped_chunks: int = Field(default=0, description="Corrupt chunks skipped in this read.")
+    restarted: bool = Field(default=False, description="The source shrank or was replaced; read from start.")
+    warnings: list[str] = Field(default_factory=list)
+
+
+# --------------------------------------------------------------------------- verdict
+
+
+class Signal(Strict):
+    """One finding, with its numbers: kind, severity, metric, step, and a sentence with the evidence."""
+
+    kind: SignalKind
+    severity: Severity
+    metric: str | None = None
+    step: int | None = None
+    message: str
+    evidence: dict[str, float] = Field(default_factory=dict)
+
+
+class Verdict(Strict):
+    decision: Decision
+    summary: str = Field(description="One line: the decision and its main reason.")
+    signals: list[Signal] = Field(default_factory=list)
+
+
+# --------------------------------------------------------------------------- schedule
+
+
+class CronArgs(Strict):
+    """Exactly what to pass to Claude Code's CronCreate tool."""
+
+    cron: str
+    prompt: str
+    recurring: bool = True
+
+
+class Schedule(Strict):
+    summary: str
+    monitoring: bool = Field(description="False once the run has ended or was stopped: delete the cron job.")
+    interval_minutes: int | None = None
+    next_check_at: datetime | None = None
+    cron_create: CronArgs | None = Field(
+        default=None, description="Arguments for CronCreate (replace the previous job with CronDelete first)."
+    )
+    reason: str
+
+
+# --------------------------------------------------------------------------- stop
+
+
+class StopMethod(StrEnum):
+    LOCAL_PID = "local_pid"
+    WANDB = "wandb"
+    SSH = "ssh"
+
+
+class StopOutcome(StrEnum):
+    STOPPED = "stopped"  # verified gone
+    ALREADY_STOPPED = "already_stopped"
+    REQUESTED = "requested_not_confirmed"
+    FAILED = "failed"
+
+
+class StopResult(Strict):
+    run: str
+    summary: str
+    outcome: StopOutcome
+    method: StopMethod
+    verified: bool
+    signals_sent: list[str] = Field(default_factory=list)
+    incident_id: int | None = None
+    notes_path: str | None = None
+    run_url: str | None = None
+
+
+# --------------------------------------------------------------------------- whole check
+
+
+class CheckReport(Strict):
+    """read → judge → schedule in one result (what a cron fire needs)."""
+
+    run: str
+    summary: str
+    snapshot: MetricSnapshot
+    verdict: Verdict | None = Field(default=None, description="None when nothing could be read.")
+    schedule: Schedule
+    next_action: Literal["continue_monitoring", "stop_run", "escalate_review", "fix_source", "end_monitoring"]

@@ -1,0 +1,74 @@
+"""The one small interface every metrics source implements.
+
+A source reads *incrementally*: ``read(cursor)`` returns only what was appended after ``cursor`` and a
+new cursor to store. A cursor is a small JSON-able dict, opaque to everyone but its source (a byte
+offset and file identity for files, a last step for W&B). ``None`` means "from the start".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+from ..models import RunInfo
+
+Cursor = dict[str, Any]
+
+
+@dataclass
+class SeriesChunk:
+    """New points of one metric, in the order they were logged (steps may repeat or go back)."""
+
+    steps: np.ndarray  # int64
+    values: np.ndarray  # float64, NaN/Inf kept
+
+    def __len__(self) -> int:
+        return int(self.steps.shape[0])
+
+
+@dataclass
+class ReadBatch:
+    """What one incremental read produced."""
+
+    series: dict[str, SeriesChunk]
+    cursor: Cursor
+    info: RunInfo = field(default_factory=RunInfo)
+    skipped_chunks: int = 0
+    restarted: bool = False  # the source shrank or was replaced: the caller must drop stored series
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def new_points(self) -> int:
+        return sum(len(chunk) for chunk in self.series.values())
+
+
+class Source(Protocol):
+    """A place metrics come from."""
+
+    def read(self, cursor: Cursor | None) -> ReadBatch:
+        """Return what was appended after ``cursor`` (everything when ``cursor`` is None)."""
+        ...
+
+
+class SeriesBuilder:
+    """Collects (metric, step, value) triples cheaply and turns them into numpy chunks once."""
+
+    def __init__(self) -> None:
+        self._steps: dict[str, list[int]] = {}
+        self._values: dict[str, list[float]] = {}
+
+    def add(self, name: str, step: int, value: float) -> None:
+        steps = self._steps.get(name)
+        if steps is None:
+            steps = self._steps[name] = []
+            self._values[name] = []
+        steps.append(step)
+        self._values[name].append(value)
+
+    def build(self) -> dict[str, SeriesChunk]:
+        return {
+            name: SeriesChunk(np.asarray(steps, dtype=np.int64), np.asarray(self._values[name], dtype=np.float64))
+            for name, steps in self._steps.items()
+        }
