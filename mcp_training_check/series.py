@@ -24,8 +24,11 @@ class MetricSeries:
     non_finite: int = 0  # NaN/Inf values ever read
     new_points: int = 0  # how many values arrived in the latest read
     first_step: int | None = None
-    best: float | None = None  # filled by the snapshot step once the direction is known
-    best_step: int | None = None
+    # all-time finite extremes (kept exactly even when old points are downsampled)
+    min_value: float | None = None
+    min_step: int | None = None
+    max_value: float | None = None
+    max_step: int | None = None
 
     @property
     def raw_steps(self) -> np.ndarray:
