@@ -1,0 +1,631 @@
+"""The project file, ``training-check.toml``: run aliases, metric roles, baselines, how to stop a run.
+
+Where it is found, first match wins:
+  1. ``$TRAINING_CHECK_CONFIG`` when set (the file must exist, otherwise `ConfigError`);
+  2. ``./training-check.toml`` in the working directory;
+  3. the same name in each parent directory, up to the git root (a directory holding ``.git``) or ``/``;
+  4. none: built-in defaults and no runs.
+
+Example (every key is optional except ``run`` in each ``[runs.NAME]``)::
+
+    [defaults]
+    notes = "TRAINING_NOTES.md"        # Markdown file incidents are appended to
+    [defaults.review]                  # the external LLM reviewer
+    model = "claude-sonnet-4-5"
+    timeout_seconds = 60
+    enabled = true
+    [defaults.judge]                   # detector threshold overrides, passed through as given
+    spike_ratio = 3.0
+
+    [runs.bert]                        # an alias: tools accept run="bert"
+    run = "wandb/latest-run"           # path / W&B URL / entity/project/id / ssh://host/path
+    roles = { "train/loss" = "train_loss", "val/acc" = "eval_higher" }
+    baselines = { "val/acc" = 0.71 }
+    log_fallback = "logs/train.log"    # read when the primary source is unreachable
+    notes = "notes/bert.md"            # overrides defaults.notes for this run
+    total_steps = 100000               # hint for the judge and the learning-rate schedule check
+    [runs.bert.judge]                  # merged key by key over defaults.judge
+    patience_checks = 5
+    [runs.bert.stop]                   # without this table stop_run cannot stop the run locally
+    pid_file = "train.pid"             # or: pid = 12345
+    signal = "TERM"                    # TERM | INT | KILL
+    grace_seconds = 30                 # wait this long for the process to exit before KILL
+    kill_after_grace = true
+
+Relative paths (``run``, ``notes``, ``log_fallback``, ``pid_file``) are relative to the directory of the
+file, so the file means the same thing whatever directory a tool runs in. Symlinks such as
+``wandb/latest-run`` are kept unresolved: they must be followed anew at every check.
+
+Every mistake is reported as ``FILE:LINE: table.key: what is wrong and how to fix it``. tomllib gives line
+numbers only for syntax errors, so `key_lines` scans the text for table headers, dotted keys and inline
+tables and maps the location of a pydantic error back to the line that wrote it.
+"""
+
+from __future__ import annotations
+
+import bisect
+import difflib
+import math
+import os
+import re
+import tomllib
+from pathlib import Path
+from types import UnionType
+from typing import Annotated, Any, Literal, Union, cast, get_args, get_origin
+
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PlainValidator,
+    ValidationError,
+    model_validator,
+)
+
+from .errors import ConfigError
+from .models import Direction, MetricRole
+
+__all__ = [
+    "CONFIG_ENV",
+    "CONFIG_NAME",
+    "Defaults",
+    "ProjectConfig",
+    "ResolvedRunConfig",
+    "ReviewSettings",
+    "RoleName",
+    "RunEntry",
+    "StopSettings",
+    "apply_overrides",
+    "key_lines",
+    "load_config",
+    "role_of",
+]
+
+CONFIG_NAME = "training-check.toml"
+CONFIG_ENV = "TRAINING_CHECK_CONFIG"
+DEFAULT_NOTES = "TRAINING_NOTES.md"
+DEFAULT_REVIEW_MODEL = "claude-sonnet-4-5"
+DEFAULT_REVIEW_TIMEOUT_SECONDS = 60.0
+MAX_REVIEW_TIMEOUT_SECONDS = 600.0
+DEFAULT_GRACE_SECONDS = 30.0
+MAX_GRACE_SECONDS = 3600.0  # longer than any sane checkpoint save; beyond it the stop tool would hang
+
+StopSignal = Literal["TERM", "INT", "KILL"]
+RoleName = Literal["train_loss", "eval", "eval_lower", "eval_higher", "learning_rate", "grad_norm", "other"]
+JudgeValue = float | int | bool
+
+_ROLE_TABLE: dict[str, tuple[MetricRole, Direction | None]] = {
+    "train_loss": (MetricRole.TRAIN_LOSS, Direction.LOWER),
+    "eval": (MetricRole.EVAL, None),
+    "eval_lower": (MetricRole.EVAL, Direction.LOWER),
+    "eval_higher": (MetricRole.EVAL, Direction.HIGHER),
+    "learning_rate": (MetricRole.LEARNING_RATE, None),
+    "grad_norm": (MetricRole.GRAD_NORM, Direction.LOWER),
+    "other": (MetricRole.OTHER, None),
+}
+
+
+def role_of(name: RoleName) -> tuple[MetricRole, Direction | None]:
+    """The judge's role and direction for a role name; direction None means "guess from the metric name"."""
+    return _ROLE_TABLE[name]
+
+
+# --------------------------------------------------------------------------- file schema
+
+
+def _judge_value(value: object) -> JudgeValue:
+    """Threshold values are numbers or booleans; anything else is a typo the judge would choke on later."""
+    if isinstance(value, bool | int | float):
+        return value
+    raise ValueError(f"expected a number or true/false, got {value!r}")
+
+
+def _signal_name(value: object) -> object:
+    """Accept ``SIGTERM`` and ``term`` for ``TERM``: the meaning is unambiguous."""
+    if isinstance(value, str):
+        return value.strip().upper().removeprefix("SIG")
+    return value
+
+
+def _non_empty(value: object) -> object:
+    """An empty path would silently mean "this directory"."""
+    if isinstance(value, str) and not value.strip():
+        raise ValueError("a path must not be empty; remove the key to use the default")
+    return value
+
+
+# Paths are strings in TOML; strict mode would refuse a str for Path, so paths alone are lax.
+ConfigPath = Annotated[Path, BeforeValidator(_non_empty), Field(strict=False)]
+Thresholds = dict[str, Annotated[JudgeValue, PlainValidator(_judge_value)]]
+
+
+class _Section(BaseModel):
+    """Strict: TOML has real types, so "30" for a number is a mistake, and unknown keys are typos."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+class ReviewSettings(_Section):
+    model: str = Field(default=DEFAULT_REVIEW_MODEL, min_length=1)
+    timeout_seconds: float = Field(
+        default=DEFAULT_REVIEW_TIMEOUT_SECONDS, gt=0, le=MAX_REVIEW_TIMEOUT_SECONDS
+    )
+    enabled: bool = True
+
+
+class StopSettings(_Section):
+    """How to stop the run's local process: exactly one of ``pid_file`` or ``pid``."""
+
+    pid_file: ConfigPath | None = None
+    pid: int | None = Field(default=None, gt=1)
+    signal: Annotated[StopSignal, BeforeValidator(_signal_name)] = "TERM"
+    grace_seconds: float = Field(default=DEFAULT_GRACE_SECONDS, ge=0, le=MAX_GRACE_SECONDS)
+    kill_after_grace: bool = True
+
+    @model_validator(mode="after")
+    def _one_pid_source(self) -> StopSettings:
+        if (self.pid_file is None) == (self.pid is None):
+            raise ValueError('set exactly one of pid_file = "train.pid" or pid = 12345')
+        return self
+
+
+class Defaults(_Section):
+    notes: ConfigPath = Path(DEFAULT_NOTES)
+    review: ReviewSettings = ReviewSettings()
+    judge: Thresholds = Field(default_factory=dict)
+
+
+class RunEntry(_Section):
+    run: str = Field(min_length=1)
+    roles: dict[str, RoleName] = Field(default_factory=dict)
+    baselines: dict[str, float] = Field(default_factory=dict)
+    log_fallback: ConfigPath | None = None
+    notes: ConfigPath | None = None
+    total_steps: int | None = Field(default=None, gt=0)
+    judge: Thresholds = Field(default_factory=dict)
+    stop: StopSettings | None = None
+
+
+class _ConfigFile(_Section):
+    defaults: Defaults = Defaults()
+    runs: dict[str, RunEntry] = Field(default_factory=dict)
+
+
+# --------------------------------------------------------------------------- results
+
+
+class ResolvedRunConfig(BaseModel):
+    """Everything the tools need for one run: defaults merged, paths absolute."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    alias: str | None = Field(description="The [runs.NAME] entry that matched, or None.")
+    run: str = Field(description="The run string to read: the entry's `run` (local paths made absolute).")
+    config_path: Path | None
+    roles: dict[str, RoleName] = Field(default_factory=dict)
+    baselines: dict[str, float] = Field(default_factory=dict)
+    log_fallback: Path | None = None
+    notes: Path
+    total_steps: int | None = None
+    review: ReviewSettings = ReviewSettings()
+    judge: dict[str, JudgeValue] = Field(default_factory=dict)
+    stop: StopSettings | None = Field(default=None, description="None: the file says nothing about stopping.")
+
+
+class ProjectConfig(BaseModel):
+    """The loaded file (``path`` None: built-in defaults)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    path: Path | None
+    base_dir: Path = Field(description="Relative paths in the file are relative to this directory.")
+    cwd: Path = Field(description="Relative paths given by a caller are relative to this directory.")
+    defaults: Defaults = Defaults()
+    runs: dict[str, RunEntry] = Field(default_factory=dict)
+
+    def for_run(self, run: str) -> ResolvedRunConfig:
+        """Settings for ``run``: an alias name, or any spelling of an entry's ``run`` value, or neither."""
+        alias = run.strip() if run.strip() in self.runs else self._alias_by_value(run)
+        if alias is None:  # not in the file: defaults only, and the caller's string unchanged
+            return self._resolve(None, run, RunEntry.model_construct(run=run))
+        entry = self.runs[alias]
+        return self._resolve(alias, _effective_run(entry.run, self.base_dir), entry)
+
+    def _alias_by_value(self, run: str) -> str | None:
+        wanted = {_run_key(run, self.cwd), _run_key(run, self.base_dir)}
+        found = [name for name, entry in self.runs.items() if _run_key(entry.run, self.base_dir) in wanted]
+        if len(found) > 1:
+            names = ", ".join(f"runs.{name}" for name in found)
+            raise ConfigError(f"{self.path}: {names} all have run = {run!r}; pass the alias name instead.")
+        return found[0] if found else None
+
+    def _resolve(self, alias: str | None, run: str, entry: RunEntry) -> ResolvedRunConfig:
+        stop = entry.stop
+        if stop is not None and stop.pid_file is not None:
+            stop = stop.model_copy(update={"pid_file": self._absolute(stop.pid_file)})
+        return ResolvedRunConfig(
+            alias=alias,
+            run=run,
+            config_path=self.path,
+            roles=dict(entry.roles),
+            baselines=dict(entry.baselines),
+            log_fallback=self._absolute(entry.log_fallback) if entry.log_fallback else None,
+            notes=self._absolute(entry.notes or self.defaults.notes),
+            total_steps=entry.total_steps,
+            review=self.defaults.review,
+            judge={**self.defaults.judge, **entry.judge},
+            stop=stop,
+        )
+
+    def _absolute(self, path: Path) -> Path:
+        return _absolute(str(path), self.base_dir)
+
+
+def apply_overrides(
+    resolved: ResolvedRunConfig,
+    *,
+    roles: dict[str, str] | None = None,
+    baselines: dict[str, float] | None = None,
+    log_fallback: Path | str | None = None,
+) -> ResolvedRunConfig:
+    """Apply tool/CLI arguments: roles and baselines merge key by key over the file, log_fallback replaces.
+
+    There is deliberately no way to override the stop settings (pid, signal, grace) from arguments:
+    stop_run kills processes, and an agent that could pass any pid could kill any process of the user.
+    Only the project owner's file says what may be stopped and how.
+    """
+    update: dict[str, Any] = {}
+    if roles:
+        update["roles"] = {**resolved.roles, **_checked_roles(roles)}
+    if baselines:
+        update["baselines"] = {**resolved.baselines, **_checked_baselines(baselines)}
+    if log_fallback is not None:
+        if not str(log_fallback).strip():
+            raise ConfigError("argument log_fallback: empty path; pass a log file path or leave it out.")
+        update["log_fallback"] = _absolute(str(log_fallback), Path.cwd())
+    return resolved.model_copy(update=update) if update else resolved
+
+
+def _checked_roles(roles: dict[str, str]) -> dict[str, RoleName]:
+    allowed = get_args(RoleName)
+    for metric, role in roles.items():
+        if role not in allowed:
+            raise ConfigError(f"argument roles[{metric!r}]: {role!r} is not one of {', '.join(allowed)}.")
+    return cast(dict[str, RoleName], dict(roles))
+
+
+def _checked_baselines(baselines: dict[str, float]) -> dict[str, float]:
+    for metric, value in baselines.items():
+        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+            raise ConfigError(f"argument baselines[{metric!r}]: expected a number, got {value!r}.")
+    return {metric: float(value) for metric, value in baselines.items()}
+
+
+# --------------------------------------------------------------------------- run strings
+
+_RUN_ID = r"[A-Za-z0-9_\-.]+"
+_WANDB_PATH = re.compile(rf"^({_RUN_ID})/({_RUN_ID})/(?:runs/)?({_RUN_ID})$")
+_WANDB_URL = re.compile(rf"^https?://[^/]+/({_RUN_ID})/({_RUN_ID})/runs/({_RUN_ID})(?:[/?#].*)?$")
+
+
+def _absolute(text: str, base: Path) -> Path:
+    """Absolute, normalised, symlinks kept (``wandb/latest-run`` must be followed at every read)."""
+    return Path(os.path.abspath(Path(base, os.path.expanduser(text))))
+
+
+def _is_local(text: str, base: Path) -> bool:
+    """A local path unless it is a URL, a ``wandb:`` reference or an entity/project/id with no such file."""
+    if "://" in text or text.startswith("wandb:"):
+        return False
+    if _WANDB_PATH.match(text.strip("/")) and not text.startswith(("/", "~", ".")):
+        return os.path.lexists(_absolute(text, base))
+    return True
+
+
+def _effective_run(text: str, base: Path) -> str:
+    text = text.strip()
+    return str(_absolute(text, base)) if _is_local(text, base) else text
+
+
+def _run_key(text: str, base: Path) -> str:
+    """One spelling per run, to find an entry by its ``run`` value however the caller wrote it."""
+    text = text.strip()
+    if _is_local(text, base):
+        return f"file:{_absolute(text, base)}"
+    bare = text.removeprefix("wandb:").strip("/")
+    match = _WANDB_URL.match(text) or _WANDB_PATH.match(bare)
+    if match:
+        return "wandb:{}/{}/{}".format(*match.groups())
+    return text.rstrip("/")
+
+
+# --------------------------------------------------------------------------- loading
+
+
+def load_config(path: Path | None = None, *, cwd: Path | None = None) -> ProjectConfig:
+    """Load ``path``, or find the project file (see the module docstring); none found: defaults."""
+    cwd = Path(os.path.abspath(cwd or Path.cwd()))
+    found = _find_config(path, cwd)
+    if found is None:
+        return ProjectConfig(path=None, base_dir=cwd, cwd=cwd)
+    text = _read_text(found)
+    parsed = _parse(text, found, cwd)
+    return ProjectConfig(
+        path=found, base_dir=found.parent, cwd=cwd, defaults=parsed.defaults, runs=parsed.runs
+    )
+
+
+def _find_config(path: Path | None, cwd: Path) -> Path | None:
+    if path is not None:
+        return _must_exist(_absolute(str(path), cwd), "the config path")
+    env = os.environ.get(CONFIG_ENV, "").strip()
+    if env:
+        return _must_exist(_absolute(env, cwd), f"{CONFIG_ENV}={env!r}")
+    for directory in (cwd, *cwd.parents):
+        candidate = directory / CONFIG_NAME
+        if candidate.is_file():
+            return candidate
+        if (directory / ".git").exists():
+            return None
+    return None
+
+
+def _must_exist(path: Path, what: str) -> Path:
+    if not path.is_file():
+        raise ConfigError(f"{what}: {path} is not a file; point it at an existing {CONFIG_NAME} or unset it.")
+    return path
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text ({exc.reason}); save it as UTF-8.") from exc
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read it ({exc.strerror}); check its permissions.") from exc
+
+
+def _parse(text: str, path: Path, cwd: Path) -> _ConfigFile:
+    shown = _display(path, cwd)
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(_syntax_message(str(exc), shown, text)) from exc
+    try:
+        return _ConfigFile.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(_validation_message(exc, shown, key_lines(text))) from exc
+
+
+def _display(path: Path, cwd: Path) -> str:
+    try:
+        return str(path.relative_to(cwd))
+    except ValueError:
+        return str(path)
+
+
+_TOML_POSITION = re.compile(r"\s*\(at line (\d+), column (\d+)\)$")
+
+
+def _syntax_message(message: str, shown: str, text: str) -> str:
+    match = _TOML_POSITION.search(message)
+    if match:
+        line, column = match.groups()
+        return f"{shown}:{line}:{column}: {message[: match.start()]}; fix the TOML syntax there."
+    end_line = text.count("\n") + 1
+    return f"{shown}:{end_line}: {message.removesuffix(' (at end of document)')}; fix the TOML syntax."
+
+
+# --------------------------------------------------------------------------- error messages
+
+_TYPE_WORDS = {
+    "float_type": "a number",
+    "int_type": "an integer",
+    "bool_type": "true or false",
+    "string_type": "a string",
+    "dict_type": "a table",
+    "model_type": "a table",
+    "path_type": "a path string",
+}
+
+
+def _validation_message(exc: ValidationError, shown: str, lines: dict[tuple[str, ...], int]) -> str:
+    entries = []
+    for error in exc.errors(include_url=False):
+        loc = tuple(str(part) for part in error["loc"])
+        line = _line_for(loc, lines)
+        where = f"{shown}:{line}" if line else shown
+        entries.append((line or 0, f"{where}: {_dotted(loc)}: {_describe(error, loc)}"))
+    return "\n".join(message for _, message in sorted(entries))
+
+
+def _describe(error: Any, loc: tuple[str, ...]) -> str:
+    kind, value = error["type"], error.get("input")
+    if kind == "extra_forbidden":
+        allowed = _allowed_keys(loc[:-1])
+        close = difflib.get_close_matches(loc[-1], allowed, n=1)
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        return f"unknown key {loc[-1]!r}; {hint}allowed keys: {', '.join(allowed)}."
+    if kind == "missing":
+        return f"required key {loc[-1]!r} is missing; add it."
+    if kind == "literal_error":
+        choices = re.findall(r"'([^']*)'", error["ctx"]["expected"])
+        return f"{value!r} is not one of {', '.join(choices)}."
+    if kind in _TYPE_WORDS:
+        return f"expected {_TYPE_WORDS[kind]}, got {value!r}; change the value."
+    message = str(error["msg"]).removeprefix("Value error, ").removeprefix("Input ")
+    return f"{message}, got {value!r}." if kind != "value_error" else f"{message}."
+
+
+def _dotted(loc: tuple[str, ...]) -> str:
+    return ".".join(part if _BARE_KEY.fullmatch(part) else f'"{part}"' for part in loc)
+
+
+def _allowed_keys(loc: tuple[str, ...]) -> list[str]:
+    """The field names of the model found at ``loc`` (dict keys in ``loc`` are stepped over)."""
+    annotation: Any = _ConfigFile
+    for part in loc:
+        annotation = _unwrap(annotation)
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            annotation = annotation.model_fields[part].annotation
+        elif get_origin(annotation) is dict:
+            annotation = get_args(annotation)[1]
+    annotation = _unwrap(annotation)
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return list(annotation.model_fields)
+    return []
+
+
+def _unwrap(annotation: Any) -> Any:
+    """``X | None`` → ``X``."""
+    if get_origin(annotation) in (Union, UnionType):
+        members = [arg for arg in get_args(annotation) if arg is not type(None)]
+        return members[0] if len(members) == 1 else annotation
+    return annotation
+
+
+def _line_for(loc: tuple[str, ...], lines: dict[tuple[str, ...], int]) -> int | None:
+    """The line of the longest prefix of ``loc`` the text defines (a missing key → its table)."""
+    for end in range(len(loc), 0, -1):
+        if loc[:end] in lines:
+            return lines[loc[:end]]
+    return None
+
+
+# --------------------------------------------------------------------------- key → line scanner
+
+
+def key_lines(text: str) -> dict[tuple[str, ...], int]:
+    """Map every table and key path in valid TOML ``text`` to the 1-based line that defines it.
+
+    A path only implied by a longer one (``runs.bert`` by ``[runs.bert.stop]``) gets the line of its
+    first mention unless it is defined explicitly. Array items are keyed by their index as a string.
+    """
+    scanner = _KeyScanner(text)
+    scanner.scan()
+    return {**scanner.implied, **scanner.defined}
+
+
+_BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
+
+
+class _KeyScanner:
+    """Just enough of a TOML reader to know where keys are; values are skipped, not decoded."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.pos = 0
+        self.newlines = [index for index, char in enumerate(text) if char == "\n"]
+        self.defined: dict[tuple[str, ...], int] = {}
+        self.implied: dict[tuple[str, ...], int] = {}
+
+    def line(self) -> int:
+        return bisect.bisect_right(self.newlines, self.pos - 1) + 1
+
+    def record(self, path: tuple[str, ...], line: int) -> None:
+        self.defined.setdefault(path, line)
+        for end in range(1, len(path)):
+            self.implied.setdefault(path[:end], line)
+
+    def peek(self, count: int = 1) -> str:
+        return self.text[self.pos : self.pos + count]
+
+    def skip(self, newlines: bool) -> None:
+        """Skip blanks and comments (and line breaks when ``newlines``)."""
+        blanks = " \t\r\n" if newlines else " \t\r"
+        while self.pos < len(self.text):
+            if self.text[self.pos] in blanks:
+                self.pos += 1
+            elif self.text[self.pos] == "#":
+                end = self.text.find("\n", self.pos)
+                self.pos = len(self.text) if end < 0 else end
+            else:
+                return
+
+    def scan(self) -> None:
+        table: tuple[str, ...] = ()
+        while True:
+            self.skip(newlines=True)
+            if self.pos >= len(self.text):
+                return
+            line = self.line()
+            if self.peek() == "[":
+                double = self.peek(2) == "[["
+                self.pos += 2 if double else 1
+                table = self.key()
+                self.pos += 2 if double else 1
+                self.record(table, line)
+            else:
+                self.key_value(table)
+
+    def key_value(self, prefix: tuple[str, ...]) -> None:
+        line = self.line()
+        path = prefix + self.key()
+        self.record(path, line)
+        self.skip(newlines=False)
+        self.pos += 1  # '='
+        self.value(path)
+
+    def key(self) -> tuple[str, ...]:
+        parts = []
+        while True:
+            self.skip(newlines=False)
+            parts.append(self.simple_key())
+            self.skip(newlines=False)
+            if self.peek() != ".":
+                return tuple(parts)
+            self.pos += 1
+
+    def simple_key(self) -> str:
+        if self.peek() in "\"'":
+            start = self.pos
+            self.string()
+            return str(tomllib.loads(f"k = {self.text[start : self.pos]}")["k"])
+        match = _BARE_KEY.match(self.text, self.pos)
+        if match is None:
+            raise ValueError(f"no key at offset {self.pos}")
+        self.pos = match.end()
+        return match.group()
+
+    def string(self) -> None:
+        quote = self.peek()
+        delimiter = quote * 3 if self.peek(3) == quote * 3 else quote
+        self.pos += len(delimiter)
+        while self.pos < len(self.text) and not self.text.startswith(delimiter, self.pos):
+            self.pos += 2 if quote == '"' and self.peek() == "\\" else 1
+        self.pos += len(delimiter)
+        while delimiter != quote and self.peek() == quote:  # """a"""" ends with a quote in the value
+            self.pos += 1
+
+    def value(self, path: tuple[str, ...]) -> None:
+        self.skip(newlines=False)
+        char = self.peek()
+        if char in "\"'":
+            self.string()
+        elif char == "{":
+            self.container(path, "}", inline_table=True)
+        elif char == "[":
+            self.container(path, "]", inline_table=False)
+        else:
+            while self.pos < len(self.text) and self.text[self.pos] not in ",]}\n#":
+                self.pos += 1
+
+    def container(self, path: tuple[str, ...], closer: str, *, inline_table: bool) -> None:
+        """An inline table ``{k = v, ...}`` or an array ``[v, ...]`` (items keyed by index)."""
+        self.pos += 1
+        index = 0
+        while True:
+            self.skip(newlines=True)
+            if self.peek() in (closer, ""):
+                self.pos += 1
+                return
+            if self.peek() == ",":
+                self.pos += 1
+                index += 1
+                continue
+            if inline_table:
+                self.key_value(path)
+            else:
+                self.record((*path, str(index)), self.line())
+                self.value((*path, str(index)))
