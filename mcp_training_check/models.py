@@ -158,7 +158,7 @@ class RunInfo(Strict):
 
 class Checkpoint(Strict):
     step: int
-    value: float
+    value: float | None = Field(description="null when the value was NaN or Inf.")
 
 
 class MetricSummary(Strict):
@@ -167,7 +167,7 @@ class MetricSummary(Strict):
     name: str
     role: MetricRole
     direction: Direction
-    last: float | None = Field(description="Last value (may be NaN/Inf, shown as null in JSON when NaN).")
+    last: float | None = Field(description="Last value; null when it was NaN or Inf.")
     best: float | None = Field(default=None, description="Best finite value so far in `direction`.")
     best_step: int | None = None
     recent: list[Checkpoint] = Field(default_factory=list, description="A few recent checkpoints.")
