@@ -1,0 +1,81 @@
+#!/usr/bin/env python3
+"""Set up and run on a fresh machine with only Python >= 3.11.
+
+    python3 dev.py demo      create .venv, install, run the built-in demo (no account, no network)
+    python3 dev.py test      create .venv, install with test extras, run ruff, mypy and the test suite
+    python3 dev.py bench     run the benchmarks in benchmarks/
+
+The virtual environment is reused while pyproject.toml is unchanged (a hash stamp in .venv).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+VENV = ROOT / ".venv"
+STAMP = VENV / ".installed-pyproject-sha256"
+MIN_PYTHON = (3, 11)
+
+
+def python() -> Path:
+    return VENV / "bin" / "python"
+
+
+def ensure_venv(extras: str) -> None:
+    if sys.version_info < MIN_PYTHON:
+        sys.exit(f"dev.py: Python >= 3.11 is required, this is {sys.version.split()[0]}")
+    if not python().exists():
+        print("dev.py: creating .venv", flush=True)
+        venv.EnvBuilder(with_pip=True).create(VENV)
+    wanted = hashlib.sha256((ROOT / "pyproject.toml").read_bytes() + extras.encode()).hexdigest()
+    if STAMP.exists() and STAMP.read_text() == wanted:
+        return
+    print(f"dev.py: installing mcp-training-check[{extras}] into .venv", flush=True)
+    run([str(python()), "-m", "pip", "install", "--quiet", "--upgrade", "pip"])
+    run([str(python()), "-m", "pip", "install", "--quiet", "-e", f".[{extras}]"])
+    STAMP.write_text(wanted)
+
+
+def run(command: list[str]) -> None:
+    result = subprocess.run(command, cwd=ROOT)
+    if result.returncode != 0:
+        sys.exit(result.returncode)
+
+
+def demo(args: list[str]) -> None:
+    ensure_venv("test")
+    run([str(python()), "-m", "mcp_training_check", "demo", *args])
+
+
+def test(args: list[str]) -> None:
+    ensure_venv("test")
+    run([str(python()), "-m", "ruff", "check", "mcp_training_check", "tests", "benchmarks", "dev.py"])
+    run([str(python()), "-m", "mypy"])
+    run([str(python()), "-m", "pytest", "-q", *args])
+
+
+def bench(args: list[str]) -> None:
+    ensure_venv("test")
+    for script in sorted((ROOT / "benchmarks").glob("bench_*.py")):
+        print(f"== {script.name}", flush=True)
+        run([str(python()), str(script), *args])
+
+
+COMMANDS = {"demo": demo, "test": test, "bench": bench}
+
+
+def main() -> None:
+    if len(sys.argv) < 2 or sys.argv[1] not in COMMANDS:
+        sys.exit(__doc__)
+    os.environ.setdefault("PYTHONUNBUFFERED", "1")
+    COMMANDS[sys.argv[1]](sys.argv[2:])
+
+
+if __name__ == "__main__":
+    main()

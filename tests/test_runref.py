@@ -1,0 +1,64 @@
+from __future__ import annotations
+
+import pytest
+
+from mcp_training_check.errors import RunRefError
+from mcp_training_check.models import RunKind
+from mcp_training_check.runref import parse_run
+
+
+@pytest.mark.parametrize(
+    ("raw", "kind", "fields"),
+    [
+        ("ssh://gpu-box/home/me/train.log", RunKind.SSH, {"host": "gpu-box", "path": "/home/me/train.log"}),
+        ("ssh://me@gpu:2222/x/y.log", RunKind.SSH, {"host": "me@gpu:2222", "path": "/x/y.log"}),
+        ("https://wandb.ai/acme/llm/runs/ab12cd34", RunKind.WANDB_API, {"entity": "acme", "run_id": "ab12cd34"}),
+        ("https://wandb.ai/acme/llm/runs/ab12cd34/overview?x=1", RunKind.WANDB_API, {"project": "llm"}),
+        ("wandb:acme/llm/ab12cd34", RunKind.WANDB_API, {"entity": "acme", "project": "llm"}),
+        ("acme/llm/ab12cd34", RunKind.WANDB_API, {"run_id": "ab12cd34"}),
+    ],
+)
+def test_remote_forms(raw, kind, fields):
+    ref = parse_run(raw)
+    assert ref.kind is kind
+    for name, value in fields.items():
+        assert getattr(ref, name) == value
+
+
+def test_local_forms(tmp_path):
+    log = tmp_path / "train.log"
+    log.write_text("step 1 | loss 2.0\n")
+    run_dir = tmp_path / "wandb" / "run-20260101_000000-abc"
+    run_dir.mkdir(parents=True)
+    wandb_file = run_dir / "run-abc.wandb"
+    wandb_file.write_bytes(b"")
+    assert parse_run(str(log)).kind is RunKind.LOG_FILE
+    assert parse_run(str(run_dir)).kind is RunKind.WANDB_DIR
+    assert parse_run(str(wandb_file)).kind is RunKind.WANDB_FILE
+    relative = parse_run("train.log", base_dir=tmp_path)
+    assert relative.path == str(log)
+    assert relative.key == f"file:{log}"
+
+
+def test_bare_id_needs_entity_and_project(monkeypatch):
+    monkeypatch.delenv("WANDB_ENTITY", raising=False)
+    with pytest.raises(RunRefError, match="not an existing path"):
+        parse_run("ab12cd34")
+    monkeypatch.setenv("WANDB_ENTITY", "acme")
+    monkeypatch.setenv("WANDB_PROJECT", "llm")
+    assert parse_run("ab12cd34").key == "wandb:acme/llm/ab12cd34"
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        ("", "empty"),
+        ("ssh://gpu-box", "needs a host and a path"),
+        ("https://example.com/some/page", "not a W&B run URL"),
+        ("wandb:acme/llm", "entity/project/run_id"),
+        ("no/such/path/here/at/all", "not an existing path"),
+    ],
+)
+def test_errors_say_what_to_pass(raw, message):
+    with pytest.raises(RunRefError, match=message):
+        parse_run(raw)
