@@ -1,0 +1,494 @@
+"""Read a wandb 0.31 ``run-<id>.wandb`` transaction log, incrementally.
+
+wandb 0.31 ships no reader for its own local log, yet the file holds every logged value of the run
+the moment the writer flushes (per full 32 KiB block, or about every 15 s). Layout (checked against
+files written by wandb 0.31.0 itself, see tests/test_wandb_file.py):
+
+* a 7-byte header ``:W&B`` + uint16 LE 0xBEE1 + uint8 version 0;
+* LevelDB-log framing in 32 KiB blocks counted from file offset 0 (the header sits in block 0): each
+  chunk is crc32 (uint32 LE, IEEE, over type byte + payload), length (uint16 LE), type (1 FULL,
+  2 FIRST, 3 MIDDLE, 4 LAST), payload; a block tail shorter than a chunk header is zero padding;
+* each record is a serialized ``wandb_internal_pb2.Record``.
+
+Damage is never fatal: a chunk with a bad CRC, type or length is counted in ``skipped_chunks`` and
+reading resumes at the next block boundary, as LevelDB does. A file that simply ends early (a live
+writer mid-flush) is not damage: reading stops before the unfinished record and the cursor points
+at its start, so the next read picks it up whole.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import re
+import struct
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from google.protobuf.message import DecodeError
+
+from ..errors import RunNotFound, SourceError, SourceUnavailable
+from ..models import RunInfo, RunStatus
+from .base import Cursor, ReadBatch, SeriesBuilder
+from .wandb_dir import is_wandb_path, resolve_wandb_path
+
+# the generated module re-exports one of three versioned builds with `import *`: no static types
+pb: Any = importlib.import_module("wandb.proto.wandb_internal_pb2")
+
+__all__ = [
+    "BLOCK_SIZE",
+    "FILE_HEADER",
+    "WandbFileSource",
+    "frame_records",
+    "is_wandb_path",
+    "resolve_wandb_path",
+]
+
+FILE_HEADER = b":W&B" + struct.pack("<HB", 0xBEE1, 0)
+BLOCK_SIZE = 32 * 1024
+CHUNK_HEADER = struct.Struct("<IHB")  # crc32, payload length, chunk type
+CHUNK_HEADER_SIZE = CHUNK_HEADER.size
+FULL, FIRST, MIDDLE, LAST = 1, 2, 3, 4
+# crc32 of the type byte alone: the chunk CRC continues from it over the payload
+_TYPE_SEED = {kind: zlib.crc32(bytes([kind])) for kind in (FULL, FIRST, MIDDLE, LAST)}
+READ_WINDOW_BYTES = 256 * BLOCK_SIZE  # 8 MiB per read(): few syscalls, bounded memory
+HEAD_CHECK_BYTES = 4096  # identity check: a replaced file differs in its first bytes
+
+# Record field tags (field << 3 | wire type 2) whose records never carry metrics, run info or exit
+# status: summary, output, files, stats, artifact, tbrecord, alert, telemetry, metric, output_raw.
+# Checking the first tag skips their protobuf decoding, which is most of a real file's records.
+_SKIPPED_FIELDS = (3, 4, 6, 7, 8, 9, 10, 11, 12, 13)
+_SKIPPED_TAGS = frozenset((number << 3) | 2 for number in _SKIPPED_FIELDS)
+_NUM_TAG = 0x08  # Record.num, varint, written first when non-zero
+_NON_NUMERIC_START = frozenset('"{[tfn')  # JSON strings, objects, arrays, true/false, null
+
+
+# --------------------------------------------------------------------------- framing
+
+
+@dataclass
+class Framer:
+    """Reassembles records from block-aligned windows of the file, carrying a split record across them.
+
+    ``resume`` is the file offset where the next read must start: the first chunk of an unfinished
+    record, or the end of what was consumed.
+    """
+
+    resume: int
+    skipped_chunks: int = 0
+    _parts: list[bytes] = field(default_factory=list)
+    _record_start: int | None = None
+
+    def frames(self, buf: bytes, base: int, at_eof: bool) -> list[bytes]:
+        """Whole record payloads in ``buf`` (which starts at file offset ``base``)."""
+        out: list[bytes] = []
+        pos, size = 0, len(buf)
+        unpack, crc32, seeds = CHUNK_HEADER.unpack_from, zlib.crc32, _TYPE_SEED
+        while pos < size:
+            block_left = BLOCK_SIZE - (base + pos) % BLOCK_SIZE
+            if block_left < CHUNK_HEADER_SIZE:
+                pos += block_left  # padding
+                continue
+            if pos + CHUNK_HEADER_SIZE > size:
+                break  # header not written yet
+            crc, length, kind = unpack(buf, pos)
+            end = pos + CHUNK_HEADER_SIZE + length
+            seed = seeds.get(kind)
+            if seed is None or length > block_left - CHUNK_HEADER_SIZE:
+                if at_eof and buf.count(0, pos) == size - pos:
+                    break  # zeros up to the end: space reserved but not yet written
+                pos = self._corrupt(pos, block_left)
+                continue
+            if end > size:
+                break  # payload not written yet
+            payload = buf[pos + CHUNK_HEADER_SIZE : end]
+            if crc32(payload, seed) != crc:
+                pos = self._corrupt(pos, block_left)
+                continue
+            if kind == FULL:
+                self._drop_partial()
+                out.append(payload)
+            elif kind == FIRST:
+                self._drop_partial()
+                self._parts, self._record_start = [payload], base + pos
+            elif self._record_start is None:
+                self.skipped_chunks += 1  # MIDDLE/LAST whose start was lost
+            elif kind == MIDDLE:
+                self._parts.append(payload)
+            else:
+                self._parts.append(payload)
+                out.append(b"".join(self._parts))
+                self._parts, self._record_start = [], None
+            pos = end
+        stop = base + min(pos, size)
+        self.resume = stop if self._record_start is None else self._record_start
+        return out
+
+    def _corrupt(self, pos: int, block_left: int) -> int:
+        """Count the bad chunk, forget the record it belonged to, resync at the next block."""
+        self.skipped_chunks += 1
+        self._parts, self._record_start = [], None
+        return pos + block_left
+
+    def _drop_partial(self) -> None:
+        if self._record_start is not None:
+            self.skipped_chunks += 1  # a record started but never finished
+            self._parts, self._record_start = [], None
+
+
+def frame_records(handle: BinaryIO, start: int, framer: Framer) -> Iterator[list[bytes]]:
+    """Yield lists of whole record payloads from ``start`` to the end of ``handle``, window by window.
+
+    Windows end on block boundaries, so no chunk is cut by a window edge except at end of file.
+    """
+    handle.seek(start)
+    offset = start
+    while True:
+        want = READ_WINDOW_BYTES - offset % BLOCK_SIZE
+        buf = handle.read(want)
+        at_eof = len(buf) < want
+        yield framer.frames(buf, offset, at_eof)
+        offset += len(buf)
+        if at_eof:
+            return
+
+
+# --------------------------------------------------------------------------- decoding
+
+
+class Decoder:
+    """Turns record payloads into metric points (into a `SeriesBuilder`) and run facts (into `RunState`)."""
+
+    def __init__(self, state: RunState) -> None:
+        self.state = state
+        self.builder = SeriesBuilder()
+        self.undecodable = 0
+        self._record = pb.Record()
+
+    def feed(self, payloads: list[bytes]) -> None:
+        record = self._record
+        parse, which = record.ParseFromString, record.WhichOneof
+        for payload in payloads:
+            if not payload:
+                continue
+            i = 0
+            if payload[0] == _NUM_TAG:  # skip Record.num to reach the first oneof tag
+                i = 1
+                while i < len(payload) and payload[i] & 0x80:
+                    i += 1
+                i += 1
+            if i < len(payload) and payload[i] in _SKIPPED_TAGS:
+                continue
+            try:
+                parse(payload)
+            except DecodeError:
+                self.undecodable += 1
+                continue
+            kind = which("record_type")
+            if kind == "history":
+                self._history(record.history)
+            elif kind is not None:
+                self.state.apply(kind, record)
+
+    def _history(self, history: Any) -> None:
+        """Numeric items become points; ``_step`` gives their step, else a running counter does."""
+        step: int | None = None
+        names: list[str] = []
+        values: list[float] = []
+        for item in history.item:
+            key = item.key or "/".join(item.nested_key)
+            text = item.value_json
+            if key[:1] == "_":
+                if key == "_step":
+                    step = _parse_step(text)
+                continue
+            if not text:
+                number = _typed_value(item)
+            elif text[0] in _NON_NUMERIC_START:
+                continue
+            else:
+                try:
+                    number = float(text)  # also reads NaN, Infinity, -Infinity as json writes them
+                except ValueError:
+                    continue
+            if number is not None:
+                names.append(key)
+                values.append(number)
+        state = self.state
+        if step is None:
+            step = history.step.num if history.HasField("step") else state.step_counter
+        state.step_counter = step + 1
+        state.last_step = step
+        add = self.builder.add
+        for name, number in zip(names, values, strict=True):
+            add(name, step, number)
+
+
+def _parse_step(text: str) -> int | None:
+    try:
+        return int(text)
+    except ValueError:
+        try:
+            return int(float(text))
+        except (ValueError, OverflowError):
+            return None
+
+
+def _typed_value(item: Any) -> float | None:
+    """A value in the typed ``value`` oneof (unused by 0.31 writers, kept for newer ones)."""
+    kind = item.WhichOneof("value")
+    if kind in ("integer", "number"):
+        return float(getattr(item, kind))
+    if kind == "json":
+        try:
+            parsed = json.loads(item.json)
+        except ValueError:
+            return None
+        return float(parsed) if isinstance(parsed, int | float) and not isinstance(parsed, bool) else None
+    return None
+
+
+# --------------------------------------------------------------------------- run facts
+
+EXIT_CODE_OK = 0
+EXIT_CODE_INTERRUPTED = 255  # wandb's exit code for a KeyboardInterrupt (Ctrl-C, a W&B stop, SIGINT)
+CONFIG_MAX_JSON_BYTES = 8 * 1024  # the cursor is stored per check: keep it small
+CONFIG_MAX_STRING_CHARS = 256
+DEBUG_LOG_SCAN_BYTES = 64 * 1024
+# wandb's own run log names the training process: "... Configure stats pid to 3974"
+_STATS_PID = re.compile(rb"Configure stats pid to (\d+)")
+_APP_URL = "https://wandb.ai"
+_CLOUD_API_URL = "https://api.wandb.ai"
+
+
+@dataclass
+class RunState:
+    """What the file says about the run besides metrics; survives between reads inside the cursor."""
+
+    run_id: str | None = None
+    name: str | None = None
+    host: str | None = None
+    entity: str | None = None
+    project: str | None = None
+    config: dict[str, Any] = field(default_factory=dict)
+    exit_code: int | None = None
+    pid: int | None = None
+    last_step: int | None = None
+    step_counter: int = 0
+    warnings: list[str] = field(default_factory=list)
+
+    _CURSOR_FIELDS = (
+        "run_id",
+        "name",
+        "host",
+        "entity",
+        "project",
+        "config",
+        "exit_code",
+        "pid",
+        "last_step",
+        "step_counter",
+    )
+
+    @classmethod
+    def from_cursor(cls, cursor: Cursor | None) -> RunState:
+        if not cursor:
+            return cls()
+        known = {name: cursor[name] for name in cls._CURSOR_FIELDS if cursor.get(name) is not None}
+        return cls(**known)
+
+    def to_cursor(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in self._CURSOR_FIELDS}
+
+    def apply(self, kind: str, record: Any) -> None:
+        """Take run identity, config and exit status from the records that carry them."""
+        if kind == "run":
+            run = record.run
+            self.run_id = run.run_id or self.run_id
+            self.name = run.display_name or self.name
+            self.host = run.host or self.host
+            self.entity = run.entity or self.entity
+            self.project = run.project or self.project
+            _apply_config(self.config, run.config)
+        elif kind == "config":
+            _apply_config(self.config, record.config)
+        elif kind == "exit":
+            self.exit_code = record.exit.exit_code
+
+    def finish_read(self, run_dir: Path) -> None:
+        """End-of-read upkeep: bound the config's size, look for the training pid once it is logged."""
+        if len(json.dumps(self.config, default=str)) > CONFIG_MAX_JSON_BYTES:
+            self.config = _scalars_only(self.config)
+            self.warnings.append(
+                f"run config is over {CONFIG_MAX_JSON_BYTES} bytes as JSON: kept its top-level scalars only"
+            )
+        if self.pid is None:
+            self.pid = _pid_from_debug_log(run_dir)
+
+    def run_info(self) -> RunInfo:
+        return RunInfo(
+            status=self.status,
+            name=self.name,
+            run_id=self.run_id,
+            url=self._url(),
+            config=self.config,
+            pid=self.pid,
+            host=self.host,
+        )
+
+    @property
+    def status(self) -> RunStatus:
+        """RUNNING until an exit record arrives; a silent file is for the caller to judge."""
+        if self.exit_code is None:
+            return RunStatus.RUNNING
+        if self.exit_code == EXIT_CODE_OK:
+            return RunStatus.FINISHED
+        if self.exit_code == EXIT_CODE_INTERRUPTED:
+            return RunStatus.KILLED
+        return RunStatus.FAILED
+
+    def _url(self) -> str | None:
+        """Only runs synced to a server have one (offline runs carry no entity)."""
+        if not (self.entity and self.project and self.run_id):
+            return None
+        base = os.environ.get("WANDB_BASE_URL", _CLOUD_API_URL).rstrip("/")
+        app = _APP_URL if base == _CLOUD_API_URL else base
+        return f"{app}/{self.entity}/{self.project}/runs/{self.run_id}"
+
+
+def _apply_config(config: dict[str, Any], record: Any) -> None:
+    """Merge a config update: plain values, wandb's ``{"value": ...}`` wrapping undone, ``_wandb`` dropped."""
+    for item in record.update:
+        path = [item.key] if item.key else list(item.nested_key)
+        if not path or path[0] == "_wandb":
+            continue
+        try:
+            value = json.loads(item.value_json)
+        except ValueError:
+            value = item.value_json
+        if isinstance(value, dict) and "value" in value and set(value) <= {"value", "desc"}:
+            value = value["value"]
+        target = config
+        for part in path[:-1]:
+            child = target.get(part)
+            target = target.setdefault(part, {}) if isinstance(child, dict) or child is None else {}
+        target[path[-1]] = value
+    for item in record.remove:
+        config.pop(item.key or "/".join(item.nested_key), None)
+
+
+def _scalars_only(config: dict[str, Any]) -> dict[str, Any]:
+    kept: dict[str, Any] = {}
+    for key, value in config.items():
+        if isinstance(value, str):
+            kept[key] = value[:CONFIG_MAX_STRING_CHARS]
+        elif value is None or isinstance(value, bool | int | float):
+            kept[key] = value
+    return kept
+
+
+def _pid_from_debug_log(run_dir: Path) -> int | None:
+    """No 0.31 record carries the pid; wandb's per-run ``logs/debug.log`` does, near its start."""
+    try:
+        with open(run_dir / "logs" / "debug.log", "rb") as log:
+            match = _STATS_PID.search(log.read(DEBUG_LOG_SCAN_BYTES))
+    except OSError:
+        return None
+    return int(match.group(1)) if match else None
+
+
+# --------------------------------------------------------------------------- the source
+
+
+class WandbFileSource:
+    """Incremental reader of one W&B run's local ``.wandb`` file (any accepted path form).
+
+    The path is resolved again at every read, so ``wandb/latest-run`` follows a newly started run;
+    a different file than the cursor's is read from the start with ``restarted=True``.
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+
+    def read(self, cursor: Cursor | None) -> ReadBatch:
+        file_path = resolve_wandb_path(self.path)
+        try:
+            with open(file_path, "rb") as handle:
+                return self._read_open(file_path, handle, cursor)
+        except FileNotFoundError as exc:
+            raise RunNotFound(f"{file_path} disappeared while being read: check the path and retry.") from exc
+        except OSError as exc:
+            raise SourceUnavailable(
+                f"cannot read {file_path}: {exc.strerror}; check its permissions."
+            ) from exc
+
+    def _read_open(self, file_path: Path, handle: BinaryIO, cursor: Cursor | None) -> ReadBatch:
+        stat = os.fstat(handle.fileno())
+        head = handle.read(HEAD_CHECK_BYTES)
+        restarted = cursor is not None and not _same_file(cursor, str(file_path), stat, head)
+        if cursor is None or restarted:
+            _check_header(file_path, head)
+            cursor = None
+        start = len(FILE_HEADER) if cursor is None else int(cursor["offset"])
+        if stat.st_size < len(FILE_HEADER):  # created, header not flushed yet
+            start = 0
+        state = RunState.from_cursor(cursor)
+        framer = Framer(resume=start)
+        decoder = Decoder(state)
+        if start > 0:
+            for payloads in frame_records(handle, start, framer):
+                decoder.feed(payloads)
+        state.finish_read(file_path.parent)
+        warnings = state.warnings
+        if decoder.undecodable:
+            warnings.append(f"{decoder.undecodable} record(s) with a valid checksum could not be decoded")
+        new_cursor = {
+            "path": str(file_path),
+            "offset": framer.resume,
+            "size": stat.st_size,
+            "inode": stat.st_ino,
+            "dev": stat.st_dev,
+            "head_len": len(head),
+            "head_crc": zlib.crc32(head),
+            **state.to_cursor(),
+        }
+        return ReadBatch(
+            series=decoder.builder.build(),
+            cursor=new_cursor,
+            info=state.run_info(),
+            skipped_chunks=framer.skipped_chunks + decoder.undecodable,
+            restarted=restarted,
+            warnings=warnings,
+        )
+
+
+def _same_file(cursor: Cursor, path: str, stat: os.stat_result, head: bytes) -> bool:
+    """Same path, same inode, not shrunk, and the first bytes seen last time are unchanged."""
+    head_len = int(cursor.get("head_len", 0))
+    return (
+        cursor.get("path") == path
+        and cursor.get("inode") == stat.st_ino
+        and cursor.get("dev") == stat.st_dev
+        and stat.st_size >= int(cursor.get("size", 0))
+        and len(head) >= head_len
+        and zlib.crc32(head[:head_len]) == cursor.get("head_crc")
+    )
+
+
+def _check_header(file_path: Path, head: bytes) -> None:
+    seen = head[: len(FILE_HEADER)]
+    if FILE_HEADER.startswith(seen):
+        return
+    if seen[:4] == FILE_HEADER[:4] and len(seen) == len(FILE_HEADER):
+        raise SourceError(
+            f"{file_path} is a W&B run file of an unsupported format version {seen[-1]} (this reader knows "
+            "version 0, wandb 0.31): read the run through the W&B API or its training log instead."
+        )
+    raise RunNotFound(
+        f"{file_path} is not a W&B run file (it starts with {seen!r}, expected {FILE_HEADER!r}): pass the "
+        "run-<id>.wandb file from the run's wandb/run-* directory."
+    )
