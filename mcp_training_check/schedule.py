@@ -1,0 +1,247 @@
+"""When to check a run next, and the exact CronCreate arguments that make it happen.
+
+The interval climbs a ladder while the run looks healthy and drops to the bottom on any anomaly:
+
+    first check → 10 min;  healthy (CONTINUE, no anomaly) → next rung, up to 60;
+    STOP / UNSURE / anomaly → 10;  review WAIT or nothing read → unchanged;  run ended → stop monitoring.
+
+WAIT wins over anomaly on purpose: a WAIT answers the review of an anomaly, so that anomaly is already
+being handled; resetting on it would make "unchanged on WAIT" never happen.
+
+Cron expressions are written in the process's local time (Claude Code reads them in its own local
+zone, which the server shares) and touch only the minute field, so they fire every ``interval``
+minutes across hour, day and whole-hour DST boundaries. ``*/60`` is never written (it means minute 0
+only); 60 minutes is ``M * * * *``. `CronExpr` parses what CronCreate accepts and finds the next fire,
+which is how ``next_check_at`` is computed and how the tests check the expression.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from .models import CronArgs, Decision, RunStatus, Schedule
+
+INTERVAL_LADDER_MINUTES: tuple[int, ...] = (10, 20, 30, 60)  # each divides 60, so `M,M+I,...` is even
+FIRST_INTERVAL_MINUTES = INTERVAL_LADDER_MINUTES[0]
+ANOMALY_INTERVAL_MINUTES = INTERVAL_LADDER_MINUTES[0]
+MAX_INTERVAL_MINUTES = INTERVAL_LADDER_MINUTES[-1]
+MINUTES_PER_HOUR = 60
+CRON_SEARCH_LIMIT_DAYS = 366 * 5  # a valid expression fires within 5 years (Feb 29 needs 4)
+ONE_MINUTE = timedelta(minutes=1)
+DEFAULT_PROMPT_TEMPLATE = "/training-check {run}"
+
+
+# --------------------------------------------------------------------------- cron
+
+
+@dataclass(frozen=True)
+class _Field:
+    name: str
+    low: int
+    high: int
+
+
+_FIELDS = (
+    _Field("minute", 0, 59),
+    _Field("hour", 0, 23),
+    _Field("day of month", 1, 31),
+    _Field("month", 1, 12),
+    _Field("day of week", 0, 7),  # 0 and 7 are Sunday
+)
+_EVEN_STEP_SPANS = {"minute": 60, "hour": 24}  # `*/S` here must divide the span or it fires unevenly
+
+
+def _parse_field(text: str, spec: _Field) -> frozenset[int]:
+    """One cron field (``*``, ``N``, ``*/S``, ``A-B``, ``A-B/S`` and comma lists) → the values it allows."""
+    values: set[int] = set()
+    for term in text.split(","):
+        base, _, step_text = term.partition("/")
+        step = _number(step_text, spec) if step_text else 1
+        if base == "*":
+            low, high = spec.low, spec.high
+            span = _EVEN_STEP_SPANS.get(spec.name)
+            if step_text and (step < 1 or (span and span % step)):
+                raise ValueError(f"cron {spec.name} step */{step} does not divide {span}; list the values")
+        elif "-" in base:
+            low, high = (_number(part, spec) for part in base.split("-", 1))
+        elif step_text:
+            raise ValueError(f"cron {spec.name} term {term!r}: N/S is not supported, write A-B/S")
+        else:
+            low = high = _number(base, spec)
+        if not spec.low <= low <= high <= spec.high or step < 1:
+            raise ValueError(f"cron {spec.name} term {term!r} is outside {spec.low}-{spec.high}")
+        values.update(range(low, high + 1, step))
+    if spec.name == "day of week" and 7 in values:
+        values = (values - {7}) | {0}
+    return frozenset(values)
+
+
+def _number(text: str, spec: _Field) -> int:
+    if not text.isdigit():
+        raise ValueError(f"cron {spec.name}: {text!r} is not a number (names, L, W and ? are not supported)")
+    return int(text)
+
+
+@dataclass(frozen=True)
+class CronExpr:
+    """A parsed 5-field cron expression in CronCreate's dialect, matched against wall-clock time."""
+
+    minutes: frozenset[int]
+    hours: frozenset[int]
+    days: frozenset[int]
+    months: frozenset[int]
+    weekdays: frozenset[int]  # 0 = Sunday
+    days_restricted: bool
+    weekdays_restricted: bool
+
+    @classmethod
+    def parse(cls, expr: str) -> CronExpr:
+        parts = expr.split()
+        if len(parts) != len(_FIELDS):
+            raise ValueError(f"cron {expr!r} has {len(parts)} fields; CronCreate needs 5")
+        minutes, hours, days, months, weekdays = (
+            _parse_field(text, spec) for text, spec in zip(parts, _FIELDS, strict=True)
+        )
+        return cls(
+            minutes,
+            hours,
+            days,
+            months,
+            weekdays,
+            days_restricted=parts[2] != "*",
+            weekdays_restricted=parts[4] != "*",
+        )
+
+    def _day_matches(self, at: datetime) -> bool:
+        """Standard cron: when both day fields are restricted, either one matching is enough."""
+        if at.month not in self.months:
+            return False
+        day_ok = at.day in self.days
+        weekday_ok = (at.isoweekday() % 7) in self.weekdays
+        if self.days_restricted and self.weekdays_restricted:
+            return day_ok or weekday_ok
+        return day_ok and weekday_ok
+
+    def matches(self, at: datetime) -> bool:
+        return self._day_matches(at) and at.hour in self.hours and at.minute in self.minutes
+
+    def next_fire(self, after: datetime) -> datetime:
+        """First minute strictly after ``after`` at which this fires, in ``after``'s time zone."""
+        at = after.replace(second=0, microsecond=0) + ONE_MINUTE
+        limit = at + timedelta(days=CRON_SEARCH_LIMIT_DAYS)
+        while at < limit:
+            if not self._day_matches(at):
+                at = at.replace(hour=0, minute=0) + timedelta(days=1)
+            elif at.hour not in self.hours:
+                at = at.replace(minute=0) + timedelta(hours=1)
+            elif at.minute not in self.minutes:
+                at += ONE_MINUTE
+            else:
+                return at
+        raise ValueError(f"cron {self} never fires within {CRON_SEARCH_LIMIT_DAYS} days")
+
+
+def cron_every(interval_minutes: int, first_fire: datetime) -> str:
+    """Cron firing every ``interval_minutes`` (a divisor of 60, or 60) with one fire at ``first_fire``."""
+    if MINUTES_PER_HOUR % interval_minutes:
+        raise ValueError(
+            f"interval {interval_minutes} min does not divide an hour; use one of {INTERVAL_LADDER_MINUTES}"
+        )
+    count = MINUTES_PER_HOUR // interval_minutes
+    minutes = sorted((first_fire.minute + k * interval_minutes) % MINUTES_PER_HOUR for k in range(count))
+    return f"{','.join(map(str, minutes))} * * * *"
+
+
+# --------------------------------------------------------------------------- interval
+
+
+def _on_ladder(minutes: int) -> int:
+    """The largest rung not above ``minutes`` (an off-ladder interval from elsewhere snaps down)."""
+    return max((rung for rung in INTERVAL_LADDER_MINUTES if rung <= minutes), default=FIRST_INTERVAL_MINUTES)
+
+
+def _choose_interval(
+    *,
+    decision: Decision | None,
+    previous: int | None,
+    anomaly: bool,
+    review_wait: bool,
+    read_failed: bool,
+) -> tuple[int, str]:
+    """The next interval and the few words saying why (precedence as in the module docstring)."""
+    if previous is None:
+        return FIRST_INTERVAL_MINUTES, "first check"
+    current = _on_ladder(previous)
+    if review_wait:
+        return current, "review said WAIT, interval unchanged"
+    if read_failed:
+        return current, "nothing could be read, interval unchanged"
+    if anomaly or decision in (Decision.STOP, Decision.UNSURE):
+        what = (
+            f"verdict {decision.value.upper()}" if decision in (Decision.STOP, Decision.UNSURE) else "anomaly"
+        )
+        return ANOMALY_INTERVAL_MINUTES, f"{what}, back to {ANOMALY_INTERVAL_MINUTES} from {previous}"
+    if decision is Decision.CONTINUE:
+        if current >= MAX_INTERVAL_MINUTES:
+            return MAX_INTERVAL_MINUTES, f"healthy, at the {MAX_INTERVAL_MINUTES}-min cap"
+        rung = INTERVAL_LADDER_MINUTES[INTERVAL_LADDER_MINUTES.index(current) + 1]
+        return rung, f"healthy, interval up from {previous}"
+    return current, "no verdict, interval unchanged"
+
+
+def _ended_schedule(run: str, status: RunStatus | None) -> Schedule:
+    word = status.value if status is not None and status.has_ended else "ended"
+    return Schedule(
+        summary=f"stop monitoring: run {word}; delete the cron job",
+        monitoring=False,
+        reason=(
+            f"The run {run} has {word} (status {status.value if status else 'unknown'}), so there is nothing "
+            "left to watch. Delete its cron job with CronDelete (find the id with CronList)."
+        ),
+    )
+
+
+def next_schedule(
+    *,
+    run: str,
+    decision: Decision | None,
+    previous_interval_minutes: int | None,
+    anomaly: bool,
+    review_wait: bool,
+    read_failed: bool,
+    run_ended: bool,
+    run_status: RunStatus | None = None,
+    now: datetime | None = None,
+    prompt_template: str = DEFAULT_PROMPT_TEMPLATE,
+) -> Schedule:
+    """The next check of ``run``: interval, cron for CronCreate, and when it fires.
+
+    ``now`` (default: the current time) is converted to the process's local zone, the zone
+    CronCreate reads the expression in; a naive ``now`` is taken as local time.
+    """
+    if run_ended or (run_status is not None and run_status.has_ended):
+        return _ended_schedule(run, run_status)
+    interval, why = _choose_interval(
+        decision=decision,
+        previous=previous_interval_minutes,
+        anomaly=anomaly,
+        review_wait=review_wait,
+        read_failed=read_failed,
+    )
+    local_now = (now or datetime.now()).astimezone()
+    cron = cron_every(interval, local_now.replace(second=0, microsecond=0) + timedelta(minutes=interval))
+    fire = CronExpr.parse(cron).next_fire(local_now)
+    clock = f"{fire:%H:%M %Z}".strip()
+    return Schedule(
+        summary=f"next check in {interval} min ({why}) at {clock}",
+        monitoring=True,
+        interval_minutes=interval,
+        next_check_at=fire,
+        cron_create=CronArgs(cron=cron, prompt=prompt_template.format(run=run), recurring=True),
+        reason=(
+            f"{why[0].upper()}{why[1:]}; intervals climb {' → '.join(map(str, INTERVAL_LADDER_MINUTES))} min "
+            f"while healthy and drop to {ANOMALY_INTERVAL_MINUTES} on any anomaly. Delete the previous cron "
+            "job for this run with CronDelete, then call CronCreate with cron_create."
+        ),
+    )
