@@ -1,0 +1,441 @@
+"""Stop a local training process, and write the incident into the project's Markdown notes.
+
+`stop_local_process` sends one signal (TERM by default), waits up to ``grace_seconds`` for the process
+to exit, escalates to KILL when allowed, and reports whether the process is verifiably gone. It is
+careful because it kills things:
+
+- it never signals pid 0, 1 or a negative pid (those address process groups or init), nor this process,
+  its parent (the agent or shell that started it) or the leader of its own process group;
+- a pid read from a pid file is refused when that process started after the file was written: the run
+  that wrote the file has ended and an unrelated program now has the number (PID reuse);
+- a process that is already gone is reported as ``ALREADY_STOPPED``, so stopping twice is harmless;
+- "gone" means reaped (our own child is reaped with ``waitpid(WNOHANG)``), absent, or a zombie
+  (``/proc/<pid>/stat`` state ``Z``): a zombie has stopped running and only waits for its parent.
+
+`write_incident_note` appends one Markdown entry per incident to the notes file, never rewriting it.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import math
+import os
+import pwd
+import signal
+import time
+from pathlib import Path
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+
+from .errors import StateError, StopError
+from .models import Decision, MetricSnapshot, Signal, StopMethod, StopOutcome
+
+__all__ = [
+    "Incident",
+    "KeyMetric",
+    "StopAttempt",
+    "render_incident",
+    "stop_local_process",
+    "write_incident_note",
+]
+
+PROC = Path("/proc")
+SIGNALS = {"TERM": signal.SIGTERM, "INT": signal.SIGINT, "KILL": signal.SIGKILL}
+KILL_CONFIRM_SECONDS = 5.0  # SIGKILL cannot be caught; longer means the process is stuck in the kernel
+# /proc/stat's boot time is whole seconds, so a computed start time can be up to 1 s early
+START_TIME_SLACK_SECONDS = 1.0
+PID_FILE_MAX_BYTES = 64  # a pid file holds a number; more than this is not one
+_ZOMBIE_STATES = {"Z", "X"}  # zombie, dead: no longer running
+
+
+class StopAttempt(BaseModel):
+    """What happened to the process; ``verified`` is True only when it is known to be gone."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    outcome: StopOutcome
+    verified: bool
+    signals_sent: list[str] = Field(default_factory=list)
+    pid: int
+    message: str
+
+
+def stop_local_process(
+    *,
+    pid: int | None,
+    pid_file: Path | None,
+    signal_name: str = "TERM",
+    grace_seconds: float = 30,
+    kill_after_grace: bool = True,
+    poll_seconds: float = 0.1,
+) -> StopAttempt:
+    """Signal the training process, wait up to ``grace_seconds``, KILL if allowed, verify it is gone.
+
+    ``pid`` or ``pid_file`` must say which process; when both are given they must agree.
+    Raises `StopError` when the pid is missing, unsafe, reused, or may not be signalled.
+    """
+    first = _signal_number(signal_name)
+    if grace_seconds < 0 or poll_seconds <= 0:
+        raise StopError(
+            f"grace_seconds={grace_seconds} and poll_seconds={poll_seconds}: use grace ≥ 0, poll > 0."
+        )
+    target = _target_pid(pid, pid_file)
+    _refuse_unsafe(target)
+    if _is_gone(target):
+        return _already_stopped(target, [])
+    if pid_file is not None:
+        _refuse_reused(target, pid_file)
+    sent: list[str] = []
+    if not _send(target, first, sent):
+        return _already_stopped(target, sent)
+    if _wait_gone(target, grace_seconds, poll_seconds):
+        return _stopped(target, sent)
+    if first == signal.SIGKILL or not kill_after_grace:
+        return _not_confirmed(target, sent, grace_seconds)
+    if not _send(target, signal.SIGKILL, sent) or _wait_gone(target, KILL_CONFIRM_SECONDS, poll_seconds):
+        return _stopped(target, sent)
+    return StopAttempt(
+        outcome=StopOutcome.FAILED,
+        verified=False,
+        signals_sent=sent,
+        pid=target,
+        message=(
+            f"pid {target} is still present {KILL_CONFIRM_SECONDS:g} s after SIGKILL (state "
+            f"{_proc_state(target) or '?'}); it is stuck in the kernel, usually on I/O. "
+            f"Check `ps -o stat {target}`."
+        ),
+    )
+
+
+def _already_stopped(pid: int, sent: list[str]) -> StopAttempt:
+    message = f"pid {pid} was not running; nothing to stop."
+    return StopAttempt(
+        outcome=StopOutcome.ALREADY_STOPPED, verified=True, signals_sent=sent, pid=pid, message=message
+    )
+
+
+def _stopped(pid: int, sent: list[str]) -> StopAttempt:
+    via = " then ".join(f"SIG{name}" for name in sent)
+    message = f"pid {pid} stopped after {via}; verified gone."
+    return StopAttempt(
+        outcome=StopOutcome.STOPPED, verified=True, signals_sent=sent, pid=pid, message=message
+    )
+
+
+def _not_confirmed(pid: int, sent: list[str], grace_seconds: float) -> StopAttempt:
+    message = (
+        f"pid {pid} is still running {grace_seconds:g} s after SIG{sent[-1]}; no KILL was sent "
+        "(kill_after_grace is false). It may still be saving a checkpoint: check again later, "
+        f"set kill_after_grace = true in training-check.toml, or run `kill -KILL {pid}`."
+    )
+    return StopAttempt(
+        outcome=StopOutcome.REQUESTED, verified=False, signals_sent=sent, pid=pid, message=message
+    )
+
+
+# --------------------------------------------------------------------------- which pid, and may we
+
+
+def _signal_number(name: str) -> signal.Signals:
+    key = name.strip().upper().removeprefix("SIG")
+    if key not in SIGNALS:
+        raise StopError(f"signal {name!r} is not one of {', '.join(SIGNALS)}; fix [runs.NAME.stop] signal.")
+    return SIGNALS[key]
+
+
+def _target_pid(pid: int | None, pid_file: Path | None) -> int:
+    if pid_file is None:
+        if pid is None:
+            raise StopError(
+                'no process to stop: set pid_file = "train.pid" (or pid = N) under [runs.NAME.stop] in '
+                "training-check.toml, and have the training script write its pid there at start."
+            )
+        return pid
+    from_file = _read_pid_file(pid_file)
+    if pid is not None and pid != from_file:
+        raise StopError(f"pid {pid} disagrees with pid file {pid_file} (holds {from_file}); give only one.")
+    return from_file
+
+
+def _read_pid_file(path: Path) -> int:
+    """The pid written by the training script; anything else is an error that quotes the file."""
+    fix = (
+        "the training script should write its pid at start, "
+        f"e.g. Path({str(path)!r}).write_text(str(os.getpid()))"
+    )
+    try:
+        with path.open("rb") as handle:
+            raw = handle.read(PID_FILE_MAX_BYTES + 1)
+    except FileNotFoundError as exc:
+        raise StopError(f"pid file {path} does not exist; {fix}.") from exc
+    except OSError as exc:
+        raise StopError(f"pid file {path} cannot be read ({exc.strerror}); check its permissions.") from exc
+    text = raw[:PID_FILE_MAX_BYTES].decode("utf-8", errors="replace").strip()
+    if len(raw) > PID_FILE_MAX_BYTES or not text.isdigit() or not text.isascii():
+        raise StopError(f"pid file {path} holds {text[:40]!r}, not a process id; {fix}.")
+    return int(text)
+
+
+def _refuse_unsafe(pid: int) -> None:
+    """Never signal init, process groups, ourselves, the agent that runs us, or our own group."""
+    if pid <= 1:
+        reason = "pid 1 is init and pid ≤ 0 addresses whole process groups"
+    elif pid == os.getpid():
+        reason = "it is this training-check process itself"
+    elif pid == os.getppid():
+        reason = "it is the parent of this training-check process (the agent or shell that started it)"
+    elif pid == os.getpgrp():
+        reason = "it leads this training-check process's own process group"
+    else:
+        return
+    raise StopError(f"refusing to signal pid {pid}: {reason}. Check the pid or pid file of the training run.")
+
+
+def _refuse_reused(pid: int, pid_file: Path) -> None:
+    """A process younger than its pid file is not the one that wrote it: the pid was reused."""
+    started = _start_time(pid)
+    if started is None:
+        return  # no /proc (not Linux) or the process just exited: nothing to compare
+    written = pid_file.stat().st_mtime
+    if started > written + START_TIME_SLACK_SECONDS:
+        raise StopError(
+            f"refusing to signal pid {pid}: it started at {time.ctime(started)}, after {pid_file} was "
+            f"written at {time.ctime(written)}, so it is not the training run that wrote the file (the pid "
+            "was reused by another program). That run has already ended; delete the stale pid file."
+        )
+
+
+def _send(pid: int, signum: signal.Signals, sent: list[str]) -> bool:
+    """Send ``signum``; False when the process was already gone."""
+    name = signum.name.removeprefix("SIG")
+    try:
+        os.kill(pid, signum)
+    except ProcessLookupError:
+        return False
+    except PermissionError as exc:
+        owner = _owner(pid)
+        me = pwd.getpwuid(os.getuid()).pw_name
+        raise StopError(
+            f"not allowed to send SIG{name} to pid {pid}: it belongs to {owner} and training-check runs as "
+            f"{me}. Run training-check as the user who started the training, or run `kill -{name} {pid}` "
+            "as that user."
+        ) from exc
+    sent.append(name)
+    return True
+
+
+def _owner(pid: int) -> str:
+    try:
+        uid = (PROC / str(pid)).stat().st_uid
+    except OSError:
+        return "another user"
+    try:
+        return f"user {pwd.getpwuid(uid).pw_name}"
+    except KeyError:
+        return f"uid {uid}"
+
+
+# --------------------------------------------------------------------------- is it gone
+
+
+def _wait_gone(pid: int, seconds: float, poll_seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while True:
+        if _is_gone(pid):
+            return True
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return False
+        time.sleep(min(poll_seconds, remaining))
+
+
+def _is_gone(pid: int) -> bool:
+    """Exited: reaped if it is our child, absent, or a zombie waiting for some other parent."""
+    try:
+        reaped, _ = os.waitpid(pid, os.WNOHANG)
+        return reaped == pid  # our child: 0 means still running
+    except ChildProcessError:
+        pass  # not our child
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        pass  # exists, owned by someone else
+    return _proc_state(pid) in _ZOMBIE_STATES
+
+
+def _stat_fields(pid: int) -> list[str] | None:
+    """Fields of /proc/<pid>/stat after the command name (which may hold spaces and parentheses)."""
+    try:
+        text = (PROC / str(pid) / "stat").read_text()
+    except OSError:
+        return None
+    return text[text.rindex(")") + 2 :].split()
+
+
+def _proc_state(pid: int) -> str | None:
+    fields = _stat_fields(pid)
+    return fields[0] if fields else None
+
+
+def _start_time(pid: int) -> float | None:
+    """Process start as a Unix time: boot time + starttime (field 22, clock ticks since boot)."""
+    fields = _stat_fields(pid)
+    if not fields:
+        return None
+    ticks = int(fields[19])  # field 22; fields[0] is field 3 (state)
+    for line in (PROC / "stat").read_text().splitlines():
+        if line.startswith("btime "):
+            return int(line.split()[1]) + ticks / os.sysconf("SC_CLK_TCK")
+    return None
+
+
+# --------------------------------------------------------------------------- incident notes
+
+
+class KeyMetric(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    last: float | None = None
+    best: float | None = None
+
+
+class Incident(BaseModel):
+    """One stop (or attempted stop), as recorded in the notes file."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    incident_id: int | None = Field(default=None, description="From the state database; dedupes notes.")
+    run: str
+    run_url: str | None = None
+    reason: str
+    decision: Decision
+    summary: str
+    metrics: dict[str, KeyMetric] = Field(default_factory=dict, description="Key metrics: name → last/best.")
+    signals: list[Signal] = Field(default_factory=list)
+    stopped_at: AwareDatetime
+    method: StopMethod
+    outcome: StopOutcome
+    verified: bool
+    pid: int | None = None
+
+    @property
+    def marker(self) -> str:
+        """An HTML comment (invisible when rendered) that identifies this incident's entry."""
+        if self.incident_id is not None:
+            key = str(self.incident_id)
+        else:
+            key = hashlib.sha256(f"{self.run}|{self.stopped_at.isoformat()}".encode()).hexdigest()[:16]
+        return f"<!-- training-check incident {key} -->"
+
+    @staticmethod
+    def key_metrics(snapshot: MetricSnapshot) -> dict[str, KeyMetric]:
+        """The last and best value of every metric in a snapshot."""
+        return {m.name: KeyMetric(last=m.last, best=m.best) for m in snapshot.metrics}
+
+
+_OUTCOME_TEXT = {
+    StopOutcome.STOPPED: "stopped",
+    StopOutcome.ALREADY_STOPPED: "already stopped",
+    StopOutcome.REQUESTED: "stop requested, not confirmed",
+    StopOutcome.FAILED: "stop failed",
+}
+
+
+def render_incident(incident: Incident) -> str:
+    """The Markdown entry: marker, heading with date and run, facts, metric table, signal bullets."""
+    when = incident.stopped_at.strftime("%Y-%m-%d %H:%M %Z")  # in the zone the caller chose
+    outcome = _OUTCOME_TEXT[incident.outcome]
+    if incident.outcome is StopOutcome.STOPPED:
+        outcome += ", verified" if incident.verified else ", not verified"
+    via = incident.method.value + (f", pid {incident.pid}" if incident.pid is not None else "")
+    lines = [
+        incident.marker,
+        f"## {when} — {_inline(incident.run)}",
+        "",
+        f"- **Reason:** {_inline(incident.reason)}",
+        f"- **Decision:** {incident.decision.value} — {_inline(incident.summary)}",
+        f"- **Outcome:** {outcome} ({via})",
+    ]
+    if incident.run_url:
+        lines.append(f"- **Run:** {_inline(incident.run_url)}")
+    if incident.metrics:
+        lines += ["", "| metric | last | best |", "| --- | --- | --- |"]
+        lines += [
+            f"| {_cell(name)} | {_number(m.last)} | {_number(m.best)} |"
+            for name, m in incident.metrics.items()
+        ]
+    if incident.signals:
+        lines += ["", "**Signals**", ""]
+        lines += [_signal_bullet(s) for s in incident.signals]
+    return "\n".join(lines) + "\n"
+
+
+def _signal_bullet(item: Signal) -> str:
+    where = " · ".join(
+        part
+        for part in (item.metric and _inline(item.metric), item.step is not None and f"step {item.step:,}")
+        if part
+    )
+    head = f"{item.severity.value} {item.kind.value}" + (f" ({where})" if where else "")
+    return f"- {head}: {_inline(item.message)}"
+
+
+def _inline(text: str) -> str:
+    """One line, and no HTML comment openers that could forge another entry's marker."""
+    return " ".join(text.split()).replace("<!--", "&lt;!--")
+
+
+def _cell(text: str) -> str:
+    return _inline(text).replace("|", "\\|")
+
+
+def _number(value: float | None) -> str:
+    if value is None:
+        return "—"
+    return f"{value:.6g}" if math.isfinite(value) else str(value).replace("nan", "NaN")
+
+
+def write_incident_note(notes_path: Path, incident: Incident) -> None:
+    """Append the incident's entry unless one with its marker is already there.
+
+    One ``write`` of the whole entry on an ``O_APPEND`` descriptor, then ``fsync``; an exclusive
+    ``flock`` around read-check-write keeps two writers from both adding the same incident.
+    """
+    entry = render_incident(incident)
+    try:
+        notes_path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(notes_path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise StateError(f"notes file {notes_path} cannot be opened ({exc.strerror}); {_NOTES_FIX}") from exc
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        existing = os.pread(fd, os.fstat(fd).st_size, 0).decode("utf-8", errors="replace")
+        if incident.marker in existing:
+            return
+        _write_all(fd, (_separator(existing) + entry).encode("utf-8"))
+        os.fsync(fd)
+    except OSError as exc:
+        raise StateError(f"notes file {notes_path} cannot be written ({exc.strerror}); {_NOTES_FIX}") from exc
+    finally:
+        os.close(fd)  # also releases the lock
+
+
+_NOTES_FIX = "fix `notes` in training-check.toml or the file's permissions"
+
+
+def _separator(existing: str) -> str:
+    """A blank line between the previous content and the new entry."""
+    if not existing or existing.endswith("\n\n"):
+        return ""
+    return "\n" if existing.endswith("\n") else "\n\n"
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    """One write call for a regular file; the loop only guards against a short write."""
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
