@@ -1,0 +1,78 @@
+"""The judge: stored history → signals → one decision (stop / continue / unsure).
+
+One detector per module, each a small class whose thresholds are its keyword arguments:
+
+- ``nonfinite.NonFiniteDetector`` NaN/Inf in loss or grad norm; the HF Trainer traps
+- ``trend.TrendDetector``         divergence, blow-up, rising, flat, improving (on log loss)
+- ``spikes.SpikeDetector``        robust-z spikes, recovered (info) or persisting (warning)
+- ``evals.EvalDetector``          eval vs baseline, vs its own best (overfitting), collapse
+- ``lr.LrDetector``               LR jumps outside warmup, dead LR, non-finite LR
+- ``gradnorm.GradNormDetector``   exploding / vanishing grad norm, clip rate
+
+``policy`` turns their signals into a `Verdict`; ``settings.JudgeSettings`` holds every threshold.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..models import Verdict
+from ..roles import RoleInfo, primary_train_loss
+from ..series import RunHistory
+from .context import JudgeContext, LrEvents
+from .evals import EvalDetector
+from .gradnorm import GradNormDetector
+from .lr import LrDetector
+from .nonfinite import NonFiniteDetector
+from .policy import combine, compact, data_signals, decide
+from .runconfig import RunConfig, parse_run_config
+from .settings import JudgeSettings, PolicySettings
+from .spikes import SpikeDetector
+from .trend import TrendDetector
+
+__all__ = [
+    "EvalDetector",
+    "GradNormDetector",
+    "JudgeSettings",
+    "LrDetector",
+    "NonFiniteDetector",
+    "PolicySettings",
+    "RunConfig",
+    "SpikeDetector",
+    "TrendDetector",
+    "judge",
+    "parse_run_config",
+]
+
+
+def judge(
+    history: RunHistory,
+    roles: Mapping[str, RoleInfo],
+    *,
+    baselines: Mapping[str, float] | None = None,
+    previous: Sequence[Verdict] = (),
+    run_config: Mapping[str, Any] | None = None,
+    settings: JudgeSettings | None = None,
+) -> Verdict:
+    """Judge a run's stored history.
+
+    ``previous`` are the verdicts of earlier checks of this run, most recent first; ``run_config`` the
+    training config (total/max steps, learning rate, warmup, schedule, max_grad_norm), falling back to
+    ``history.info.config``. Pure: reads nothing, writes nothing.
+    """
+    settings = settings or JudgeSettings()
+    config = parse_run_config(run_config if run_config is not None else history.info.config)
+    ctx = JudgeContext(
+        history=history, roles=roles, config=config, baselines=baselines or {}, previous=previous
+    )
+    if settings.lr is not None:
+        ctx.lr_events = settings.lr.analyse(ctx.learning_rate, config)
+    else:
+        ctx.lr_events = LrEvents(warmup_end=config.warmup_steps, peak=config.peak_lr)
+    signals = data_signals(ctx)
+    if history.metrics:
+        for detector in settings.detectors():
+            signals += detector.check(ctx)
+    signals = combine(signals, primary_train_loss(roles))
+    return decide(compact(signals, settings.policy.max_signals), ctx, settings.policy)

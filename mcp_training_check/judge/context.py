@@ -1,0 +1,116 @@
+"""What every detector looks at: the history split by role, the parsed config, earlier verdicts."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict
+
+from ..models import Direction, MetricRole, Severity, Signal, SignalKind, Verdict
+from ..roles import RoleInfo, primary_train_loss
+from ..series import MetricSeries, RunHistory
+from .runconfig import RunConfig
+from .stats import finite_xy
+
+
+class Detector(BaseModel):
+    """A detector: its thresholds are the fields (keyword arguments with defaults), ``check`` is pure.
+
+    Being a pydantic model, a detector doubles as its own section of ``JudgeSettings``, so the
+    defaults live in one place and a project config can override any of them by name.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    def check(self, ctx: JudgeContext) -> list[Signal]:
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class LrEvents:
+    """What the learning-rate series says about the schedule (filled by ``lr.analyse_lr``)."""
+
+    warmup_end: int | None = None  # step where warmup ends (config or inferred)
+    peak: float | None = None  # peak learning rate (config or observed)
+    restarts: tuple[int, ...] = ()  # steps of rises that fit the schedule (SGDR restarts)
+    jumps: tuple[tuple[int, float], ...] = ()  # (step, ratio) of rises that do not fit it
+
+
+@dataclass
+class JudgeContext:
+    history: RunHistory
+    roles: Mapping[str, RoleInfo]
+    config: RunConfig
+    baselines: Mapping[str, float] = field(default_factory=dict)
+    previous: Sequence[Verdict] = ()
+    lr_events: LrEvents = field(default_factory=LrEvents)
+
+    def _first(self, role: MetricRole) -> MetricSeries | None:
+        for name, info in self.roles.items():
+            if info.role is role and name in self.history.metrics:
+                return self.history.metrics[name]
+        return None
+
+    @property
+    def train_loss(self) -> MetricSeries | None:
+        name = primary_train_loss(self.roles)
+        return self.history.metrics.get(name) if name else None
+
+    @property
+    def grad_norm(self) -> MetricSeries | None:
+        return self._first(MetricRole.GRAD_NORM)
+
+    @property
+    def learning_rate(self) -> MetricSeries | None:
+        return self._first(MetricRole.LEARNING_RATE)
+
+    @property
+    def evals(self) -> list[tuple[MetricSeries, Direction]]:
+        return [
+            (self.history.metrics[name], info.direction)
+            for name, info in self.roles.items()
+            if info.role is MetricRole.EVAL and name in self.history.metrics
+        ]
+
+    @property
+    def last_step(self) -> int | None:
+        return self.history.last_step
+
+    def previous_signal(self, kind: SignalKind, metric: str | None) -> Signal | None:
+        """The matching signal of the most recent earlier check, if it had one."""
+        if not self.previous:
+            return None
+        for signal in self.previous[0].signals:
+            if signal.kind is kind and signal.metric == metric:
+                return signal
+        return None
+
+
+def train_start(ctx: JudgeContext) -> int | None:
+    """First step the trend detectors look at: after warmup and after the latest expected LR restart."""
+    starts = [s for s in (ctx.lr_events.warmup_end, *ctx.lr_events.restarts[-1:]) if s is not None]
+    return max(starts) if starts else None
+
+
+def finite_after(series: MetricSeries, start: int | None) -> tuple[np.ndarray, np.ndarray]:
+    steps, values = finite_xy(series.steps, series.values)
+    if start is None:
+        return steps, values
+    keep = steps >= start
+    return steps[keep], values[keep]
+
+
+def signal(
+    kind: SignalKind,
+    severity: Severity,
+    message: str,
+    *,
+    metric: str | None = None,
+    step: int | None = None,
+    **evidence: float | None,
+) -> Signal:
+    """A Signal whose evidence keeps only finite numbers (None and NaN are dropped)."""
+    clean = {k: float(v) for k, v in evidence.items() if v is not None and np.isfinite(v)}
+    return Signal(kind=kind, severity=severity, metric=metric, step=step, message=message, evidence=clean)

@@ -1,0 +1,203 @@
+"""Evaluation metrics, each in its own direction: below a baseline, degrading (overfitting), collapsed."""
+
+from __future__ import annotations
+
+import numpy as np
+from pydantic import Field
+
+from ..models import Direction, Severity, Signal, SignalKind
+from ..series import MetricSeries
+from .context import Detector, JudgeContext, finite_after, signal
+from .stats import finite_xy, fmt, fmt_pct, fmt_step, positive_log
+
+
+def worse_by(value: np.ndarray | float, reference: float, direction: Direction) -> np.ndarray:
+    """Relative gap by which ``value`` is worse than ``reference`` (negative when better)."""
+    scale = abs(reference) if reference != 0 else 1.0
+    diff = np.asarray(value, dtype=np.float64) - reference
+    return (diff if direction is Direction.LOWER else -diff) / scale
+
+
+class EvalDetector(Detector):
+    """Eval metrics against a baseline, against their own best, and for collapse.
+
+    Thresholds:
+    - ``baseline_margin``: worse than the baseline by more than 2 % (relative) → warning; below that
+      is eval noise on typical eval-set sizes.
+    - ``far_margin``: worse by ≥ 25 % on the last ``confirm_evals`` evals, late in the run → critical;
+      a gap that size is not closed by the rest of a schedule.
+    - ``late_fraction``: "late" = past 50 % of the configured total steps; without a total, after
+      ``late_min_evals`` (8) evals of which the last 3 did not beat the earlier best.
+    - ``confirm_evals``: evals in a row needed for a critical finding (2: one eval can be a bad batch).
+    - ``degrade_ratio`` / ``patience_evals``: the latest eval ≥ 5 % worse than its best, which is at
+      least 3 evals old (Lightning EarlyStopping's patience counts evals too) → warning; overfitting
+      when the train loss kept falling meanwhile.
+    - ``collapse_loss_ratio``: a lower-is-better eval ≥ 3× its best has exploded (Megatron-style
+      multiple of the best, not a relative margin).
+    - ``collapse_drop``: a higher-is-better eval that lost ≥ 50 % of its best has collapsed (accuracy
+      falling towards chance). A non-finite eval collapses at once.
+    """
+
+    baseline_margin: float = Field(default=0.02, ge=0)
+    far_margin: float = Field(default=0.25, gt=0)
+    late_fraction: float = Field(default=0.5, gt=0, le=1)
+    late_min_evals: int = Field(default=8, ge=2)
+    confirm_evals: int = Field(default=2, ge=1)
+    degrade_ratio: float = Field(default=0.05, gt=0)
+    patience_evals: int = Field(default=3, ge=1)
+    collapse_loss_ratio: float = Field(default=3.0, gt=1)
+    collapse_drop: float = Field(default=0.5, gt=0, lt=1)
+
+    def check(self, ctx: JudgeContext) -> list[Signal]:
+        out: list[Signal] = []
+        for series, direction in ctx.evals:
+            collapse = self._collapse(series, direction)
+            if collapse is not None:
+                out.append(collapse)
+                continue
+            out += self._baseline(ctx, series, direction)
+            out += self._degrading(ctx, series, direction)
+        return out
+
+    def _best(
+        self, series: MetricSeries, values: np.ndarray, steps: np.ndarray, d: Direction
+    ) -> tuple[float, int]:
+        if d is Direction.LOWER and series.min_value is not None and series.min_step is not None:
+            return series.min_value, series.min_step
+        if d is Direction.HIGHER and series.max_value is not None and series.max_step is not None:
+            return series.max_value, series.max_step
+        i = int(np.argmin(values) if d is Direction.LOWER else np.argmax(values))
+        return float(values[i]), int(steps[i])
+
+    def _collapse(self, series: MetricSeries, d: Direction) -> Signal | None:
+        if series.values.size and not np.isfinite(series.values[-1]):
+            step = fmt_step(series.last_step)
+            msg = f"{series.name} is {series.values[-1]} at step {step}: the evaluation broke."
+            return signal(
+                SignalKind.EVAL_DEGRADING, Severity.CRITICAL, msg, metric=series.name, step=series.last_step
+            )
+        steps, values = finite_xy(series.steps, series.values)
+        if values.size < 2:
+            return None
+        best, best_step = self._best(series, values, steps, d)
+        if best <= 0:
+            return None
+        recent = values[-self.confirm_evals :]
+        if d is Direction.LOWER:
+            bad = recent >= self.collapse_loss_ratio * best
+            rule = f"≥ {self.collapse_loss_ratio:g}× its best {fmt(best)}"
+        else:
+            bad = recent <= (1 - self.collapse_drop) * best
+            rule = f"≤ {fmt_pct(1 - self.collapse_drop)} of its best {fmt(best)}"
+        if not bad[-1]:
+            return None
+        confirmed = recent.size >= self.confirm_evals and bool(bad.all())
+        count = int(np.cumprod(bad[::-1]).sum())
+        msg = (
+            f"{series.name} collapsed: {fmt(float(values[-1]))} at step {fmt_step(int(steps[-1]))} is {rule} "
+            f"(step {fmt_step(best_step)}) for {count} eval(s) (critical at {self.confirm_evals})."
+        )
+        severity = Severity.CRITICAL if confirmed else Severity.WARNING
+        return signal(
+            SignalKind.EVAL_DEGRADING,
+            severity,
+            msg,
+            metric=series.name,
+            step=int(steps[-1]),
+            value=float(values[-1]),
+            best=best,
+            collapsed_evals=count,
+        )
+
+    def _is_late(self, ctx: JudgeContext, values: np.ndarray, d: Direction) -> tuple[bool, str]:
+        progress = ctx.config.progress(ctx.last_step)
+        if progress is not None:
+            return progress >= self.late_fraction, f"at {fmt_pct(progress)} of the run"
+        if values.size < self.late_min_evals:
+            return False, f"after {values.size} evals, total steps unknown"
+        head, tail = values[:-3], values[-3:]
+        stalled = (tail.min() >= head.min()) if d is Direction.LOWER else (tail.max() <= head.max())
+        return bool(stalled), f"after {values.size} evals{', no longer improving' if stalled else ''}"
+
+    def _baseline(self, ctx: JudgeContext, series: MetricSeries, d: Direction) -> list[Signal]:
+        baseline = ctx.baselines.get(series.name)
+        steps, values = finite_xy(series.steps, series.values)
+        if baseline is None or values.size == 0:
+            return []
+        gaps = worse_by(values[-self.confirm_evals :], baseline, d)
+        gap = float(gaps[-1])
+        if gap <= self.baseline_margin:
+            return []
+        late, when = self._is_late(ctx, values, d)
+        far = gaps.size >= self.confirm_evals and bool((gaps >= self.far_margin).all())
+        severity = Severity.CRITICAL if far and late else Severity.WARNING
+        rule = f"far margin {fmt_pct(self.far_margin)}" if far else f"margin {fmt_pct(self.baseline_margin)}"
+        tail = "late enough to stop" if severity is Severity.CRITICAL else "not conclusive yet"
+        msg = (
+            f"{series.name} {fmt(float(values[-1]))} at step {fmt_step(int(steps[-1]))} is "
+            f"{fmt_pct(gap)} worse than the baseline {fmt(baseline)} ({rule}) {when}: {tail}."
+        )
+        return [
+            signal(
+                SignalKind.EVAL_BELOW_BASELINE,
+                severity,
+                msg,
+                metric=series.name,
+                step=int(steps[-1]),
+                gap=gap,
+                baseline=baseline,
+                value=float(values[-1]),
+            )
+        ]
+
+    def _degrading(self, ctx: JudgeContext, series: MetricSeries, d: Direction) -> list[Signal]:
+        steps, values = finite_xy(series.steps, series.values)
+        if values.size <= self.patience_evals:
+            return []
+        best, best_step = self._best(series, values, steps, d)
+        since_best = int((steps > best_step).sum())
+        gap = float(worse_by(values[-1], best, d))
+        recent = worse_by(values[-self.patience_evals - 1 :], best, d)
+        if since_best < self.patience_evals or gap < self.degrade_ratio or gap < float(np.median(recent)):
+            return []
+        train = self._train_change(ctx, best_step)
+        why = (
+            f" while the train loss fell {fmt_pct(-train)} (overfitting)"
+            if train is not None and train < 0
+            else ""
+        )
+        msg = (
+            f"{series.name} {fmt(float(values[-1]))} at step {fmt_step(int(steps[-1]))} is "
+            f"{fmt_pct(gap)} worse than its best {fmt(best)} at step {fmt_step(best_step)}, "
+            f"{since_best} evals ago (thresholds "
+            f"{fmt_pct(self.degrade_ratio)}, {self.patience_evals} evals){why}."
+        )
+        return [
+            signal(
+                SignalKind.EVAL_DEGRADING,
+                Severity.WARNING,
+                msg,
+                metric=series.name,
+                step=int(steps[-1]),
+                gap=gap,
+                best=best,
+                evals_since_best=since_best,
+                train_change=train,
+            )
+        ]
+
+    @staticmethod
+    def _train_change(ctx: JudgeContext, since_step: int) -> float | None:
+        """Relative change of the train loss (median of 5 points) from ``since_step`` to now."""
+        loss = ctx.train_loss
+        if loss is None:
+            return None
+        steps, values = finite_after(loss, None)
+        if values.size < 10:
+            return None
+        y = positive_log(values)
+        i = int(np.searchsorted(steps, since_step))
+        if i >= values.size - 5:
+            return None
+        before = float(np.median(y[max(0, i - 2) : i + 3]))
+        return float(np.expm1(float(np.median(y[-5:])) - before))

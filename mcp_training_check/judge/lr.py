@@ -1,0 +1,190 @@
+"""Learning rate against its schedule: unexpected jumps, a dead LR, a non-finite LR.
+
+``analyse_lr`` runs once per judgement and tells the other detectors where warmup ends and where
+the schedule itself restarted (SGDR), so a restart's loss bump is not mistaken for divergence.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
+from pydantic import Field
+
+from ..models import Severity, Signal, SignalKind
+from ..series import MetricSeries
+from .context import Detector, JudgeContext, LrEvents, signal
+from .runconfig import RunConfig
+from .stats import finite_xy, fmt, fmt_pct, fmt_ratio, fmt_step, runs, trailing_run
+
+
+def _inferred_warmup_end(steps: np.ndarray, lr: np.ndarray) -> int | None:
+    """The step where an initial strictly rising LR first stops rising, if it at least doubled."""
+    if lr.size < 3:
+        return None
+    not_rising = np.flatnonzero(np.diff(lr) <= 0)
+    peak = int(not_rising[0]) if not_rising.size else lr.size - 1
+    if peak == 0 or lr[peak] < 2 * lr[0]:
+        return None
+    return int(steps[peak])
+
+
+class LrDetector(Detector):
+    """Learning rate behaving unlike its schedule.
+
+    Thresholds:
+    - ``jump_ratio``: after warmup, an LR ≥ this × the lowest of the previous ``jump_window_points``
+      points is a rise. No decaying schedule doubles between logged points; the failure this catches
+      (a resume that resets the scheduler, an LR in the wrong unit) is typically 10×.
+    - ``jump_window_points``: how far back a rise is measured, so a 3-point ramp counts as one rise.
+    - ``restart_peak_ratio``: a rise landing at ≤ this × the highest LR seen before it is an SGDR
+      restart (expected, not reported) unless the config names a single-cycle schedule. 1.25 leaves
+      room for logging jitter; a restart returns to (at most) the previous peak.
+    - ``above_peak_ratio``: the latest LR above this × the configured peak LR → warning; 1.5 because
+      schedules never exceed their peak and 50 % is far beyond rounding or per-group scaling.
+    - ``dead_ratio``: an LR ≤ this × the peak is dead (1e-3: updates a thousand times smaller than at
+      the peak do not train).
+    - ``dead_before_fraction``: a dead LR before this share of the configured total steps → warning;
+      decaying to ~0 at the very end is what linear/cosine schedules do (0.9).
+    - ``dead_points``: without a known total, a dead LR for this many logged points in a row → warning.
+    """
+
+    jump_ratio: float = Field(default=2.0, gt=1)
+    jump_window_points: int = Field(default=3, ge=1)
+    restart_peak_ratio: float = Field(default=1.25, ge=1)
+    above_peak_ratio: float = Field(default=1.5, gt=1)
+    dead_ratio: float = Field(default=1e-3, gt=0, lt=1)
+    dead_before_fraction: float = Field(default=0.9, gt=0, le=1)
+    dead_points: int = Field(default=20, ge=1)
+
+    def analyse(self, series: MetricSeries | None, config: RunConfig) -> LrEvents:
+        if series is None:
+            return LrEvents(warmup_end=config.warmup_steps, peak=config.peak_lr)
+        steps, lr = finite_xy(series.steps, series.values)
+        warmup_end = config.warmup_steps or _inferred_warmup_end(steps, lr)
+        peak = config.peak_lr or (float(lr.max()) if lr.size else None)
+        if lr.size < 2:
+            return LrEvents(warmup_end=warmup_end, peak=peak)
+        w = self.jump_window_points
+        padded = np.concatenate((np.full(w - 1, np.inf), lr[:-1]))
+        prev_min = sliding_window_view(padded, w).min(axis=1)  # lowest of the w points before each one
+        cur = lr[1:]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = np.where(prev_min > 0, cur / prev_min, np.where(cur > 0, np.inf, 1.0))
+        rising = ratio >= self.jump_ratio
+        if warmup_end is not None:
+            rising &= steps[1:] > warmup_end
+        running_peak = np.maximum.accumulate(lr)[:-1]
+        restarts: list[int] = []
+        jumps: list[tuple[int, float]] = []
+        allow_restarts = config.restarts_expected is not False
+        for start, end in runs(rising):
+            i = start + int(np.argmax(cur[start:end]))
+            fits = allow_restarts and cur[i] <= self.restart_peak_ratio * running_peak[start]
+            if fits:
+                restarts.append(int(steps[start + 1]))
+            else:
+                jumps.append((int(steps[start + 1]), float(ratio[start:end].max())))
+        return LrEvents(warmup_end=warmup_end, peak=peak, restarts=tuple(restarts), jumps=tuple(jumps))
+
+    def check(self, ctx: JudgeContext) -> list[Signal]:
+        series = ctx.learning_rate
+        if series is None or series.values.size == 0:
+            return []
+        out = self._non_finite(series)
+        steps, lr = finite_xy(series.steps, series.values)
+        if lr.size == 0:
+            return out
+        out += [self._jump(series, ctx, step, ratio) for step, ratio in ctx.lr_events.jumps[-2:]]
+        peak = ctx.config.peak_lr
+        if peak and lr[-1] > self.above_peak_ratio * peak and not ctx.lr_events.jumps:
+            msg = (
+                f"{series.name} {fmt(lr[-1])} at step {fmt_step(int(steps[-1]))} is "
+                f"{fmt_ratio(lr[-1] / peak)} the configured peak {fmt(peak)} "
+                f"(threshold {fmt_ratio(self.above_peak_ratio)})."
+            )
+            out.append(
+                signal(
+                    SignalKind.LR_ANOMALY,
+                    Severity.WARNING,
+                    msg,
+                    metric=series.name,
+                    step=int(steps[-1]),
+                    ratio=lr[-1] / peak,
+                )
+            )
+        out += self._dead(series, ctx, steps, lr)
+        return out
+
+    def _jump(self, series: MetricSeries, ctx: JudgeContext, step: int, ratio: float) -> Signal:
+        sched = ctx.config.schedule
+        why = (
+            f"not expected for a '{sched}' schedule"
+            if sched
+            else "above the highest LR so far, so not a restart"
+        )
+        msg = (
+            f"{series.name} jumped {fmt_ratio(ratio)} at step {fmt_step(step)} outside warmup "
+            f"(threshold {fmt_ratio(self.jump_ratio)}), {why}."
+        )
+        return signal(
+            SignalKind.LR_ANOMALY, Severity.WARNING, msg, metric=series.name, step=step, jump_ratio=ratio
+        )
+
+    def _non_finite(self, series: MetricSeries) -> list[Signal]:
+        raw = series.raw_values
+        bad = ~np.isfinite(raw)
+        if not bad.any():
+            return []
+        idx = int(np.flatnonzero(bad)[-1])
+        step = int(series.raw_steps[idx])
+        latest = bool(bad[-1])
+        severity = Severity.CRITICAL if latest else Severity.WARNING
+        state = "and still is" if latest else f"then finite again for {raw.size - 1 - idx} points"
+        msg = f"{series.name} was non-finite at step {fmt_step(step)} ({int(bad.sum())} points) {state}."
+        return [
+            signal(
+                SignalKind.LR_ANOMALY,
+                severity,
+                msg,
+                metric=series.name,
+                step=step,
+                non_finite_points=int(bad.sum()),
+            )
+        ]
+
+    def _dead(
+        self, series: MetricSeries, ctx: JudgeContext, steps: np.ndarray, lr: np.ndarray
+    ) -> list[Signal]:
+        peak = ctx.lr_events.peak
+        if not peak or lr[-1] > self.dead_ratio * peak:
+            return []
+        step = int(steps[-1])
+        progress = ctx.config.progress(step)
+        dead_run = trailing_run(lr <= self.dead_ratio * peak)
+        if progress is not None:
+            if progress >= self.dead_before_fraction:
+                return []
+            where = (
+                f"at {fmt_pct(progress)} of {fmt_step(ctx.config.total_steps)} total steps "
+                f"(threshold {fmt_pct(self.dead_before_fraction)})"
+            )
+        elif dead_run >= self.dead_points:
+            where = f"for the last {dead_run} points (threshold {self.dead_points}), total steps unknown"
+        else:
+            return []
+        msg = (
+            f"{series.name} is {fmt(lr[-1])} at step {fmt_step(step)}, ≤ {self.dead_ratio:g}× the peak "
+            f"{fmt(peak)}, {where}: the model has stopped learning."
+        )
+        return [
+            signal(
+                SignalKind.LR_ANOMALY,
+                Severity.WARNING,
+                msg,
+                metric=series.name,
+                step=step,
+                lr=float(lr[-1]),
+                peak_lr=peak,
+                dead_points=dead_run,
+            )
+        ]

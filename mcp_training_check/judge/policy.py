@@ -1,0 +1,150 @@
+"""From signals to a decision: confirmed critical → stop, any warning → unsure, otherwise continue.
+
+Detectors only emit ``critical`` for confirmed evidence (NaN at once; divergence over several points
+or a second consecutive check; evals over ``confirm_evals``). The policy adds what needs two
+detectors: an unexpected LR jump or exploding grad norm followed by a rising loss becomes critical.
+"""
+
+from __future__ import annotations
+
+from ..models import Decision, RunStatus, Severity, Signal, SignalKind, Verdict
+from .context import JudgeContext, signal
+from .settings import PolicySettings
+from .stats import fmt_step
+
+_SEVERITY_RANK = {Severity.CRITICAL: 0, Severity.WARNING: 1, Severity.INFO: 2}
+_KIND_RANK = {
+    kind: i
+    for i, kind in enumerate(
+        [
+            SignalKind.NON_FINITE,
+            SignalKind.DIVERGENCE,
+            SignalKind.EVAL_DEGRADING,
+            SignalKind.EVAL_BELOW_BASELINE,
+            SignalKind.GRAD_EXPLODING,
+            SignalKind.LR_ANOMALY,
+            SignalKind.SPIKE,
+            SignalKind.NO_NEW_DATA,
+            SignalKind.FLAT,
+            SignalKind.GRAD_VANISHING,
+            SignalKind.RUN_ENDED,
+            SignalKind.TOO_FEW_POINTS,
+            SignalKind.IMPROVING,
+            SignalKind.SPIKE_RECOVERED,
+        ]
+    )
+}
+_WAITING_STATUSES = {RunStatus.RUNNING, RunStatus.UNKNOWN}
+
+
+def data_signals(ctx: JudgeContext) -> list[Signal]:
+    """Signals about the data itself: nothing read, nothing new, no train loss, run ended."""
+    history = ctx.history
+    status = history.info.status
+    out: list[Signal] = []
+    if status.has_ended:
+        out.append(
+            signal(
+                SignalKind.RUN_ENDED,
+                Severity.INFO,
+                f"the run has ended (status {status.value}).",
+                step=history.last_step,
+            )
+        )
+    if not history.metrics:
+        out.append(
+            signal(SignalKind.TOO_FEW_POINTS, Severity.INFO, "no metrics logged yet: too early to judge.")
+        )
+        return out
+    new = sum(max(s.new_points, 0) for s in history.metrics.values())
+    if new == 0 and status in _WAITING_STATUSES:
+        msg = (
+            f"no new points since the last check (last step {fmt_step(history.last_step)}, status "
+            f"{status.value}): the run may be stalled or no longer logging."
+        )
+        out.append(signal(SignalKind.NO_NEW_DATA, Severity.WARNING, msg, step=history.last_step))
+    if ctx.train_loss is None:
+        names = ", ".join(sorted(history.metrics)[:6])
+        msg = (
+            f"no train-loss metric among {len(history.metrics)} metrics ({names}); "
+            f"set one with a role override."
+        )
+        out.append(signal(SignalKind.TOO_FEW_POINTS, Severity.WARNING, msg))
+    return out
+
+
+def _upgrade(div: Signal, cause: Signal, why: str) -> Signal:
+    message = f"{div.message.rstrip('.')}; {why}: {cause.message}"
+    return div.model_copy(update={"severity": Severity.CRITICAL, "message": message})
+
+
+def combine(signals: list[Signal], train_loss: str | None) -> list[Signal]:
+    """A rising train loss after an unexpected LR jump or a grad-norm explosion is critical."""
+    causes = [
+        s for s in signals
+        if s.step is not None and s.severity is Severity.WARNING and (
+            (s.kind is SignalKind.LR_ANOMALY and "jump_ratio" in s.evidence)
+            or s.kind is SignalKind.GRAD_EXPLODING
+        )
+    ]  # fmt: skip
+    out = []
+    for s in signals:
+        if s.kind is SignalKind.DIVERGENCE and s.severity is Severity.WARNING and s.metric == train_loss:
+            for cause in causes:
+                cause_step = cause.evidence.get("since_step", cause.step)
+                if s.step is not None and cause_step is not None and cause_step <= s.step:
+                    why = (
+                        "the LR jumped before it"
+                        if cause.kind is SignalKind.LR_ANOMALY
+                        else "with the grad norm"
+                    )
+                    s = _upgrade(s, cause, why)
+                    break
+        out.append(s)
+    return out
+
+
+def compact(signals: list[Signal], limit: int) -> list[Signal]:
+    """Most severe first; one signal per (kind, metric); at most ``limit``."""
+    ordered = sorted(signals, key=lambda s: (_SEVERITY_RANK[s.severity], _KIND_RANK.get(s.kind, 99)))
+    seen: set[tuple[SignalKind, str | None]] = set()
+    out = []
+    for s in ordered:
+        key = (s.kind, s.metric)
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append(s)
+    return out[:limit]
+
+
+def decide(signals: list[Signal], ctx: JudgeContext, settings: PolicySettings) -> Verdict:
+    severities = {s.severity for s in signals}
+    ended = ctx.history.info.status.has_ended and not settings.stop_ended_runs
+    if Severity.CRITICAL in severities:
+        decision = Decision.UNSURE if ended else Decision.STOP
+    elif Severity.WARNING in severities:
+        decision = Decision.UNSURE
+    else:
+        decision = Decision.CONTINUE
+    return Verdict(decision=decision, summary=_summary(decision, signals, ended), signals=signals)
+
+
+def _summary(decision: Decision, signals: list[Signal], ended: bool) -> str:
+    head = decision.value.upper()
+    if not signals:
+        return f"{head}: no problems found."
+    main = signals[0]
+    if decision is Decision.CONTINUE:
+        early = next((s for s in signals if s.kind is SignalKind.TOO_FEW_POINTS), None)
+        if early is not None:
+            return f"{head}: too early to judge; {early.message}"
+        main = next((s for s in signals if s.kind is SignalKind.IMPROVING), main)
+    others = sum(1 for s in signals[1:] if s.severity is main.severity and main.severity is not Severity.INFO)
+    more = f" (+{others} more {main.severity.value})" if others else ""
+    note = (
+        " The run has already ended, so nothing to stop."
+        if ended and main.severity is Severity.CRITICAL
+        else ""
+    )
+    return f"{head}: {main.message}{more}{note}"

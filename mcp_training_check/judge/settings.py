@@ -1,0 +1,120 @@
+"""Every threshold of the judge in one validated model, so a project config can override any of them.
+
+Each section is the detector itself (a pydantic model whose fields are its thresholds), so defaults
+are written once, next to the docstring line that justifies them. ``None`` turns a detector off.
+Unknown keys are rejected.
+
+Project configs are flat tables of numbers (``[defaults.judge]`` in ``training-check.toml``), so
+besides nested sections (``{"trend": {"divergence_ratio": 3}}``) a flat key is accepted in two
+spellings: ``trend_divergence_ratio`` (section prefix) or ``divergence_ratio`` when only one detector
+has a threshold of that name (``window_points`` is ambiguous and needs its prefix).
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from .context import Detector
+from .evals import EvalDetector
+from .gradnorm import GradNormDetector
+from .lr import LrDetector
+from .nonfinite import NonFiniteDetector
+from .spikes import SpikeDetector
+from .trend import TrendDetector
+
+
+class PolicySettings(BaseModel):
+    """How signals become a decision.
+
+    - ``max_signals``: at most this many signals in a verdict, most severe first (8 keeps a verdict
+      readable in one screen; repeats of a kind on a metric are merged first).
+    - ``stop_ended_runs``: when True a run the source reports as ended can still get ``stop``; by
+      default it gets ``unsure`` at most, since there is nothing left to stop.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    max_signals: int = Field(default=8, ge=1)
+    stop_ended_runs: bool = False
+
+
+class JudgeSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    nonfinite: NonFiniteDetector | None = NonFiniteDetector()
+    trend: TrendDetector | None = TrendDetector()
+    spikes: SpikeDetector | None = SpikeDetector()
+    evals: EvalDetector | None = EvalDetector()
+    lr: LrDetector | None = LrDetector()
+    grad_norm: GradNormDetector | None = GradNormDetector()
+    policy: PolicySettings = PolicySettings()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _route_flat_keys(cls, data: Any) -> Any:
+        if not isinstance(data, Mapping):
+            return data
+        routed: dict[str, Any] = {}
+        for key, value in data.items():
+            if key in cls.model_fields:
+                if isinstance(value, Mapping):
+                    routed.setdefault(key, {}).update(value)
+                else:
+                    routed[key] = value
+                continue
+            section, name = _locate(str(key))
+            target = routed.setdefault(section, {})
+            if not isinstance(target, dict):
+                raise ValueError(f"judge setting {key!r} given while section {section!r} is set as a whole")
+            target[name] = value
+        return routed
+
+    @classmethod
+    def flat_defaults(cls) -> dict[str, float | int | bool | None]:
+        """Every threshold under its prefixed flat name, with its default (for docs and configs)."""
+        out: dict[str, float | int | bool | None] = {}
+        for section, model in _section_models().items():
+            for name, field in model.model_fields.items():
+                out[f"{section}_{name}"] = field.default
+        return out
+
+    def detectors(self) -> list[Detector]:
+        found = (self.nonfinite, self.trend, self.spikes, self.evals, self.lr, self.grad_norm)
+        return [d for d in found if d is not None]
+
+
+def _section_models() -> dict[str, type[BaseModel]]:
+    return {
+        "nonfinite": NonFiniteDetector,
+        "trend": TrendDetector,
+        "spikes": SpikeDetector,
+        "evals": EvalDetector,
+        "lr": LrDetector,
+        "grad_norm": GradNormDetector,
+        "policy": PolicySettings,
+    }
+
+
+def _locate(key: str) -> tuple[str, str]:
+    """(section, field) for a flat key: ``trend_divergence_ratio`` or a bare unique ``divergence_ratio``."""
+    models = _section_models()
+    for section in sorted(models, key=len, reverse=True):
+        rest = key.removeprefix(f"{section}_")
+        if rest != key and rest in models[section].model_fields:
+            return section, rest
+    owners = [section for section, model in models.items() if key in model.model_fields]
+    if len(owners) == 1:
+        return owners[0], key
+    if owners:
+        options = ", ".join(f"{s}_{key}" for s in owners)
+        raise ValueError(f"judge setting {key!r} is ambiguous; write one of {options}")
+    known = list(JudgeSettings.flat_defaults())
+    close = difflib.get_close_matches(key, known, n=3)
+    hint = (
+        f"; did you mean {', '.join(close)}?" if close else "; see JudgeSettings.flat_defaults() for the list"
+    )
+    raise ValueError(f"judge setting {key!r} is unknown{hint}")
