@@ -61,7 +61,11 @@ def _parse_field(text: str, spec: _Field) -> frozenset[int]:
         if base == "*":
             low, high = spec.low, spec.high
             span = _EVEN_STEP_SPANS.get(spec.name)
-            if step_text and (step < 1 or (span and span % step)):
+            if step_text and step > spec.high - spec.low:
+                raise ValueError(
+                    f"cron {spec.name} */{step} fires only at {spec.low}; write {spec.low} instead"
+                )
+            if step_text and span and (step < 1 or span % step):
                 raise ValueError(f"cron {spec.name} step */{step} does not divide {span}; list the values")
         elif "-" in base:
             low, high = (_number(part, spec) for part in base.split("-", 1))
