@@ -1,0 +1,242 @@
+"""What each metric means to the judge, read from its name.
+
+Names are split into tokens (on ``/ _ - . @``, spaces and lower→upper case changes) and matched token by
+token, never by substring: ``eval_loss`` holds the token ``loss`` but also the split token ``eval``, so it
+is an eval metric and not the training loss; ``train/loss_scale`` holds ``scale``, which turns a loss into
+a setting. Anything not recognised is ``OTHER`` and is shown but never judged. Users correct a guess with
+an override (``--role KEY=ROLE``).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+
+from .errors import ConfigError
+from .models import Direction, MetricRole
+
+__all__ = [
+    "OVERRIDE_ROLES",
+    "RoleInfo",
+    "assign_roles",
+    "infer_role",
+    "parse_baselines",
+    "parse_role_overrides",
+    "primary_train_loss",
+]
+
+
+@dataclass(frozen=True)
+class RoleInfo:
+    role: MetricRole
+    direction: Direction
+
+
+# Tokens that put a metric on a held-out split.
+EVAL_SPLIT_TOKENS = frozenset({"eval", "evaluation", "val", "valid", "validation", "test", "dev", "heldout"})
+# Tokens that put a metric on the training split (they never make it an eval metric).
+TRAIN_SPLIT_TOKENS = frozenset({"train", "training", "trn"})
+# Quality words where smaller is better / larger is better. A token matches a word exactly or the word
+# followed by digits (``rouge1``, ``bleu4``, ``top5``).
+LOWER_TOKENS = frozenset(
+    {"loss", "ppl", "perplexity", "wer", "cer", "error", "err", "mse", "mae", "rmse", "nll", "bpb", "bpc"}
+)
+HIGHER_TOKENS = frozenset(
+    {
+        "acc", "accuracy", "bleu", "rouge", "rougel", "rougelsum", "f1", "map", "auc", "auroc",
+        "precision", "recall", "exact", "em", "top", "score", "reward", "iou", "miou", "ndcg", "mrr", "pass",
+    }
+)  # fmt: skip
+# Words that turn a quality metric into a setting or a count of something else: ``loss_scale``,
+# ``loss_weight``, ``lr_warmup_steps``, ``nan_loss_count``.
+MODIFIER_TOKENS = frozenset(
+    {
+        "scale", "scaler", "scaling", "weight", "coef", "coeff", "lambda", "factor", "multiplier",
+        "count", "num", "nan", "inf", "time", "runtime", "warmup", "std", "var", "variance",
+    }
+)  # fmt: skip
+LR_TOKENS = frozenset({"lr"})
+GRAD_TOKENS = frozenset({"grad", "gradient", "grads", "gradients"})
+GRAD_NORM_SINGLE_TOKENS = frozenset({"gradnorm"})
+NORM_TOKEN = "norm"
+TOTAL_NORM_NAMES = frozenset({"total_norm"})
+
+# Tokens that qualify a train loss without changing what it is (for picking the primary one).
+PLAIN_LOSS_QUALIFIERS = (
+    TRAIN_SPLIT_TOKENS
+    | {"step", "epoch", "mean", "avg", "average", "total", "overall", "main", "lm", "smoothed", "running"}
+    | {"ema", "reduced", "global"}
+)
+PREFERRED_TRAIN_LOSS = ("loss", "train/loss", "train_loss", "training_loss", "loss/train")
+
+OVERRIDE_ROLES: dict[str, RoleInfo | None] = {
+    "train_loss": RoleInfo(MetricRole.TRAIN_LOSS, Direction.LOWER),
+    "eval": None,  # eval with the direction read from the name (lower when the name says nothing)
+    "eval_lower": RoleInfo(MetricRole.EVAL, Direction.LOWER),
+    "eval_higher": RoleInfo(MetricRole.EVAL, Direction.HIGHER),
+    "learning_rate": RoleInfo(MetricRole.LEARNING_RATE, Direction.LOWER),
+    "grad_norm": RoleInfo(MetricRole.GRAD_NORM, Direction.LOWER),
+    "other": None,  # other with the direction read from the name
+    "ignore": None,  # dropped from the result
+}
+
+_SEPARATORS = re.compile(r"[/_\-.@\s:]+")
+_CAMEL_BOUNDARY = re.compile(r"(?<=[a-z])(?=[A-Z])")
+_KNOWN_WHOLE = EVAL_SPLIT_TOKENS | TRAIN_SPLIT_TOKENS | LOWER_TOKENS | HIGHER_TOKENS | {"map", "lr"}
+_OTHER_LOWER = RoleInfo(MetricRole.OTHER, Direction.LOWER)
+
+
+@lru_cache(maxsize=4096)
+def tokenize(name: str) -> tuple[str, ...]:
+    """Lower-case tokens of a metric name; ``top-1`` and ``acc@1`` become ``top1`` and ``acc1``."""
+    tokens: list[str] = []
+    for piece in _SEPARATORS.split(name):
+        if not piece:
+            continue
+        parts = [piece] if piece.lower() in _KNOWN_WHOLE else _CAMEL_BOUNDARY.split(piece)
+        for part in parts:
+            low = part.lower()
+            if low.isdigit() and tokens and tokens[-1] in {"top", "acc", "pass", "rouge", "bleu", "f"}:
+                tokens[-1] += low
+            else:
+                tokens.append(low)
+    return tuple(tokens)
+
+
+def _quality(token: str) -> Direction | None:
+    """Direction a quality token implies, or None when the token is not a quality word."""
+    for candidate in (token, token.rstrip("0123456789")):
+        if candidate in LOWER_TOKENS:
+            return Direction.LOWER
+        if candidate in HIGHER_TOKENS:
+            return Direction.HIGHER
+    return None
+
+
+def _direction(tokens: tuple[str, ...]) -> Direction | None:
+    """The rightmost quality word decides (``bleu_loss`` is a loss; the head noun comes last)."""
+    for token in reversed(tokens):
+        found = _quality(token)
+        if found is not None:
+            return found
+    return None
+
+
+def _is_grad_norm(name: str, tokens: tuple[str, ...]) -> bool:
+    if name.lower() in TOTAL_NORM_NAMES or GRAD_NORM_SINGLE_TOKENS.intersection(tokens):
+        return True
+    return NORM_TOKEN in tokens and bool(GRAD_TOKENS.intersection(tokens))
+
+
+def _is_learning_rate(tokens: tuple[str, ...]) -> bool:
+    if LR_TOKENS.intersection(tokens):
+        return True
+    return any(a == "learning" and b == "rate" for a, b in itertools.pairwise(tokens))
+
+
+@lru_cache(maxsize=4096)
+def infer_role(name: str) -> RoleInfo:
+    """Role and better-direction of one metric, from its name alone (see the module docstring)."""
+    tokens = tokenize(name)
+    if MODIFIER_TOKENS.intersection(tokens):
+        return RoleInfo(MetricRole.OTHER, _direction(tokens) or Direction.LOWER)
+    if _is_grad_norm(name, tokens):
+        return RoleInfo(MetricRole.GRAD_NORM, Direction.LOWER)
+    if _is_learning_rate(tokens):
+        return RoleInfo(MetricRole.LEARNING_RATE, Direction.LOWER)
+    direction = _direction(tokens)
+    if EVAL_SPLIT_TOKENS.intersection(tokens):
+        return _OTHER_LOWER if direction is None else RoleInfo(MetricRole.EVAL, direction)
+    if "loss" in tokens and direction is Direction.LOWER:
+        return RoleInfo(MetricRole.TRAIN_LOSS, Direction.LOWER)
+    return RoleInfo(MetricRole.OTHER, direction or Direction.LOWER)
+
+
+def _check_override_value(name: str, value: str) -> str:
+    key = value.strip().lower()
+    if key not in OVERRIDE_ROLES:
+        valid = ", ".join(OVERRIDE_ROLES)
+        raise ConfigError(f"role override {name}={value!r} is not a known role; use one of: {valid}")
+    return key
+
+
+def _override_info(name: str, key: str) -> RoleInfo:
+    fixed = OVERRIDE_ROLES[key]
+    if fixed is not None:
+        return fixed
+    direction = _direction(tokenize(name)) or Direction.LOWER
+    role = MetricRole.EVAL if key == "eval" else MetricRole.OTHER
+    return RoleInfo(role, direction)
+
+
+def assign_roles(names: Iterable[str], overrides: Mapping[str, str] | None = None) -> dict[str, RoleInfo]:
+    """Role of every metric, overrides first; ``ignore`` drops a metric.
+
+    Every override value is checked even when its metric has not appeared yet (metrics appear as a run
+    goes on, so an override for a missing name is not an error).
+    """
+    checked = {name: _check_override_value(name, value) for name, value in (overrides or {}).items()}
+    result: dict[str, RoleInfo] = {}
+    for name in names:
+        key = checked.get(name)
+        if key == "ignore":
+            continue
+        result[name] = infer_role(name) if key is None else _override_info(name, key)
+    return result
+
+
+def _train_loss_rank(name: str, position: int) -> tuple[int, int, int, int, int]:
+    """Sort key: plain losses before components, per-step before per-epoch, short and common first."""
+    tokens = tokenize(name)
+    rest = [t for t in tokens if t not in PLAIN_LOSS_QUALIFIERS]
+    plain = 0 if rest == ["loss"] else 1
+    known = PREFERRED_TRAIN_LOSS
+    preferred = known.index(name) if name in known else len(known)
+    return (plain, int("epoch" in tokens), len(tokens), preferred, position)
+
+
+def primary_train_loss(roles: Mapping[str, RoleInfo]) -> str | None:
+    """The one training loss the judge follows: ``loss`` over ``train_loss_epoch`` over ``loss_bbox``."""
+    candidates = [
+        (_train_loss_rank(name, i), name)
+        for i, (name, info) in enumerate(roles.items())
+        if info.role is MetricRole.TRAIN_LOSS
+    ]
+    return min(candidates)[1] if candidates else None
+
+
+def _split_pair(item: str, form: str, example: str) -> tuple[str, str]:
+    key, sep, value = item.rpartition("=")
+    if not sep or not key.strip() or not value.strip():
+        raise ConfigError(f"{item!r} is not of the form {form}; write it like {example}")
+    return key.strip(), value.strip()
+
+
+def parse_role_overrides(items: list[str]) -> dict[str, str]:
+    """``["val_bleu=eval_higher"]`` → ``{"val_bleu": "eval_higher"}``; a later item wins over an earlier."""
+    result: dict[str, str] = {}
+    for item in items:
+        key, value = _split_pair(item, "KEY=ROLE", "val_bleu=eval_higher")
+        result[key] = _check_override_value(key, value)
+    return result
+
+
+def parse_baselines(items: list[str]) -> dict[str, float]:
+    """``["eval_accuracy=0.82"]`` → ``{"eval_accuracy": 0.82}``; the value must be a finite number."""
+    result: dict[str, float] = {}
+    for item in items:
+        key, text = _split_pair(item, "KEY=VALUE", "eval_accuracy=0.82")
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        if not math.isfinite(value):
+            raise ConfigError(
+                f"baseline {item!r} needs a finite number after '='; write it like eval_accuracy=0.82"
+            )
+        result[key] = value
+    return result
