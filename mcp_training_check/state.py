@@ -308,6 +308,14 @@ def state_home(home: Path | None = None) -> Path:
     return Path(env) if env else Path(platformdirs.user_state_dir("training-check"))
 
 
+def _schema_version(conn: sqlite3.Connection) -> int:
+    """The stored schema version; 0 for a new (empty) database."""
+    if conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'").fetchone() is None:
+        return 0
+    row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    return int(row[0]) if row else 0
+
+
 def _utc_text(at: datetime | None = None) -> str:
     """Fixed-width UTC ISO text, so text order is time order. Naive times are taken as local."""
     return (at or datetime.now(UTC)).astimezone(UTC).isoformat(timespec="microseconds")
@@ -348,9 +356,14 @@ class StateStore:
     # ------------------------------------------------------------------ connection
 
     def _open(self) -> sqlite3.Connection:
-        conn = sqlite3.connect(
-            self.path, timeout=BUSY_TIMEOUT_SECONDS, isolation_level=None, check_same_thread=False
-        )
+        try:
+            conn = sqlite3.connect(
+                self.path, timeout=BUSY_TIMEOUT_SECONDS, isolation_level=None, check_same_thread=False
+            )
+        except sqlite3.Error as exc:
+            raise StateError(
+                f"cannot open the state database {self.path} ({exc}); check its permissions"
+            ) from exc
         try:
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
@@ -375,11 +388,12 @@ class StateStore:
 
     def _migrate(self, conn: sqlite3.Connection) -> None:
         """Bring the schema to SCHEMA_VERSION; inside one write transaction so racing opens agree."""
+        if _schema_version(conn) == SCHEMA_VERSION:
+            return  # the common case takes no write lock
         conn.execute("BEGIN IMMEDIATE")
         try:
             conn.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
-            row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-            current = int(row[0]) if row else 0
+            current = _schema_version(conn)
             if current > SCHEMA_VERSION:
                 raise StateError(
                     f"{self.path} has schema version {current}, newer than this mcp-training-check "
