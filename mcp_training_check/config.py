@@ -20,6 +20,7 @@ Example (every key is optional except ``run`` in each ``[runs.NAME]``)::
     [runs.bert]                        # an alias: tools accept run="bert"
     run = "wandb/latest-run"           # path / W&B URL / entity/project/id / ssh://host/path
     roles = { "train/loss" = "train_loss", "val/acc" = "eval_higher" }
+    # roles: train_loss, eval, eval_lower, eval_higher, learning_rate, grad_norm, other, ignore
     baselines = { "val/acc" = 0.71 }
     log_fallback = "logs/train.log"    # read when the primary source is unreachable
     notes = "notes/bert.md"            # overrides defaults.notes for this run
@@ -64,7 +65,6 @@ from pydantic import (
 )
 
 from .errors import ConfigError
-from .models import Direction, MetricRole
 
 __all__ = [
     "CONFIG_ENV",
@@ -79,7 +79,6 @@ __all__ = [
     "apply_overrides",
     "key_lines",
     "load_config",
-    "role_of",
 ]
 
 CONFIG_NAME = "training-check.toml"
@@ -92,24 +91,11 @@ DEFAULT_GRACE_SECONDS = 30.0
 MAX_GRACE_SECONDS = 3600.0  # longer than any sane checkpoint save; beyond it the stop tool would hang
 
 StopSignal = Literal["TERM", "INT", "KILL"]
-RoleName = Literal["train_loss", "eval", "eval_lower", "eval_higher", "learning_rate", "grad_norm", "other"]
+# The role names users may write; the same keys as roles.OVERRIDE_ROLES, which says what each one means.
+RoleName = Literal[
+    "train_loss", "eval", "eval_lower", "eval_higher", "learning_rate", "grad_norm", "other", "ignore"
+]
 JudgeValue = float | int | bool
-
-_ROLE_TABLE: dict[str, tuple[MetricRole, Direction | None]] = {
-    "train_loss": (MetricRole.TRAIN_LOSS, Direction.LOWER),
-    "eval": (MetricRole.EVAL, None),
-    "eval_lower": (MetricRole.EVAL, Direction.LOWER),
-    "eval_higher": (MetricRole.EVAL, Direction.HIGHER),
-    "learning_rate": (MetricRole.LEARNING_RATE, None),
-    "grad_norm": (MetricRole.GRAD_NORM, Direction.LOWER),
-    "other": (MetricRole.OTHER, None),
-}
-
-
-def role_of(name: RoleName) -> tuple[MetricRole, Direction | None]:
-    """The judge's role and direction for a role name; direction None means "guess from the metric name"."""
-    return _ROLE_TABLE[name]
-
 
 # --------------------------------------------------------------------------- file schema
 
@@ -211,6 +197,10 @@ class ResolvedRunConfig(BaseModel):
     review: ReviewSettings = ReviewSettings()
     judge: dict[str, JudgeValue] = Field(default_factory=dict)
     stop: StopSettings | None = Field(default=None, description="None: the file says nothing about stopping.")
+
+    def judge_hints(self) -> dict[str, int]:
+        """Facts about the run the judge may use like the run's own config (e.g. for the LR schedule)."""
+        return {"total_steps": self.total_steps} if self.total_steps is not None else {}
 
 
 class ProjectConfig(BaseModel):

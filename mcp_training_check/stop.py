@@ -311,9 +311,9 @@ class Incident(BaseModel):
     run: str
     run_url: str | None = None
     reason: str
-    decision: Decision
+    decision: Decision | None = Field(default=None, description="The last verdict's decision, if any.")
     summary: str
-    metrics: dict[str, KeyMetric] = Field(default_factory=dict, description="Key metrics: name → last/best.")
+    key_metrics: dict[str, KeyMetric] = Field(default_factory=dict, description="Name → last and best value.")
     signals: list[Signal] = Field(default_factory=list)
     stopped_at: AwareDatetime
     method: StopMethod
@@ -331,7 +331,7 @@ class Incident(BaseModel):
         return f"<!-- training-check incident {key} -->"
 
     @staticmethod
-    def key_metrics(snapshot: MetricSnapshot) -> dict[str, KeyMetric]:
+    def metrics_from(snapshot: MetricSnapshot) -> dict[str, KeyMetric]:
         """The last and best value of every metric in a snapshot."""
         return {m.name: KeyMetric(last=m.last, best=m.best) for m in snapshot.metrics}
 
@@ -350,22 +350,23 @@ def render_incident(incident: Incident) -> str:
     outcome = _OUTCOME_TEXT[incident.outcome]
     if incident.outcome is StopOutcome.STOPPED:
         outcome += ", verified" if incident.verified else ", not verified"
+    decision = incident.decision.value if incident.decision else "none"
     via = incident.method.value + (f", pid {incident.pid}" if incident.pid is not None else "")
     lines = [
         incident.marker,
         f"## {when} — {_inline(incident.run)}",
         "",
         f"- **Reason:** {_inline(incident.reason)}",
-        f"- **Decision:** {incident.decision.value} — {_inline(incident.summary)}",
+        f"- **Decision:** {decision} — {_inline(incident.summary)}",
         f"- **Outcome:** {outcome} ({via})",
     ]
     if incident.run_url:
         lines.append(f"- **Run:** {_inline(incident.run_url)}")
-    if incident.metrics:
+    if incident.key_metrics:
         lines += ["", "| metric | last | best |", "| --- | --- | --- |"]
         lines += [
             f"| {_cell(name)} | {_number(m.last)} | {_number(m.best)} |"
-            for name, m in incident.metrics.items()
+            for name, m in incident.key_metrics.items()
         ]
     if incident.signals:
         lines += ["", "**Signals**", ""]

@@ -16,10 +16,8 @@ from mcp_training_check.config import (
     apply_overrides,
     key_lines,
     load_config,
-    role_of,
 )
 from mcp_training_check.errors import ConfigError
-from mcp_training_check.models import Direction, MetricRole
 
 FULL = """\
 [defaults]
@@ -211,15 +209,9 @@ def test_two_entries_with_the_same_run_are_ambiguous(tmp_path) -> None:
         load_config(cwd=tmp_path).for_run("x.log")
 
 
-@pytest.mark.parametrize(
-    ("name", "role", "direction"),
-    [
-        ("train_loss", MetricRole.TRAIN_LOSS, Direction.LOWER),
-        ("eval_higher", MetricRole.EVAL, Direction.HIGHER),
-    ],
-)
-def test_role_names_map_to_role_and_direction(name, role, direction) -> None:
-    assert role_of(name) == (role, direction)
+def test_total_steps_is_a_judge_hint(project) -> None:
+    assert project.for_run("bert").judge_hints() == {"total_steps": 100000}
+    assert project.for_run("cloud").judge_hints() == {}
 
 
 def test_signal_spellings_are_normalised(tmp_path) -> None:
@@ -350,7 +342,8 @@ BAD_INPUTS = [
     pytest.param(
         "[runs.bert]\nrun = 'x'\nroles = { 'train/loss' = 'train_loss', \"val acc\" = 'accuracy' }\n",
         3,
-        "runs.bert.roles.\"val acc\": 'accuracy' is not one of train_loss, eval, eval_lower, eval_higher",
+        "runs.bert.roles.\"val acc\": 'accuracy' is not one of train_loss, eval, eval_lower, eval_higher, "
+        "learning_rate, grad_norm, other, ignore.",
         id="unknown-role",
     ),
     pytest.param(

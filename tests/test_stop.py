@@ -15,7 +15,19 @@ import pytest
 from pydantic import ValidationError
 
 from mcp_training_check.errors import StateError, StopError
-from mcp_training_check.models import Decision, Severity, Signal, SignalKind, StopMethod, StopOutcome
+from mcp_training_check.models import (
+    DataSource,
+    Decision,
+    Direction,
+    MetricRole,
+    MetricSnapshot,
+    MetricSummary,
+    Severity,
+    Signal,
+    SignalKind,
+    StopMethod,
+    StopOutcome,
+)
 from mcp_training_check.stop import (
     Incident,
     KeyMetric,
@@ -290,7 +302,10 @@ def _incident(**changes) -> Incident:
         "reason": "train/loss diverged",
         "decision": Decision.STOP,
         "summary": "stop: loss 7.81 is 3.4× the recent median",
-        "metrics": {"train/loss": KeyMetric(last=7.81, best=2.29), "val|acc": KeyMetric(last=float("nan"))},
+        "key_metrics": {
+            "train/loss": KeyMetric(last=7.81, best=2.29),
+            "val|acc": KeyMetric(last=float("nan")),
+        },
         "signals": [
             Signal(
                 kind=SignalKind.DIVERGENCE,
@@ -375,6 +390,27 @@ def test_text_cannot_forge_a_marker(tmp_path) -> None:
 def test_heading_keeps_the_callers_time_zone() -> None:
     local = STOPPED_AT.astimezone(timezone(timedelta(hours=2)))
     assert "## 2026-11-30 11:41 UTC+02:00 — bert" in render_incident(_incident(stopped_at=local))
+
+
+def test_incident_without_a_verdict_says_so() -> None:
+    assert "**Decision:** none — stopped by hand" in render_incident(
+        _incident(decision=None, summary="stopped by hand")
+    )
+
+
+def test_key_metrics_from_a_snapshot() -> None:
+    snapshot = MetricSnapshot(
+        run="bert",
+        summary="2 metrics",
+        data_source=DataSource.LOG,
+        metrics=[
+            MetricSummary(
+                name="loss", role=MetricRole.TRAIN_LOSS, direction=Direction.LOWER, last=2.5, best=2.1
+            ),
+            MetricSummary(name="acc", role=MetricRole.EVAL, direction=Direction.HIGHER, last=None),
+        ],
+    )
+    assert Incident.metrics_from(snapshot) == {"loss": KeyMetric(last=2.5, best=2.1), "acc": KeyMetric()}
 
 
 def test_naive_time_is_rejected() -> None:
