@@ -71,7 +71,7 @@ def judge(
     else:
         ctx.lr_events = LrEvents(warmup_end=config.warmup_steps, peak=config.peak_lr)
     signals = data_signals(ctx)
-    if history.metrics:
+    if any(s.values.size for s in history.metrics.values()):
         for detector in settings.detectors():
             signals += detector.check(ctx)
     signals = combine(signals, primary_train_loss(roles))

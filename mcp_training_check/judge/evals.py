@@ -8,7 +8,7 @@ from pydantic import Field
 from ..models import Direction, Severity, Signal, SignalKind
 from ..series import MetricSeries
 from .context import Detector, JudgeContext, finite_after, signal
-from .stats import finite_xy, fmt, fmt_pct, fmt_step, positive_log
+from .stats import finite_xy, fmt, fmt_pct, fmt_step, positive_log, rolling_median
 
 
 def worse_by(value: np.ndarray | float, reference: float, direction: Direction) -> np.ndarray:
@@ -29,13 +29,14 @@ class EvalDetector(Detector):
     - ``late_fraction``: "late" = past 50 % of the configured total steps; without a total, after
       ``late_min_evals`` (8) evals of which the last 3 did not beat the earlier best.
     - ``confirm_evals``: evals in a row needed for a critical finding (2: one eval can be a bad batch).
-    - ``degrade_ratio`` / ``patience_evals``: the latest eval ≥ 5 % worse than its best, which is at
-      least 3 evals old (Lightning EarlyStopping's patience counts evals too) → warning; overfitting
-      when the train loss kept falling meanwhile.
+    - ``degrade_margin`` / ``patience_evals``: the median of the last 3 evals ≥ 5 % worse than the best
+      median of 3, which is ≥ 3 evals old, with none of the last 3 evals back at it → warning
+      (Lightning EarlyStopping's patience counts evals too); overfitting when the train loss kept
+      falling meanwhile.
     - ``collapse_loss_ratio``: a lower-is-better eval ≥ 3× its best has exploded (Megatron-style
       multiple of the best, not a relative margin).
-    - ``collapse_drop``: a higher-is-better eval that lost ≥ 50 % of its best has collapsed (accuracy
-      falling towards chance). A non-finite eval collapses at once.
+    - ``collapse_drop_fraction``: a higher-is-better eval that lost ≥ 50 % of its best has collapsed
+      (accuracy falling towards chance). A non-finite eval collapses at once.
     """
 
     baseline_margin: float = Field(default=0.02, ge=0)
@@ -43,10 +44,10 @@ class EvalDetector(Detector):
     late_fraction: float = Field(default=0.5, gt=0, le=1)
     late_min_evals: int = Field(default=8, ge=2)
     confirm_evals: int = Field(default=2, ge=1)
-    degrade_ratio: float = Field(default=0.05, gt=0)
+    degrade_margin: float = Field(default=0.05, gt=0)
     patience_evals: int = Field(default=3, ge=1)
     collapse_loss_ratio: float = Field(default=3.0, gt=1)
-    collapse_drop: float = Field(default=0.5, gt=0, lt=1)
+    collapse_drop_fraction: float = Field(default=0.5, gt=0, lt=1)
 
     def check(self, ctx: JudgeContext) -> list[Signal]:
         out: list[Signal] = []
@@ -87,8 +88,8 @@ class EvalDetector(Detector):
             bad = recent >= self.collapse_loss_ratio * best
             rule = f"≥ {self.collapse_loss_ratio:g}× its best {fmt(best)}"
         else:
-            bad = recent <= (1 - self.collapse_drop) * best
-            rule = f"≤ {fmt_pct(1 - self.collapse_drop)} of its best {fmt(best)}"
+            bad = recent <= (1 - self.collapse_drop_fraction) * best
+            rule = f"≤ {fmt_pct(1 - self.collapse_drop_fraction)} of its best {fmt(best)}"
         if not bad[-1]:
             return None
         confirmed = recent.size >= self.confirm_evals and bool(bad.all())
@@ -154,11 +155,14 @@ class EvalDetector(Detector):
         steps, values = finite_xy(series.steps, series.values)
         if values.size <= self.patience_evals:
             return []
-        best, best_step = self._best(series, values, steps, d)
-        since_best = int((steps > best_step).sum())
-        gap = float(worse_by(values[-1], best, d))
-        recent = worse_by(values[-self.patience_evals - 1 :], best, d)
-        if since_best < self.patience_evals or gap < self.degrade_ratio or gap < float(np.median(recent)):
+        # best and latest level as medians of 3 evals, so one lucky or unlucky eval decides nothing
+        level = rolling_median(values, 3)
+        i = int(np.argmin(level) if d is Direction.LOWER else np.argmax(level))
+        best, best_step = float(level[i]), int(steps[i])
+        since_best = int(values.size - 1 - i)
+        gap = float(worse_by(level[-1], best, d))
+        recent = worse_by(values[-self.patience_evals :], best, d)
+        if since_best < self.patience_evals or gap < self.degrade_margin or float(recent.min()) <= 0:
             return []
         train = self._train_change(ctx, best_step)
         why = (
@@ -167,10 +171,11 @@ class EvalDetector(Detector):
             else ""
         )
         msg = (
-            f"{series.name} {fmt(float(values[-1]))} at step {fmt_step(int(steps[-1]))} is "
-            f"{fmt_pct(gap)} worse than its best {fmt(best)} at step {fmt_step(best_step)}, "
+            f"{series.name} at step {fmt_step(int(steps[-1]))}: median of the last 3 evals "
+            f"{fmt(float(level[-1]))} is {fmt_pct(gap)} worse than its best {fmt(best)} at step "
+            f"{fmt_step(best_step)}, "
             f"{since_best} evals ago (thresholds "
-            f"{fmt_pct(self.degrade_ratio)}, {self.patience_evals} evals){why}."
+            f"{fmt_pct(self.degrade_margin)}, {self.patience_evals} evals){why}."
         )
         return [
             signal(

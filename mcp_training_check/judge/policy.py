@@ -51,7 +51,7 @@ def data_signals(ctx: JudgeContext) -> list[Signal]:
                 step=history.last_step,
             )
         )
-    if not history.metrics:
+    if all(s.values.size == 0 for s in history.metrics.values()):
         out.append(
             signal(SignalKind.TOO_FEW_POINTS, Severity.INFO, "no metrics logged yet: too early to judge.")
         )

@@ -30,7 +30,7 @@ class Scored:
     z: np.ndarray
 
 
-def score(series: MetricSeries, window: int, min_sigma_log: float, scan_points: int) -> Scored | None:
+def score(series: MetricSeries, window: int, min_log_sigma: float, scan_points: int) -> Scored | None:
     """Robust z of the last ``scan_points`` full-resolution log values against the points before each."""
     steps, values = finite_xy(series.raw_steps, series.raw_values)
     steps, values = steps[-(scan_points + window) :], values[-(scan_points + window) :]
@@ -38,7 +38,7 @@ def score(series: MetricSeries, window: int, min_sigma_log: float, scan_points: 
     med, mad, start = previous_median_mad(y, window)
     if med.size == 0:
         return None
-    sigma = np.maximum(MAD_TO_SIGMA * mad, min_sigma_log)
+    sigma = np.maximum(MAD_TO_SIGMA * mad, min_log_sigma)
     return Scored(steps[start:], values[start:], med, sigma, (y[start:] - med) / sigma)
 
 
@@ -54,7 +54,7 @@ class SpikeDetector(Detector):
     - ``recover_z``: back to normal = within 3 σ of the pre-spike median. A spike that came back is
       info whatever it took (never a stop); one not back yet is a warning, and the trend detector
       turns it into divergence when it is sustained.
-    - ``min_sigma_log``: σ floor of 0.01 (1 %), for losses logged with few digits.
+    - ``min_log_sigma``: σ floor of 0.01 (1 %), for losses logged with few digits.
     - ``grad_z``: a grad-norm z ≥ 3.5 at the same steps is a co-spike, reported as evidence.
     - ``restart_grace_points``: a spike starting within 10 points after an expected LR restart is the
       restart's bump: info.
@@ -66,7 +66,7 @@ class SpikeDetector(Detector):
     z: float = Field(default=6.0, gt=0)
     min_ratio: float = Field(default=1.25, ge=1)
     recover_z: float = Field(default=3.0, gt=0)
-    min_sigma_log: float = Field(default=0.01, gt=0)
+    min_log_sigma: float = Field(default=0.01, gt=0)
     grad_z: float = Field(default=3.5, gt=0)
     restart_grace_points: int = Field(default=10, ge=0)
     scan_points: int = Field(default=500, ge=1)
@@ -75,14 +75,14 @@ class SpikeDetector(Detector):
         loss = ctx.train_loss
         if loss is None:
             return []
-        scored = score(loss, self.window_points, self.min_sigma_log, self.scan_points)
+        scored = score(loss, self.window_points, self.min_log_sigma, self.scan_points)
         if scored is None:
             return []
         episodes = self._episodes(scored)
         if not episodes:
             return []
         grad = (
-            score(ctx.grad_norm, self.window_points, self.min_sigma_log, self.scan_points)
+            score(ctx.grad_norm, self.window_points, self.min_log_sigma, self.scan_points)
             if ctx.grad_norm is not None
             else None
         )

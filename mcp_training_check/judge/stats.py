@@ -137,7 +137,10 @@ def _variance_inflation(residuals: np.ndarray, z_significant: float = 1.96) -> f
     significant = np.abs(rho) > z_significant / np.sqrt(n)
     significant[n // 3 :] = False  # long lags are estimated from too few pairs
     factor = 1 + 2 / (n * (n - 1) * (n - 2)) * float(np.sum(weights * rho * significant))
-    return max(factor, 1.0)
+    # Short windows underestimate ρ (bias ≈ −(1+3ρ)/n), and Hamed–Rao drops lags it cannot prove:
+    # an AR(1) factor from the bias-corrected lag-1 ρ is a floor under it.
+    rho1 = min(max(float(rho[0]) + (1 + 3 * float(rho[0])) / n, 0.0), 0.95)
+    return max(factor, (1 + rho1) / (1 - rho1), 1.0)
 
 
 def theil_sen(x: np.ndarray, y: np.ndarray, *, confidence_z: float = 1.96) -> Trend | None:
