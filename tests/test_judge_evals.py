@@ -1,0 +1,84 @@
+"""Eval metrics in their own direction: baseline gaps early vs late, overfitting, collapse."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from mcp_training_check.models import Decision, SignalKind
+from tests.test_judge_helpers import decay_loss, kinds, make_series, run_judge, steps_for
+
+TRAIN = decay_loss(600, seed=1)  # steps 10..6,000, still improving
+EVAL_EVERY = 600  # steps between evals: 10 evals over the run
+
+
+def _eval(name: str, values: list[float]) -> object:
+    return make_series(name, np.array(values), steps_for(len(values), EVAL_EVERY), new_points=1)
+
+
+IMPROVING_LOSS = [3.0, 2.7, 2.5, 2.4, 2.35, 2.3, 2.28, 2.26, 2.25, 2.24]
+OVERFITTING_LOSS = [3.0, 2.6, 2.4, 2.35, 2.3, 2.38, 2.45, 2.55, 2.6, 2.7]
+ACC = [0.40, 0.55, 0.62, 0.66, 0.68, 0.69, 0.70, 0.70, 0.71, 0.71]
+
+TABLE = [
+    # name, eval series, baselines, run_config, expected {kind: severity}, decision
+    ("improving eval loss", _eval("eval_loss", IMPROVING_LOSS), None, None, {}, Decision.CONTINUE),
+    ("overfitting", _eval("eval_loss", OVERFITTING_LOSS), None, None,
+     {SignalKind.EVAL_DEGRADING: "warning"}, Decision.UNSURE),
+    ("accuracy below baseline early", _eval("eval_accuracy", ACC[:4]), {"eval_accuracy": 0.80},
+     {"max_steps": 60000}, {SignalKind.EVAL_BELOW_BASELINE: "warning"}, Decision.UNSURE),
+    ("accuracy far below baseline late", _eval("eval_accuracy", ACC), {"eval_accuracy": 0.95},
+     {"max_steps": 7000}, {SignalKind.EVAL_BELOW_BASELINE: "critical"}, Decision.STOP),
+    ("accuracy slightly below baseline late", _eval("eval_accuracy", ACC), {"eval_accuracy": 0.75},
+     {"max_steps": 7000}, {SignalKind.EVAL_BELOW_BASELINE: "warning"}, Decision.UNSURE),
+    ("far below, total unknown, stalled", _eval("eval_accuracy", [*ACC[:7], 0.69, 0.70, 0.70]),
+     {"eval_accuracy": 0.95}, None, {SignalKind.EVAL_BELOW_BASELINE: "critical"}, Decision.STOP),
+    ("far below, total unknown, still improving", _eval("eval_accuracy", ACC[:5]), {"eval_accuracy": 0.95},
+     None, {SignalKind.EVAL_BELOW_BASELINE: "warning"}, Decision.UNSURE),
+    ("better than baseline", _eval("eval_accuracy", ACC), {"eval_accuracy": 0.60}, {"max_steps": 7000},
+     {}, Decision.CONTINUE),
+    ("accuracy collapsed for two evals", _eval("eval_accuracy", [*ACC[:8], 0.11, 0.10]), None, None,
+     {SignalKind.EVAL_DEGRADING: "critical"}, Decision.STOP),
+    ("accuracy collapsed for one eval", _eval("eval_accuracy", [*ACC[:9], 0.10]), None, None,
+     {SignalKind.EVAL_DEGRADING: "warning"}, Decision.UNSURE),
+    ("eval loss exploding", _eval("eval_loss", [*IMPROVING_LOSS[:8], 9.0, 12.0]), None, None,
+     {SignalKind.EVAL_DEGRADING: "critical"}, Decision.STOP),
+    ("eval loss NaN", _eval("eval_loss", [*IMPROVING_LOSS[:9], float("nan")]), None, None,
+     {SignalKind.EVAL_DEGRADING: "critical"}, Decision.STOP),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("series", "baselines", "config", "expected", "decision"),
+    [t[1:] for t in TABLE],
+    ids=[t[0] for t in TABLE],
+)
+def test_eval_table(series, baselines, config, expected, decision):
+    verdict = run_judge(
+        make_series("loss", TRAIN, new_points=20), series, baselines=baselines, run_config=config
+    )
+    found = {
+        k: v
+        for k, v in kinds(verdict).items()
+        if k in (SignalKind.EVAL_DEGRADING, SignalKind.EVAL_BELOW_BASELINE)
+    }
+    assert found == expected, verdict.summary
+    assert verdict.decision is decision, verdict.summary
+
+
+def test_overfitting_message_names_best_and_train_loss():
+    verdict = run_judge(make_series("loss", TRAIN), _eval("eval_loss", OVERFITTING_LOSS))
+    sig = next(s for s in verdict.signals if s.kind is SignalKind.EVAL_DEGRADING)
+    assert sig.metric == "eval_loss"
+    assert "its best 2.35 at step 3,000" in sig.message and "overfitting" in sig.message
+    assert sig.evidence["train_change"] < 0
+
+
+def test_baseline_gap_message_says_why_it_is_not_yet_conclusive():
+    verdict = run_judge(
+        make_series("loss", TRAIN), _eval("eval_accuracy", ACC[:4]),
+        baselines={"eval_accuracy": 0.8}, run_config={"max_steps": 60000},
+    )  # fmt: skip
+    sig = next(s for s in verdict.signals if s.kind is SignalKind.EVAL_BELOW_BASELINE)
+    assert "18% worse than the baseline 0.8" in sig.message and "at 10% of the run" in sig.message
+    assert "not conclusive yet" in sig.message

@@ -1,0 +1,75 @@
+"""Non-finite train loss / grad norm and the Hugging Face Trainer's disguises of it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from mcp_training_check.models import Decision, Severity, SignalKind
+from tests.test_judge_helpers import decay_loss, make_series, run_judge
+
+N = 400
+NAN, INF = float("nan"), float("inf")
+
+
+def _grad(n: int = N) -> np.ndarray:
+    return np.exp(np.random.default_rng(7).normal(0, 0.2, n))
+
+
+def _with(values: np.ndarray, index: list[int] | slice, value: float) -> np.ndarray:
+    out = values.copy()
+    out[index] = value
+    return out
+
+
+CASES = [
+    # name, loss, grad (None: no grad metric), new_points, expected severity of the loss/grad finding
+    ("nan loss in this check", _with(decay_loss(N), [-3], NAN), None, 10, "critical"),
+    ("inf loss in this check", _with(decay_loss(N), [-1], INF), None, 10, "critical"),
+    ("nan loss long recovered", _with(decay_loss(N), [300], NAN), None, 10, "warning"),
+    ("nan loss 20 points ago", _with(decay_loss(N), [-21], NAN), None, 10, "critical"),
+    ("hf trap: finite loss, nan grad", decay_loss(N), _with(_grad(), [-1], NAN), 10, "critical"),
+    ("single fp16 overflow", decay_loss(N), _with(_grad(), [-4], INF), 10, "warning"),
+    ("overflow at the minimum scale", decay_loss(N), _with(_grad(), slice(-3, None), INF), 10, "critical"),
+    ("overflow early, long recovered", decay_loss(N), _with(_grad(), [5], INF), 10, "warning"),
+    ("hf trap: repeated 0.0 loss", _with(decay_loss(N), [-9, -5, -1], 0.0), None, 10, "warning"),
+    ("one 0.0 loss is not a pattern", _with(decay_loss(N), [-5], 0.0), None, 10, None),
+    ("all finite", decay_loss(N), _grad(), 10, None),
+]
+
+
+@pytest.mark.parametrize(
+    ("loss", "grad", "new_points", "expected"), [c[1:] for c in CASES], ids=[c[0] for c in CASES]
+)
+def test_non_finite_table(loss, grad, new_points, expected):
+    series = [make_series("loss", loss, new_points=new_points)]
+    if grad is not None:
+        series.append(make_series("grad_norm", grad, new_points=new_points))
+    verdict = run_judge(*series)
+    found = [s for s in verdict.signals if s.kind is SignalKind.NON_FINITE]
+    if expected is None:
+        assert not found, verdict.summary
+        return
+    assert found and found[0].severity.value == expected, verdict.summary
+    assert found[0].step is not None and any(ch.isdigit() for ch in found[0].message)
+    if expected == "critical":
+        assert verdict.decision is Decision.STOP
+    else:
+        assert verdict.decision is Decision.UNSURE
+
+
+def test_hf_trap_message_names_the_nan_filter():
+    verdict = run_judge(
+        make_series("loss", decay_loss(N)), make_series("grad_norm", _with(_grad(), [-1], NAN))
+    )
+    assert verdict.signals[0].metric == "grad_norm"
+    assert "NaN filter" in verdict.signals[0].message
+    assert verdict.summary.startswith("STOP: grad_norm is NaN at step 4,000")
+
+
+def test_non_finite_only_in_downsampled_history_is_info():
+    loss = _with(decay_loss(2000), [50], NAN)
+    verdict = run_judge(make_series("loss", loss, raw_points=500, new_points=10))
+    found = [s for s in verdict.signals if s.kind is SignalKind.NON_FINITE]
+    assert [s.severity for s in found] == [Severity.INFO]
+    assert verdict.decision is Decision.CONTINUE

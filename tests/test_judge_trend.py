@@ -1,0 +1,140 @@
+"""Train-loss trend on log(loss): improving, flat, rising, divergence, blow-up; warmup and LR restarts."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from mcp_training_check.models import Decision, Severity, SignalKind
+from tests.test_judge_helpers import ar1, decay_loss, kinds, make_series, run_judge, sgdr_lr
+
+N = 600
+
+
+def _flat(n: int = N, seed: int = 2) -> np.ndarray:
+    return 3.0 * np.exp(ar1(n, 0.03, 0.5, np.random.default_rng(seed)))
+
+
+def _ramp(values: np.ndarray, last: int, to: float) -> np.ndarray:
+    out = values.copy()
+    out[-last:] *= np.linspace(1.0, to, last)
+    return out
+
+
+def _jump(values: np.ndarray, last: int, factor: float) -> np.ndarray:
+    out = values.copy()
+    out[-last:] *= factor
+    return out
+
+
+TABLE = [
+    # name, loss, expected {kind: severity} subset, expected decision
+    ("healthy decay, seed 1", decay_loss(N, seed=1), {SignalKind.IMPROVING: "info"}, Decision.CONTINUE),
+    ("healthy decay, noisy", decay_loss(N, noise=0.08, rho=0.7, seed=4), {}, Decision.CONTINUE),
+    ("flat from the start", _flat(), {SignalKind.FLAT: "warning"}, Decision.UNSURE),
+    (
+        "diverging over 30 points",
+        _ramp(decay_loss(N), 30, 4.0),
+        {SignalKind.DIVERGENCE: "critical"},
+        Decision.STOP,
+    ),
+    (
+        "2.5× for 5 points: seen",
+        _jump(decay_loss(N), 5, 2.5),
+        {SignalKind.DIVERGENCE: "warning"},
+        Decision.UNSURE,
+    ),
+    (
+        "12× for 6 points: blow-up",
+        _jump(decay_loss(N), 6, 12.0),
+        {SignalKind.DIVERGENCE: "critical"},
+        Decision.STOP,
+    ),
+    ("rising 40 % slowly", _ramp(_flat(), 100, 1.4), {SignalKind.DIVERGENCE: "warning"}, Decision.UNSURE),
+]
+
+
+@pytest.mark.parametrize(("loss", "expected", "decision"), [t[1:] for t in TABLE], ids=[t[0] for t in TABLE])
+def test_trend_table(loss, expected, decision):
+    verdict = run_judge(make_series("loss", loss, new_points=20))
+    found = kinds(verdict)
+    for kind, severity in expected.items():
+        assert found.get(kind) == severity, verdict.summary
+    assert verdict.decision is decision, verdict.summary
+    if decision is Decision.CONTINUE:
+        assert SignalKind.DIVERGENCE not in found
+        assert found.get(SignalKind.FLAT) in (None, "info")
+
+
+def test_divergence_message_carries_the_numbers():
+    verdict = run_judge(make_series("loss", _ramp(decay_loss(N, seed=1), 30, 4.0)))
+    div = verdict.signals[0]
+    assert div.kind is SignalKind.DIVERGENCE and div.severity is Severity.CRITICAL
+    assert div.step == 6000 and div.metric == "loss"
+    assert "threshold 2.0×" in div.message and "step 6,000" in div.message
+    assert div.evidence["ratio"] >= 2.0 and div.evidence["points_above"] >= 8
+    assert verdict.summary.startswith("STOP: loss")
+
+
+def test_unconfirmed_divergence_is_confirmed_by_the_next_check():
+    loss = _jump(decay_loss(N + 2), 7, 2.5)
+    first = run_judge(make_series("loss", loss[:-2], new_points=10))
+    assert kinds(first)[SignalKind.DIVERGENCE] == "warning"
+    second = run_judge(make_series("loss", loss, new_points=2), previous=[first])
+    div = next(s for s in second.signals if s.kind is SignalKind.DIVERGENCE)
+    assert div.severity is Severity.CRITICAL and "second consecutive check" in div.message
+    assert second.decision is Decision.STOP
+
+
+def test_previous_check_without_new_points_does_not_confirm():
+    loss = _jump(decay_loss(N), 5, 2.5)
+    first = run_judge(make_series("loss", loss, new_points=10))
+    again = run_judge(make_series("loss", loss, new_points=0), previous=[first])
+    assert kinds(again)[SignalKind.DIVERGENCE] == "warning"
+    assert again.decision is Decision.UNSURE
+
+
+def test_a_loss_falling_back_after_an_excursion_is_not_confirmed():
+    loss = decay_loss(N, seed=3)
+    loss[-20:] *= np.linspace(4.0, 2.3, 20)  # high but coming down fast
+    verdict = run_judge(make_series("loss", loss))
+    div = next(s for s in verdict.signals if s.kind is SignalKind.DIVERGENCE)
+    assert div.severity is Severity.WARNING and "falling again" in div.message
+
+
+def test_warmup_instability_is_ignored_with_warmup_steps_in_the_config():
+    loss = decay_loss(300, seed=5)
+    loss[:40] = np.linspace(5.0, 9.0, 40)  # rising during warmup, then the decay starts lower
+    loss[40:] *= 0.9
+    verdict = run_judge(make_series("loss", loss), run_config={"warmup_steps": 400})
+    assert SignalKind.DIVERGENCE not in kinds(verdict), verdict.summary
+    assert verdict.decision is Decision.CONTINUE
+
+
+def _sgdr_run(n: int = 800, bump: float = 2.6) -> tuple[np.ndarray, np.ndarray]:
+    lr = sgdr_lr(n, period_points=200)
+    loss = decay_loss(n, seed=6, tau_points=60, floor=1.0)
+    for restart in range(200, n, 200):
+        loss[restart : restart + 30] *= np.linspace(bump, 1.0, 30)
+    return loss, lr
+
+
+def test_sgdr_restart_bumps_are_not_divergence_when_the_lr_explains_them():
+    loss, lr = _sgdr_run()
+    for end in (605, 610, 615, 620):
+        verdict = run_judge(make_series("loss", loss[:end]), make_series("learning_rate", lr[:end]))
+        assert verdict.decision is not Decision.STOP, verdict.summary
+        assert SignalKind.DIVERGENCE not in kinds(verdict), verdict.summary
+
+
+def test_the_same_bump_without_an_lr_restart_is_divergence():
+    loss, _ = _sgdr_run()
+    verdict = run_judge(make_series("loss", loss[:615]))
+    assert SignalKind.DIVERGENCE in kinds(verdict), verdict.summary
+
+
+@pytest.mark.parametrize("points", [0, 3, 9])
+def test_too_few_points_is_too_early_not_a_problem(points):
+    verdict = run_judge(make_series("loss", decay_loss(max(points, 1))[:points]))
+    assert verdict.decision is Decision.CONTINUE
+    assert "too early to judge" in verdict.summary
