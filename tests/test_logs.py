@@ -81,6 +81,7 @@ DEEPSPEED = (
         ),
         ("[step 200] train_loss: 1.9 val_loss: 2.0", {"train_loss": [(200, 1.9)], "val_loss": [(200, 2.0)]}),
         ("Iter 5/100 loss = 1.5 acc : 0.3", {"loss": [(5, 1.5)], "acc": [(5, 0.3)]}),
+        ("INFO:__main__:step=100 loss=2.3", {"loss": [(100, 2.3)]}),
         (
             "2024-01-05 12:30:01,123 INFO Step 300: loss=nan, lr=inf eta 0:12:34 100/1000",
             {"loss": [(300, "nan")], "lr": [(300, INF)]},

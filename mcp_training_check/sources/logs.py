@@ -196,7 +196,7 @@ def _split_token(token: str) -> tuple[str, str | None]:
     """ "loss=2.31" → ("loss", "2.31"); "loss:" → ("loss", ""); "loss" → ("loss", None)."""
     if "=" in token:
         key, _, rest = token.partition("=")
-        return key, rest
+        return key.rpartition(":")[2], rest  # "INFO:root:step=100" (logging's default format)
     if ":" in token:
         key, _, rest = token.partition(":")
         return key, rest
