@@ -16,7 +16,7 @@ import re
 from pathlib import Path
 from urllib.parse import urlparse
 
-from .errors import RunRefError
+from .errors import RunNotFound, RunRefError
 from .models import RunKind, RunRef
 
 _RUN_ID = r"[A-Za-z0-9_\-.]+"
@@ -44,6 +44,11 @@ def parse_run(raw: str, *, base_dir: Path | None = None) -> RunRef:
     local = _local_path(text, base_dir)
     if local is not None:
         return _parse_local(raw, local)
+    if _looks_like_path(text):
+        raise RunNotFound(
+            f"`run` {raw!r}: no such file or directory (resolved against {base_dir or Path.cwd()}). "
+            "Check the path, or pass an absolute one."
+        )
     if _WANDB_PATH.match(text.strip("/")):
         return _parse_wandb_path(raw, text.strip("/"))
     if _BARE_ID.match(text) and os.environ.get("WANDB_ENTITY") and os.environ.get("WANDB_PROJECT"):
@@ -55,6 +60,14 @@ def parse_run(raw: str, *, base_dir: Path | None = None) -> RunRef:
             run_id=text,
         )
     raise RunRefError(f"`run` {raw!r} is not an existing path or a known run form: {_FORMS_HELP}.")
+
+
+_PATH_SUFFIXES = (".log", ".txt", ".jsonl", ".json", ".csv", ".tsv", ".out", ".wandb")
+
+
+def _looks_like_path(text: str) -> bool:
+    """A string that can only mean a local path, even when nothing is there (yet)."""
+    return text.startswith(("/", "~", "./", "../")) or text.lower().endswith(_PATH_SUFFIXES)
 
 
 def _local_path(text: str, base_dir: Path | None) -> Path | None:

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from mcp_training_check.errors import RunRefError
+from mcp_training_check.errors import RunNotFound, RunRefError
 from mcp_training_check.models import RunKind
 from mcp_training_check.runref import parse_run
 
@@ -61,4 +61,10 @@ def test_bare_id_needs_entity_and_project(monkeypatch):
 )
 def test_errors_say_what_to_pass(raw, message):
     with pytest.raises(RunRefError, match=message):
+        parse_run(raw)
+
+
+@pytest.mark.parametrize("raw", ["/no/such/run.log", "./missing/train.log", "logs/a/b.jsonl", "~/nope/x.wandb"])
+def test_missing_local_paths_are_not_taken_for_wandb_ids(raw):
+    with pytest.raises(RunNotFound, match="no such file"):
         parse_run(raw)

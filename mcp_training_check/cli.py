@@ -1,0 +1,183 @@
+"""`training-check`: the same operations as the MCP tools, for a person at a terminal.
+
+    training-check check SOURCE [--json] [--baseline KEY=VALUE] [--role KEY=ROLE]
+    training-check read|judge|schedule SOURCE
+    training-check stop SOURCE --confirm --reason "..."
+    training-check serve [--http PORT] [--host 127.0.0.1] [--token T]
+    training-check demo
+
+Errors become one line on stderr and exit code 2; nothing else is caught here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Sequence
+
+from pydantic import BaseModel
+
+from . import __version__
+from .errors import TrainingCheckError
+from .models import CheckReport, MetricSnapshot, Schedule, StopResult, Verdict
+from .roles import parse_baselines, parse_role_overrides
+
+EXIT_ERROR = 2
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="training-check", description="Watch the quality of ML training runs.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    for name, text in [
+        ("check", "read new metrics, judge them, schedule the next check"),
+        ("read", "read new metrics and show the snapshot"),
+        ("judge", "judge the stored metrics"),
+    ]:
+        sub = commands.add_parser(name, help=text, description=text)
+        _add_run_args(sub)
+
+    sched = commands.add_parser("schedule", help="when to check next (CronCreate arguments)")
+    sched.add_argument("source", help="the run (path, URL, entity/project/id, ssh://host/path or alias)")
+    sched.add_argument("--review", choices=["STOP", "CONTINUE", "WAIT"], help="the reviewer's answer, if any")
+    sched.add_argument("--json", action="store_true", help="print one JSON object")
+
+    stop = commands.add_parser("stop", help="stop the training run as configured and record the evidence")
+    stop.add_argument("source", help="the run")
+    stop.add_argument("--confirm", action="store_true", help="required: this kills the training process")
+    stop.add_argument("--reason", required=True, help="one sentence for the incident record")
+    stop.add_argument("--json", action="store_true", help="print one JSON object")
+
+    serve = commands.add_parser("serve", help="run the MCP server (stdio unless --http)")
+    serve.add_argument("--http", type=int, metavar="PORT", help="serve streamable HTTP on PORT instead of stdio")
+    serve.add_argument("--host", default="127.0.0.1", help="HTTP address (default 127.0.0.1)")
+    serve.add_argument("--token", default=None, help="bearer token (default: $TRAINING_CHECK_HTTP_TOKEN)")
+
+    demo = commands.add_parser("demo", help="train a small model, break it, and watch the check stop it")
+    demo.add_argument("--seconds-per-minute", type=float, default=0.4, help="compressed clock (default 0.4)")
+    demo.add_argument("--workdir", default=None, help="where the demo writes (default: a temporary dir)")
+    return parser
+
+
+def _add_run_args(sub: argparse.ArgumentParser) -> None:
+    sub.add_argument("source", help="the run (path, URL, entity/project/id, ssh://host/path or alias)")
+    sub.add_argument("--json", action="store_true", help="print one JSON object")
+    sub.add_argument("--baseline", action="append", default=[], metavar="KEY=VALUE", help="eval baseline")
+    sub.add_argument("--role", action="append", default=[], metavar="KEY=ROLE", help="override a metric's role")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return _dispatch(args)
+    except TrainingCheckError as exc:
+        print(f"training-check: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        return 130
+
+
+def _dispatch(args: argparse.Namespace) -> int:
+    if args.command == "serve":
+        return _serve(args)
+    if args.command == "demo":
+        from .demo import run_demo
+
+        return run_demo(seconds_per_minute=args.seconds_per_minute, workdir=args.workdir)
+    from .service import Monitor
+
+    monitor = Monitor()
+    try:
+        result = _run_command(monitor, args)
+    finally:
+        monitor.close()
+    _print(result, as_json=args.json)
+    return 0
+
+
+def _run_command(monitor, args: argparse.Namespace) -> BaseModel:  # type: ignore[no-untyped-def]
+    if args.command == "schedule":
+        return monitor.schedule_next(args.source, review=args.review)
+    if args.command == "stop":
+        return monitor.stop_run(args.source, confirm=args.confirm, reason=args.reason)
+    roles = parse_role_overrides(args.role)
+    baselines = parse_baselines(args.baseline)
+    operation = {"check": monitor.check, "read": monitor.read_metrics, "judge": monitor.judge}[args.command]
+    return operation(args.source, roles=roles, baselines=baselines)
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from .server import build_server, serve_http
+
+    server = build_server()
+    if args.http is None:
+        server.run()
+        return 0
+    token = args.token or os.environ.get("TRAINING_CHECK_HTTP_TOKEN")
+    serve_http(server, host=args.host, port=args.http, token=token)
+    return 0
+
+
+def _print(result: BaseModel, *, as_json: bool) -> None:
+    if as_json:
+        print(json.dumps(result.model_dump(mode="json", exclude_none=True)))
+        return
+    print(render(result))
+
+
+# ---------------------------------------------------------------------- readable output
+
+
+def render(result: BaseModel) -> str:
+    if isinstance(result, CheckReport):
+        return "\n".join([render(result.snapshot), render_verdict(result.verdict), render(result.schedule)])
+    if isinstance(result, MetricSnapshot):
+        return render_snapshot(result)
+    if isinstance(result, Verdict):
+        return render_verdict(result)
+    if isinstance(result, Schedule):
+        return render_schedule(result)
+    if isinstance(result, StopResult):
+        return f"{result.outcome.value.upper()}: {result.summary}"
+    return json.dumps(result.model_dump(mode="json"), indent=2)
+
+
+def render_snapshot(snap: MetricSnapshot) -> str:
+    lines = [f"run      {snap.run}  [{snap.data_source.value}, {snap.run_info.status.value}]"]
+    lines.append(f"read     {snap.summary}")
+    if snap.metrics:
+        lines.append(f"  {'metric':<28} {'role':<14} {'last':>11} {'best':>11} {'NaN/Inf':>7}")
+        for m in snap.metrics:
+            lines.append(
+                f"  {m.name[:28]:<28} {m.role.value:<14} {_num(m.last):>11} {_num(m.best):>11} {m.non_finite:>7}"
+            )
+    lines.extend(f"  ! {warning}" for warning in snap.warnings)
+    return "\n".join(lines)
+
+
+def render_verdict(verdict: Verdict | None) -> str:
+    if verdict is None:
+        return "verdict  none: nothing could be read"
+    head = verdict.summary
+    prefix = f"{verdict.decision.value.upper()}:"
+    lines = [f"verdict  {head if head.startswith(prefix) else f'{prefix} {head}'}"]
+    lines.extend(f"  - [{s.severity.value}] {s.message}" for s in verdict.signals)
+    return "\n".join(lines)
+
+
+def render_schedule(schedule: Schedule) -> str:
+    text = f"next     {schedule.summary}"
+    if schedule.cron_create is not None:
+        text += f"\n  CronCreate cron={schedule.cron_create.cron!r} prompt={schedule.cron_create.prompt!r}"
+    return text
+
+
+def _num(value: float | None) -> str:
+    return "NaN/Inf" if value is None else f"{value:.4g}"
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,175 @@
+"""The MCP server: a thin table of tools over `service.Monitor`.
+
+Each tool converts its arguments, calls one `Monitor` method and returns its pydantic model (so the
+SDK publishes an output schema and `structuredContent`). Every error this package raises on purpose
+becomes a `ToolError` whose text says what to fix; anything else is a bug and surfaces as one.
+"""
+
+from __future__ import annotations
+
+import functools
+import hmac
+from collections.abc import Awaitable, Callable
+from typing import Annotated, Any, TypeVar
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import ToolAnnotations
+from pydantic import Field
+
+from . import __version__
+from .errors import TrainingCheckError
+from .models import CheckReport, MetricSnapshot, Schedule, StopResult, Verdict
+from .service import Monitor
+
+INSTRUCTIONS = """\
+Watches the quality of running ML training jobs. For a scheduled check call `check` with the run;
+act on its `next_action`: stop_run (when the verdict is stop), escalate_review (unsure), or nothing.
+Then hand `schedule.cron_create` to CronCreate (after CronDelete of the previous job) unless
+`schedule.monitoring` is false. Pass the same `run` string to every tool."""
+
+RunArg = Annotated[
+    str,
+    Field(
+        description="The run: a local W&B run dir or run-<id>.wandb file, a training log path, "
+        "entity/project/run_id, a W&B run URL, ssh://host/path, or an alias from training-check.toml. "
+        "Pass the same string to every tool.",
+        min_length=1,
+        max_length=1000,
+    ),
+]
+RolesArg = Annotated[
+    dict[str, str] | None,
+    Field(
+        description='Override metric roles, e.g. {"val/acc": "eval_higher"}. Roles: train_loss, eval, '
+        "eval_lower, eval_higher, learning_rate, grad_norm, other, ignore.",
+    ),
+]
+BaselinesArg = Annotated[
+    dict[str, float] | None,
+    Field(description='Baseline per eval metric, e.g. {"eval/acc": 0.71}; compared in the metric\'s direction.'),
+]
+
+T = TypeVar("T")
+
+_READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=True)
+
+
+def _translate_errors(fn: Callable[..., T]) -> Callable[..., T]:
+    """Turn this package's errors into ToolError texts the model can act on."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> T:
+        try:
+            return fn(*args, **kwargs)
+        except TrainingCheckError as exc:
+            raise ToolError(f"{type(exc).__name__}: {exc}") from exc
+
+    return wrapper
+
+
+def build_server(monitor: Monitor | None = None) -> MCPServer:
+    """The server with its tools bound to ``monitor`` (a fresh one on the default state dir if None)."""
+    mon = monitor or Monitor()
+    server = MCPServer(name="training-check", version=__version__, instructions=INSTRUCTIONS)
+
+    @server.tool(annotations=_READ_ONLY)
+    @_translate_errors
+    def read_metrics(run: RunArg, roles: RolesArg = None, baselines: BaselinesArg = None) -> MetricSnapshot:
+        """Read the run's metrics that are new since the last check (state is kept on disk) and return a
+        compact snapshot: per metric its role, last and best value, a few recent checkpoints, NaN/Inf count.
+        Call `judge` next, or use `check` to read, judge and schedule in one call."""
+        return mon.read_metrics(run, roles=roles, baselines=baselines)
+
+    @server.tool(annotations=_READ_ONLY)
+    @_translate_errors
+    def judge(run: RunArg, roles: RolesArg = None, baselines: BaselinesArg = None) -> Verdict:
+        """Judge the stored metrics of the run: decision stop (clearly bad), continue (healthy) or unsure
+        (flat, noisy, below baseline early), with the signals and their numbers. Reads first if the run was
+        never read. Next: stop_run on stop, escalate_review on unsure, then schedule_next."""
+        return mon.judge(run, roles=roles, baselines=baselines)
+
+    @server.tool(annotations=_READ_ONLY)
+    @_translate_errors
+    def schedule_next(
+        run: RunArg,
+        review: Annotated[
+            str | None,
+            Field(
+                description="The reviewer's answer if one was asked: STOP, CONTINUE or WAIT.",
+                pattern=r"(?i)^(stop|continue|wait)$",
+            ),
+        ] = None,
+    ) -> Schedule:
+        """When to check the run next, after the latest judge: 10 → 20 → 30 → 60 min while healthy, 10 after
+        any anomaly, unchanged on WAIT or when nothing could be read. Returns `cron_create`, the exact
+        CronCreate arguments, or monitoring=false once the run has ended or was stopped (delete the job)."""
+        return mon.schedule_next(run, review=review)
+
+    @server.tool(annotations=_READ_ONLY)
+    @_translate_errors
+    def check(run: RunArg, roles: RolesArg = None, baselines: BaselinesArg = None) -> CheckReport:
+        """One scheduled check: read new metrics, judge them and schedule the next check. Act on
+        `next_action`: stop_run, escalate_review, fix_source, end_monitoring or continue_monitoring; then pass
+        `schedule.cron_create` to CronCreate."""
+        return mon.check(run, roles=roles, baselines=baselines)
+
+    @server.tool(
+        annotations=ToolAnnotations(
+            read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=True
+        )
+    )
+    @_translate_errors
+    def stop_run(
+        run: RunArg,
+        confirm: Annotated[bool, Field(description="Must be true: this kills the training process.")],
+        reason: Annotated[
+            str, Field(description="One sentence for the incident record, e.g. the verdict's summary.", max_length=2000)
+        ],
+    ) -> StopResult:
+        """Stop the training run (as configured in training-check.toml: pid or pid file), verify it ended,
+        and record the evidence (run URL, key metrics, signals, reason) in an incident and the project's notes.
+        Only after a stop verdict or a STOP review. Stopping twice is harmless."""
+        return mon.stop_run(run, confirm=confirm, reason=reason)
+
+    return server
+
+
+def bearer_guard(app: Callable[..., Awaitable[None]], token: str) -> Callable[..., Awaitable[None]]:
+    """ASGI wrapper refusing HTTP requests without ``Authorization: Bearer <token>``."""
+    expected = f"Bearer {token}".encode()
+
+    async def guarded(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            headers = dict(scope.get("headers") or [])
+            if not hmac.compare_digest(headers.get(b"authorization", b""), expected):
+                await send(
+                    {
+                        "type": "http.response.start",
+                        "status": 401,
+                        "headers": [(b"content-type", b"text/plain"), (b"www-authenticate", b"Bearer")],
+                    }
+                )
+                await send({"type": "http.response.body", "body": b"missing or wrong bearer token\n"})
+                return
+        await app(scope, receive, send)
+
+    return guarded
+
+
+LOOPBACK_HOSTS = {"127.0.0.1", "localhost", "::1"}
+
+
+def serve_http(server: MCPServer, *, host: str, port: int, token: str | None) -> None:
+    """Streamable HTTP; any address but loopback requires a bearer token (stop_run kills jobs)."""
+    import uvicorn
+
+    if host not in LOOPBACK_HOSTS and not token:
+        raise TrainingCheckError(
+            f"refusing to listen on {host} without a bearer token: stop_run kills training jobs. "
+            "Set TRAINING_CHECK_HTTP_TOKEN (or --token) or listen on 127.0.0.1."
+        )
+    app: Any = server.streamable_http_app(host=host)
+    if token:
+        app = bearer_guard(app, token)
+    uvicorn.run(app, host=host, port=port, log_level="warning")

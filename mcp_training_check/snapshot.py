@@ -1,0 +1,136 @@
+"""Stored history → the compact `MetricSnapshot` an agent reads.
+
+A snapshot must stay small whatever the run's length (well under 1,500 tokens for a whole check):
+a few recent checkpoints per metric, numbers rounded to 4 significant digits, at most
+`MAX_METRICS_SHOWN` metrics with the ones the judge uses first.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .models import (
+    Checkpoint,
+    DataSource,
+    Direction,
+    MetricRole,
+    MetricSnapshot,
+    MetricSummary,
+    RunInfo,
+)
+from .roles import RoleInfo
+from .series import MetricSeries, RunHistory
+
+RECENT_CHECKPOINTS = 5
+"""Checkpoints shown per metric: enough to see a trend, few enough to stay compact."""
+
+MAX_METRICS_SHOWN = 12
+"""Metrics listed in a snapshot; the rest are counted in a warning (they are still stored and judged)."""
+
+SIGNIFICANT_DIGITS = 4
+
+_ROLE_ORDER = {
+    MetricRole.TRAIN_LOSS: 0,
+    MetricRole.EVAL: 1,
+    MetricRole.GRAD_NORM: 2,
+    MetricRole.LEARNING_RATE: 3,
+    MetricRole.OTHER: 4,
+}
+
+
+def round_sig(value: float | None, digits: int = SIGNIFICANT_DIGITS) -> float | None:
+    """Round to ``digits`` significant digits; NaN/Inf become None (JSON has no NaN)."""
+    if value is None or not math.isfinite(value):
+        return None
+    if value == 0:
+        return 0.0
+    return float(f"{value:.{digits}g}")
+
+
+def summarize_metric(series: MetricSeries, info: RoleInfo) -> MetricSummary:
+    best, best_step = _best(series, info.direction)
+    return MetricSummary(
+        name=series.name,
+        role=info.role,
+        direction=info.direction,
+        last=round_sig(series.last_value),
+        best=round_sig(best),
+        best_step=best_step,
+        recent=_recent_checkpoints(series),
+        non_finite=series.non_finite,
+        first_step=series.first_step,
+        last_step=series.last_step,
+        points=series.total_points,
+    )
+
+
+def _best(series: MetricSeries, direction: Direction) -> tuple[float | None, int | None]:
+    if direction is Direction.HIGHER:
+        return series.max_value, series.max_step
+    return series.min_value, series.min_step
+
+
+def _recent_checkpoints(series: MetricSeries) -> list[Checkpoint]:
+    """Evenly spaced points over the full-resolution tail, always ending with the last one."""
+    steps, values = series.raw_steps, series.raw_values
+    if steps.size == 0:
+        steps, values = series.steps, series.values
+    if steps.size == 0:
+        return []
+    count = min(RECENT_CHECKPOINTS, int(steps.size))
+    picks = np.unique(np.linspace(0, steps.size - 1, count).round().astype(np.int64))
+    return [Checkpoint(step=int(steps[i]), value=round_sig(float(values[i]))) for i in picks]
+
+
+def build_snapshot(
+    *,
+    run: str,
+    history: RunHistory,
+    roles: dict[str, RoleInfo],
+    data_source: DataSource,
+    info: RunInfo,
+    new_points: int,
+    skipped_chunks: int = 0,
+    restarted: bool = False,
+    warnings: list[str] | None = None,
+) -> MetricSnapshot:
+    names = sorted(
+        (name for name in history.metrics if name in roles),
+        key=lambda name: (_ROLE_ORDER[roles[name].role], name),
+    )
+    shown = names[:MAX_METRICS_SHOWN]
+    notes = list(warnings or [])
+    if len(names) > len(shown):
+        notes.append(f"{len(names) - len(shown)} more metrics stored but not listed (role: other).")
+    metrics = [summarize_metric(history.metrics[name], roles[name]) for name in shown]
+    return MetricSnapshot(
+        run=run,
+        summary=_summary_line(metrics, info, new_points, history.last_step),
+        data_source=data_source,
+        run_info=info,
+        metrics=metrics,
+        new_points=new_points,
+        last_step=history.last_step,
+        skipped_chunks=skipped_chunks,
+        restarted=restarted,
+        warnings=notes,
+    )
+
+
+def _summary_line(metrics: list[MetricSummary], info: RunInfo, new_points: int, last_step: int | None) -> str:
+    if not metrics:
+        return "no metrics read yet"
+    head = metrics[0]
+    parts = [f"step {last_step:,}" if last_step is not None else "no step yet"]
+    parts.append(f"{head.name} {_fmt(head.last)}")
+    if head.best is not None:
+        parts.append(f"best {_fmt(head.best)} at step {head.best_step:,}" if head.best_step is not None else "")
+    parts.append(f"{new_points:,} new values")
+    parts.append(f"run {info.status.value}")
+    return ", ".join(part for part in parts if part)
+
+
+def _fmt(value: float | None) -> str:
+    return "NaN/Inf" if value is None else f"{value:.4g}"

@@ -1,0 +1,45 @@
+"""Real training runs for the end-to-end tests, written by the real `wandb` library (offline).
+
+They come from the same numpy training the demo uses (`examples/demo_train.py`), run as a child
+process at full speed, so the files are exactly what wandb 0.31 writes for a real run.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+
+def train(workdir: Path, *, steps: int, fault_step: int = -1, seed: int = 0) -> Path:
+    """Run the example training to completion; return the wandb/latest-run directory."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    command = [
+        sys.executable, "-m", "mcp_training_check.examples.demo_train",
+        "--dir", str(workdir), "--steps", str(steps), "--fault-step", str(fault_step),
+        "--steps-per-second", "0", "--seed", str(seed),
+    ]  # fmt: skip
+    env = {**os.environ, "WANDB_MODE": "offline", "WANDB_SILENT": "true"}
+    subprocess.run(command, cwd=workdir, env=env, check=True, capture_output=True, timeout=180)
+    return workdir / "wandb" / "latest-run"
+
+
+def live_copy(run_dir: Path, dest: Path, fraction: float) -> Path:
+    """The run as a live writer leaves it: the `.wandb` file cut at ``fraction`` of its bytes
+    (mid-chunk, no exit record yet). Returns the new run directory."""
+    source = next(run_dir.resolve().glob("run-*.wandb"))
+    target_dir = dest / "wandb" / run_dir.resolve().name
+    target_dir.mkdir(parents=True, exist_ok=True)
+    data = source.read_bytes()
+    (target_dir / source.name).write_bytes(data[: int(len(data) * fraction)])
+    return target_dir
+
+
+def grow(live_dir: Path, run_dir: Path, fraction: float) -> None:
+    """Append to a live copy up to ``fraction`` of the original file, as the writer would."""
+    source = next(run_dir.resolve().glob("run-*.wandb"))
+    target = live_dir / source.name
+    data = source.read_bytes()
+    with target.open("ab") as handle:
+        handle.write(data[target.stat().st_size : int(len(data) * fraction)])

@@ -1,0 +1,107 @@
+"""The command line, as a person runs it: a subprocess per call, state carried on disk between calls."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+DECISIONS = {"stop", "continue", "unsure"}
+
+
+def cli(*args: str, home: Path, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "TRAINING_CHECK_HOME": str(home)}
+    return subprocess.run(
+        [sys.executable, "-m", "mcp_training_check", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def healthy_loss(step: int) -> float:
+    return 0.5 + 2.5 * math.exp(-step / 300) + 0.02 * math.sin(step * 1.7)
+
+
+def write_formats(root: Path, steps: int = 600) -> dict[str, Path]:
+    files = {
+        "jsonl": root / "metrics.jsonl",
+        "csv": root / "metrics.csv",
+        "hf": root / "trainer.log",
+        "printed": root / "train.log",
+    }
+    jsonl, csv, hf, printed = [], ["step,loss,lr"], [], []
+    for step in range(steps):
+        loss, lr = healthy_loss(step), 3e-4
+        jsonl.append(json.dumps({"step": step, "loss": loss, "lr": lr}))
+        csv.append(f"{step},{loss},{lr}")
+        hf.append(str({"loss": round(loss, 4), "grad_norm": 1.1, "learning_rate": lr, "epoch": step / 100}))
+        printed.append(f"step {step} | loss {loss:.4f} | lr {lr:.1e}")
+    files["jsonl"].write_text("\n".join(jsonl) + "\n")
+    files["csv"].write_text("\n".join(csv) + "\n")
+    files["hf"].write_text("\n".join(hf) + "\n")
+    files["printed"].write_text("\n".join(printed) + "\n")
+    return files
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "csv", "hf", "printed"])
+def test_check_json_on_every_log_format(tmp_path, fmt):
+    path = write_formats(tmp_path)[fmt]
+    done = cli("check", str(path), "--json", home=tmp_path / "home", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["verdict"]["decision"] == "continue", report["verdict"]
+    assert report["snapshot"]["metrics"][0]["role"] == "train_loss"
+    assert report["schedule"]["cron_create"]["prompt"].startswith("/training-check ")
+
+
+def test_readable_output_and_baseline_and_role_flags(tmp_path):
+    path = tmp_path / "run.jsonl"
+    rows = [{"step": s, "loss": healthy_loss(s)} for s in range(400)]
+    rows += [{"step": s, "val_score": 0.40} for s in range(100, 400, 100)]
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    done = cli(
+        "check", str(path), "--baseline", "val_score=0.9", "--role", "val_score=eval_higher",
+        home=tmp_path / "home", cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "verdict" in done.stdout and "val_score" in done.stdout
+    assert "STOP" in done.stdout or "UNSURE" in done.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["check", "/no/such/file.log"], "/no/such/file.log"),
+        (["check", "x.log", "--baseline", "acc"], "KEY=VALUE"),
+        (["check", "x.log", "--role", "acc=best"], "train_loss"),
+        (["stop", "x.log", "--reason", "r"], "confirm"),
+    ],
+)
+def test_errors_are_one_line_with_the_fix(tmp_path, args, message):
+    (tmp_path / "x.log").write_text("step 1 | loss 2.0\n")
+    done = cli(*args, home=tmp_path / "home", cwd=tmp_path)
+    assert done.returncode == 2
+    assert message in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_incremental_checks_back_off(tmp_path):
+    path = write_formats(tmp_path)["printed"]
+    intervals = []
+    for _ in range(4):
+        done = cli("check", str(path), "--json", home=tmp_path / "home", cwd=tmp_path)
+        intervals.append(json.loads(done.stdout)["schedule"]["interval_minutes"])
+        with path.open("a") as handle:
+            start = 600 + 100 * len(intervals)
+            handle.writelines(
+                f"step {s} | loss {healthy_loss(s):.4f} | lr 3.0e-04\n" for s in range(start, start + 100)
+            )
+    assert intervals == [10, 20, 30, 60]
