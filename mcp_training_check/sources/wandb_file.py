@@ -125,6 +125,8 @@ class Framer:
                 self._parts, self._record_start = [], None
             pos = end
         stop = base + min(pos, size)
+        if BLOCK_SIZE - stop % BLOCK_SIZE < CHUNK_HEADER_SIZE:
+            stop += BLOCK_SIZE - stop % BLOCK_SIZE  # in padding: the next record starts at the next block
         self.resume = stop if self._record_start is None else self._record_start
         return out
 
@@ -422,20 +424,18 @@ class WandbFileSource:
         except FileNotFoundError as exc:
             raise RunNotFound(f"{file_path} disappeared while being read: check the path and retry.") from exc
         except OSError as exc:
-            raise SourceUnavailable(
-                f"cannot read {file_path}: {exc.strerror}; check its permissions."
-            ) from exc
+            raise SourceUnavailable(f"cannot read {file_path}: {exc.strerror}; check its permissions.") from exc
 
     def _read_open(self, file_path: Path, handle: BinaryIO, cursor: Cursor | None) -> ReadBatch:
         stat = os.fstat(handle.fileno())
         head = handle.read(HEAD_CHECK_BYTES)
         restarted = cursor is not None and not _same_file(cursor, str(file_path), stat, head)
-        if cursor is None or restarted:
-            _check_header(file_path, head)
+        if restarted:
             cursor = None
-        start = len(FILE_HEADER) if cursor is None else int(cursor["offset"])
-        if stat.st_size < len(FILE_HEADER):  # created, header not flushed yet
-            start = 0
+        start = int(cursor["offset"]) if cursor else 0
+        if start < len(FILE_HEADER):  # nothing read yet
+            _check_header(file_path, head)
+            start = len(FILE_HEADER) if len(head) >= len(FILE_HEADER) else 0
         state = RunState.from_cursor(cursor)
         framer = Framer(resume=start)
         decoder = Decoder(state)
