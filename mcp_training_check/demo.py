@@ -23,8 +23,8 @@ from .config import load_config
 from .models import CheckReport, Decision
 from .service import Monitor
 
-DEMO_STEPS = 3000
-FAULT_STEP = 1500
+DEMO_STEPS = 7000
+FAULT_STEP = 2500
 STEPS_PER_SECOND = 100.0
 STARTUP_TIMEOUT_SECONDS = 60.0
 MAX_CHECKS = 40
@@ -109,9 +109,8 @@ def _watch(monitor: Monitor, child: subprocess.Popen[bytes], seconds_per_minute:
 
 
 def _print_check(clock_minutes: int, report: CheckReport) -> None:
-    decision = report.verdict.decision.value.upper() if report.verdict else "NONE"
     step = report.snapshot.last_step
-    print(f"[t+{clock_minutes:>3} min] step {step if step is not None else '-':>5}  {decision:<8} {report.summary}")
+    print(f"[t+{clock_minutes:>3} min] step {step if step is not None else '-':>5}  {report.summary}")
     if report.verdict:
         for signal in report.verdict.signals[:3]:
             print(f"              - [{signal.severity.value}] {signal.message}")

@@ -354,7 +354,7 @@ def _report(run: str, snapshot: MetricSnapshot, verdict: Verdict | None, schedul
     head = verdict.summary if verdict else snapshot.summary
     return CheckReport(
         run=run,
-        summary=f"{head}; {schedule.summary}",
+        summary=f"{head.rstrip('.')}; {schedule.summary}",
         snapshot=snapshot,
         verdict=verdict,
         schedule=schedule,

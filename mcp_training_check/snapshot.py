@@ -49,8 +49,12 @@ def round_sig(value: float | None, digits: int = SIGNIFICANT_DIGITS) -> float | 
     return float(f"{value:.{digits}g}")
 
 
+_ROLES_WITH_BEST = {MetricRole.TRAIN_LOSS, MetricRole.EVAL}
+"""A 'best' learning rate or grad norm means nothing: only losses and eval metrics get one."""
+
+
 def summarize_metric(series: MetricSeries, info: RoleInfo) -> MetricSummary:
-    best, best_step = _best(series, info.direction)
+    best, best_step = _best(series, info.direction) if info.role in _ROLES_WITH_BEST else (None, None)
     return MetricSummary(
         name=series.name,
         role=info.role,
