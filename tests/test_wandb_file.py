@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import math
 import os
@@ -20,7 +21,14 @@ import pytest
 from mcp_training_check.errors import RunNotFound, SourceError
 from mcp_training_check.models import RunStatus
 from mcp_training_check.sources.base import Cursor, ReadBatch
-from mcp_training_check.sources.wandb_file import BLOCK_SIZE, FILE_HEADER, WandbFileSource, pb
+from mcp_training_check.sources.wandb_file import (
+    BLOCK_SIZE,
+    FILE_HEADER,
+    WandbFileSource,
+    is_wandb_path,
+    pb,
+    resolve_wandb_path,
+)
 
 from .wandb_fixtures import (
     CONFIG,
@@ -466,3 +474,126 @@ def test_not_a_wandb_file_says_so(tmp_path: Path) -> None:
 
 def test_repo_root_is_where_fixtures_think() -> None:
     assert (REPO / "mcp_training_check" / "sources" / "wandb_file.py").is_file()
+
+
+# --------------------------------------------------------------------------- path resolution
+
+
+@pytest.mark.parametrize("form", ["file", "run_dir", "latest_run", "wandb_dir", "project_dir"])
+def test_every_path_form_resolves_to_the_run_file(real_run: RealRun, form: str) -> None:
+    wandb_dir = real_run.project_dir / "wandb"
+    path = {
+        "file": real_run.file,
+        "run_dir": real_run.run_dir,
+        "latest_run": wandb_dir / "latest-run",
+        "wandb_dir": wandb_dir,
+        "project_dir": real_run.project_dir,
+    }[form]
+    assert resolve_wandb_path(str(path)) == real_run.file.resolve()
+    assert is_wandb_path(path)
+    assert read(path).info.run_id == read(real_run.file).info.run_id
+
+
+def _fake_run(wandb_dir: Path, name: str) -> Path:
+    run_dir = wandb_dir / name
+    run_dir.mkdir(parents=True)
+    run_file = run_dir / f"run-{name.rsplit('-', 1)[1]}.wandb"
+    run_file.write_bytes(FILE_HEADER)
+    return run_file
+
+
+def test_wandb_dir_without_latest_run_takes_the_newest_run(tmp_path: Path) -> None:
+    wandb_dir = tmp_path / "wandb"
+    _fake_run(wandb_dir, "offline-run-20260102_000000-older")
+    newest = _fake_run(wandb_dir, "run-20260103_000000-newer")
+    _fake_run(wandb_dir, "offline-run-20260101_120000-oldest")
+    assert resolve_wandb_path(tmp_path) == newest.resolve()
+    (wandb_dir / "latest-run").symlink_to(wandb_dir / "offline-run-20260102_000000-older")
+    assert resolve_wandb_path(wandb_dir).name == "run-older.wandb"  # latest-run wins when present
+
+
+def test_latest_run_is_followed_at_every_read(tmp_path: Path, real_run: RealRun) -> None:
+    wandb_dir = tmp_path / "wandb"
+    first_run = _fake_run(wandb_dir, "offline-run-20260101_000000-first")
+    (wandb_dir / "latest-run").symlink_to(first_run.parent)
+    source = WandbFileSource(wandb_dir / "latest-run")
+    cursor = source.read(None).cursor
+    second_run = _fake_run(wandb_dir, "offline-run-20260102_000000-second")
+    second_run.write_bytes(real_run.data)
+    (wandb_dir / "latest-run").unlink()
+    (wandb_dir / "latest-run").symlink_to(second_run.parent)
+    batch = source.read(cursor)
+    assert batch.restarted and batch.cursor["path"] == str(second_run.resolve())
+    assert_same(as_lists(batch.series), expected_series(log_calls()))
+
+
+@pytest.mark.parametrize(
+    ("setup", "message"),
+    [
+        ("missing", r"missing does not exist: pass a run-<id>\.wandb file, a run directory"),
+        ("text_file", r"train\.log is a file but not a W&B run file \(run-<id>\.wandb\)"),
+        ("empty_dir", r"empty is a directory without W&B runs .* wandb\.init\(dir=\.\.\.\)"),
+        ("run_dir_no_file", r"run directory .*offline-run-20260101_000000-abc holds no run-<id>\.wandb file yet"),
+        ("wandb_dir_no_runs", r"wandb holds no run directory .* start the training run first"),
+        ("dangling_latest", r"latest-run does not exist \(a symlink to a deleted run\)"),
+    ],
+)
+def test_wrong_paths_say_what_was_expected(tmp_path: Path, setup: str, message: str) -> None:
+    if setup == "text_file":
+        target = tmp_path / "train.log"
+        target.write_text("loss=1\n")
+    elif setup == "empty_dir":
+        target = tmp_path / "empty"
+        target.mkdir()
+    elif setup == "run_dir_no_file":
+        target = tmp_path / "wandb" / "offline-run-20260101_000000-abc"
+        target.mkdir(parents=True)
+    elif setup == "wandb_dir_no_runs":
+        target = tmp_path / "wandb"
+        (target / "debug.log").parent.mkdir()
+        (target / "latest-run").symlink_to(target / "gone")
+        (target / "other").mkdir()
+    elif setup == "dangling_latest":
+        target = tmp_path / "latest-run"
+        target.symlink_to(tmp_path / "gone")
+    else:
+        target = tmp_path / "missing"
+    with pytest.raises(RunNotFound, match=message) as raised:
+        WandbFileSource(target).read(None)
+    assert str(tmp_path) in str(raised.value)
+
+
+@pytest.mark.parametrize(
+    ("name", "make", "expected"),
+    [
+        ("run-abc.wandb", None, True),  # not written yet: still routed here
+        ("train.log", "file", False),
+        ("plain", "dir", False),
+        ("nothing-here", None, False),
+    ],
+)
+def test_is_wandb_path_is_a_cheap_router(tmp_path: Path, name: str, make: str | None, expected: bool) -> None:
+    path = tmp_path / name
+    if make == "file":
+        path.write_text("x")
+    elif make == "dir":
+        path.mkdir()
+    assert is_wandb_path(path) is expected
+
+
+def test_benchmark_generator_writes_a_readable_run(tmp_path: Path) -> None:
+    """benchmarks/bench_wandb_read.py's file holds exactly what it claims (steps × metrics, no damage)."""
+    spec = importlib.util.spec_from_file_location("bench_wandb_read", REPO / "benchmarks" / "bench_wandb_read.py")
+    assert spec and spec.loader
+    bench = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = bench  # its dataclass looks its module up there
+    spec.loader.exec_module(bench)
+    path = tmp_path / "run-bench.wandb"
+    bench.make_run_file(path, 200, 3)
+    batch = read(path)
+    assert batch.skipped_chunks == 0 and batch.info.run_id == "bench0001"
+    assert sorted(batch.series) == [f"train/metric_{i}" for i in range(3)]
+    chunk = batch.series["train/metric_2"]
+    assert chunk.steps.tolist() == list(range(200))
+    assert chunk.values[150] == 1.0 / (1.0 + 150 * 3 * 1e-4)
+    assert bench.bare_decode(path, len(FILE_HEADER), history_only=True) == 200 * (3 + 3)  # + _runtime etc.

@@ -70,10 +70,9 @@ def _is_wandb_dir(p: Path) -> bool:
     return (p / LATEST_RUN_LINK).is_symlink() or any(_run_dirs(p))
 
 
-def _run_dirs(wandb_dir: Path) -> list[Path]:
-    return [
-        d for d in wandb_dir.iterdir() if _RUN_DIR_NAME.match(d.name) and d.is_dir() and not d.is_symlink()
-    ]
+def _run_dirs(parent: Path) -> list[Path]:
+    """Real run directories (not the latest-run link) directly under ``parent``."""
+    return [d for d in parent.iterdir() if _RUN_DIR_NAME.match(d.name) and d.is_dir() and not d.is_symlink()]
 
 
 def _latest_run_dir(wandb_dir: Path) -> Path:

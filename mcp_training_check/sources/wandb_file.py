@@ -64,7 +64,6 @@ HEAD_CHECK_BYTES = 4096  # identity check: a replaced file differs in its first 
 _SKIPPED_FIELDS = (3, 4, 6, 7, 8, 9, 10, 11, 12, 13)
 _SKIPPED_TAGS = frozenset((number << 3) | 2 for number in _SKIPPED_FIELDS)
 _NUM_TAG = 0x08  # Record.num, varint, written first when non-zero
-_NON_NUMERIC_START = frozenset('"{[tfn')  # JSON strings, objects, arrays, true/false, null
 
 
 # --------------------------------------------------------------------------- framing
@@ -202,24 +201,23 @@ class Decoder:
         names: list[str] = []
         values: list[float] = []
         for item in history.item:
-            key = item.key or "/".join(item.nested_key)
-            text = item.value_json
-            if key[:1] == "_":
+            key = item.key
+            if not key:  # 0.31 writes every key as nested_key, usually of one part
+                nested = item.nested_key
+                key = nested[0] if len(nested) == 1 else "/".join(nested)  # join on upb lists is slow
+            if key.startswith("_"):
                 if key == "_step":
-                    step = _parse_step(text)
+                    step = _parse_step(item.value_json)
                 continue
-            if not text:
-                number = _typed_value(item)
-            elif text[0] in _NON_NUMERIC_START:
-                continue
-            else:
-                try:
-                    number = float(text)  # also reads NaN, Infinity, -Infinity as json writes them
-                except ValueError:
+            try:
+                number = float(item.value_json)  # JSON numbers, and NaN / Infinity / -Infinity as written
+            except ValueError:  # a string, bool, null, list: not a metric (or a typed value, see below)
+                typed = _typed_value(item)
+                if typed is None:
                     continue
-            if number is not None:
-                names.append(key)
-                values.append(number)
+                number = typed
+            names.append(key)
+            values.append(number)
         state = self.state
         if step is None:
             step = history.step.num if history.HasField("step") else state.step_counter
@@ -242,6 +240,8 @@ def _parse_step(text: str) -> int | None:
 
 def _typed_value(item: Any) -> float | None:
     """A value in the typed ``value`` oneof (unused by 0.31 writers, kept for newer ones)."""
+    if item.value_json:
+        return None
     kind = item.WhichOneof("value")
     if kind in ("integer", "number"):
         return float(getattr(item, kind))
