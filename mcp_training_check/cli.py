@@ -78,6 +78,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_ERROR
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # e.g. piped into `head`: the reader left, nothing to report
+        sys.stderr.close()
+        return 0
 
 
 def _dispatch(args: argparse.Namespace) -> int:
@@ -152,7 +155,7 @@ def render_snapshot(snap: MetricSnapshot) -> str:
         lines.append(f"  {'metric':<28} {'role':<14} {'last':>11} {'best':>11} {'NaN/Inf':>7}")
         for m in snap.metrics:
             lines.append(
-                f"  {m.name[:28]:<28} {m.role.value:<14} {_num(m.last):>11} {_num(m.best):>11} {m.non_finite:>7}"
+                f"  {m.name[:28]:<28} {m.role.value:<14} {_num(m.last):>11} {_best(m.best):>11} {m.non_finite:>7}"
             )
     lines.extend(f"  ! {warning}" for warning in snap.warnings)
     return "\n".join(lines)
@@ -173,6 +176,10 @@ def render_schedule(schedule: Schedule) -> str:
     if schedule.cron_create is not None:
         text += f"\n  CronCreate cron={schedule.cron_create.cron!r} prompt={schedule.cron_create.prompt!r}"
     return text
+
+
+def _best(value: float | None) -> str:
+    return "-" if value is None else f"{value:.4g}"
 
 
 def _num(value: float | None) -> str:
