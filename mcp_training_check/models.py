@@ -6,11 +6,12 @@ tests all see the same shapes. Models reject unknown fields so that a typo never
 
 from __future__ import annotations
 
+import math
 from datetime import datetime
 from enum import StrEnum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 
 class Strict(BaseModel):
@@ -156,11 +157,6 @@ class RunInfo(Strict):
 # --------------------------------------------------------------------------- snapshot
 
 
-class Checkpoint(Strict):
-    step: int
-    value: float | None = Field(description="null when the value was NaN or Inf.")
-
-
 class MetricSummary(Strict):
     """One metric, compactly: enough for an agent to reason about, never the whole series."""
 
@@ -170,9 +166,11 @@ class MetricSummary(Strict):
     last: float | None = Field(description="Last value; null when it was NaN or Inf.")
     best: float | None = Field(default=None, description="Best finite value so far in `direction`.")
     best_step: int | None = None
-    recent: list[Checkpoint] = Field(default_factory=list, description="A few recent checkpoints.")
+    recent: list[tuple[int, float | None]] = Field(
+        default_factory=list,
+        description="A few recent checkpoints as [step, value] (value null when NaN/Inf); judged metrics only.",
+    )
     non_finite: int = Field(default=0, description="Count of NaN/Inf values seen over the whole run.")
-    first_step: int | None = None
     last_step: int | None = None
     points: int = Field(default=0, description="Values seen over the whole run.")
 
@@ -204,6 +202,19 @@ class Signal(Strict):
     step: int | None = None
     message: str
     evidence: dict[str, float] = Field(default_factory=dict)
+
+    @field_validator("evidence")
+    @classmethod
+    def _round_evidence(cls, evidence: dict[str, float]) -> dict[str, float]:
+        """Fractions to 6 significant digits (every digit costs the agent tokens); whole numbers such as
+        steps and counts stay exact, since later checks compare them."""
+        return {key: _compact(value) for key, value in evidence.items()}
+
+
+def _compact(value: float) -> float:
+    if not math.isfinite(value) or value == int(value):
+        return float(value)
+    return float(f"{value:.6g}")
 
 
 class Verdict(Strict):

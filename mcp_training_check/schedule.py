@@ -62,9 +62,7 @@ def _parse_field(text: str, spec: _Field) -> frozenset[int]:
             low, high = spec.low, spec.high
             span = _EVEN_STEP_SPANS.get(spec.name)
             if step_text and step > spec.high - spec.low:
-                raise ValueError(
-                    f"cron {spec.name} */{step} fires only at {spec.low}; write {spec.low} instead"
-                )
+                raise ValueError(f"cron {spec.name} */{step} fires only at {spec.low}; write {spec.low} instead")
             if step_text and span and (step < 1 or span % step):
                 raise ValueError(f"cron {spec.name} step */{step} does not divide {span}; list the values")
         elif "-" in base:
@@ -182,9 +180,7 @@ def _choose_interval(
     if read_failed:
         return current, "nothing could be read, interval unchanged"
     if anomaly or decision in (Decision.STOP, Decision.UNSURE):
-        what = (
-            f"verdict {decision.value.upper()}" if decision in (Decision.STOP, Decision.UNSURE) else "anomaly"
-        )
+        what = f"verdict {decision.value.upper()}" if decision in (Decision.STOP, Decision.UNSURE) else "anomaly"
         return ANOMALY_INTERVAL_MINUTES, f"{what}, back to {ANOMALY_INTERVAL_MINUTES} from {previous}"
     if decision is Decision.CONTINUE:
         if current >= MAX_INTERVAL_MINUTES:
@@ -243,9 +239,5 @@ def next_schedule(
         interval_minutes=interval,
         next_check_at=fire,
         cron_create=CronArgs(cron=cron, prompt=prompt_template.format(run=run), recurring=True),
-        reason=(
-            f"{why[0].upper()}{why[1:]}; intervals climb {' → '.join(map(str, INTERVAL_LADDER_MINUTES))} min "
-            f"while healthy and drop to {ANOMALY_INTERVAL_MINUTES} on any anomaly. Delete the previous cron "
-            "job for this run with CronDelete, then call CronCreate with cron_create."
-        ),
+        reason=f"{why[0].upper()}{why[1:]}; replace this run's cron job: CronDelete, then CronCreate(cron_create).",
     )

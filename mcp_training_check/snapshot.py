@@ -11,8 +11,8 @@ import math
 
 import numpy as np
 
+from .judge.runconfig import parse_run_config
 from .models import (
-    Checkpoint,
     DataSource,
     Direction,
     MetricRole,
@@ -62,9 +62,8 @@ def summarize_metric(series: MetricSeries, info: RoleInfo) -> MetricSummary:
         last=round_sig(series.last_value),
         best=round_sig(best),
         best_step=best_step,
-        recent=_recent_checkpoints(series),
+        recent=_recent_checkpoints(series) if info.role is not MetricRole.OTHER else [],
         non_finite=series.non_finite,
-        first_step=series.first_step,
         last_step=series.last_step,
         points=series.total_points,
     )
@@ -76,7 +75,7 @@ def _best(series: MetricSeries, direction: Direction) -> tuple[float | None, int
     return series.min_value, series.min_step
 
 
-def _recent_checkpoints(series: MetricSeries) -> list[Checkpoint]:
+def _recent_checkpoints(series: MetricSeries) -> list[tuple[int, float | None]]:
     """Evenly spaced points over the full-resolution tail, always ending with the last one."""
     steps, values = series.raw_steps, series.raw_values
     if steps.size == 0:
@@ -85,7 +84,20 @@ def _recent_checkpoints(series: MetricSeries) -> list[Checkpoint]:
         return []
     count = min(RECENT_CHECKPOINTS, int(steps.size))
     picks = np.unique(np.linspace(0, steps.size - 1, count).round().astype(np.int64))
-    return [Checkpoint(step=int(steps[i]), value=round_sig(float(values[i]))) for i in picks]
+    return [(int(steps[i]), round_sig(float(values[i]))) for i in picks]
+
+
+def judged_config(config: dict[str, object]) -> dict[str, object]:
+    """Only the config facts the judge uses: a full training config can run to kilobytes."""
+    parsed = parse_run_config(config)
+    facts = {
+        "total_steps": parsed.total_steps,
+        "peak_lr": parsed.peak_lr,
+        "warmup_steps": parsed.warmup_steps,
+        "schedule": parsed.schedule,
+        "max_grad_norm": parsed.max_grad_norm,
+    }
+    return {key: value for key, value in facts.items() if value is not None}
 
 
 def build_snapshot(
@@ -109,6 +121,7 @@ def build_snapshot(
     if len(names) > len(shown):
         notes.append(f"{len(names) - len(shown)} more metrics stored but not listed (role: other).")
     metrics = [summarize_metric(history.metrics[name], roles[name]) for name in shown]
+    info = info.model_copy(update={"config": judged_config(info.config)})
     return MetricSnapshot(
         run=run,
         summary=_summary_line(metrics, info, new_points, history.last_step),
