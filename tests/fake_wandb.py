@@ -901,7 +901,7 @@ class FakeWandb:
         self.uploads: list[str] = []
         self.fail_with_500 = False
         self.hang = False
-        self.release = threading.Event()  # set to let hung requests go (closes their connections)
+        self.release = threading.Event()  # set (or call release_hung()) to let hung requests go
         self.file_stream_stop_key = True  # answer file_stream posts with `"stopped": true` after a stop
         self._project_ids: dict[tuple[str, str], int] = {}
         self._connections: set[Any] = set()
@@ -920,6 +920,13 @@ class FakeWandb:
         self._thread = threading.Thread(target=self._httpd.serve_forever, name="FakeWandb", daemon=True)
         self._thread.start()
         return self
+
+    def release_hung(self) -> None:
+        """Let every request held by `hang` go (its connection is closed, no answer); requests that
+        arrive later while `hang` is still True are held again."""
+        with self.lock:
+            event, self.release = self.release, threading.Event()
+        event.set()
 
     def close(self) -> None:
         """Stop listening, let hung requests go and close every open (keep-alive) connection."""
@@ -1173,7 +1180,9 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(200, b"", "application/x-protobuf")
             return
         if fake.hang:
-            fake.release.wait()
+            with fake.lock:
+                event = fake.release
+            event.wait()
             self.close_connection = True
             with contextlib.suppress(OSError):
                 self.connection.shutdown(2)

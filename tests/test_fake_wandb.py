@@ -248,8 +248,9 @@ def test_hung_server_client_gives_up_after_its_timeout(server):
         api.run("ent/proj/run1")
     elapsed = time.monotonic() - started
     assert TIMEOUT - 1 < elapsed < TIMEOUT + 10
+    assert [r.operation for r in server.requests if r.status is None] == ["GetDefaultEntity"]
     server.hang = False
-    server.release.set()
+    server.release_hung()
     api.flush()
     assert api.run("ent/proj/run1").state == "running"
 
