@@ -178,3 +178,22 @@ def test_stdio_server_checks_a_log(tmp_path):
     assert report.snapshot.data_source.value == "log"
     assert report.verdict is not None and report.verdict.decision is Decision.CONTINUE
     assert time.monotonic() - started < 120
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "csv", "hf", "printed"])
+def test_in_process_check_on_every_log_format(tmp_path, fmt):
+    from .test_cli import write_formats
+
+    path = write_formats(tmp_path)[fmt]
+    server = build_server(Monitor())
+    report = CheckReport.model_validate(call(server, "check", {"run": str(path)}).structured_content)
+    assert report.snapshot.data_source.value == "log"
+    assert report.verdict is not None and report.verdict.decision is Decision.CONTINUE, report.verdict
+    verdict = call(server, "judge", {"run": str(path)}).structured_content
+    assert verdict["decision"] == "continue"
+    snapshot = call(server, "read_metrics", {"run": str(path)}).structured_content
+    assert snapshot["new_points"] == 0 and snapshot["metrics"][0]["role"] == "train_loss"
+    stalled = call(server, "judge", {"run": str(path)}).structured_content
+    assert stalled["decision"] == "unsure", "a run with no new data since the last read is not 'fine'"
+    schedule = call(server, "schedule_next", {"run": str(path), "review": "WAIT"}).structured_content
+    assert schedule["interval_minutes"] == report.schedule.interval_minutes
