@@ -56,8 +56,9 @@ def _rolling_previous(x: np.ndarray, window: int) -> tuple[np.ndarray, np.ndarra
     var = np.full(x.size, np.nan)
     if x.size > window:
         views = sliding_window_view(x[:-1], window)
-        mean[window:] = views.mean(axis=1)
-        var[window:] = views.var(axis=1)
+        with np.errstate(invalid="ignore", over="ignore"):
+            mean[window:] = views.mean(axis=1)
+            var[window:] = views.var(axis=1)
     return mean, var
 
 

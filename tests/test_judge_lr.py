@@ -66,7 +66,7 @@ def test_divergence_after_an_lr_jump_stops_the_run():
     assert verdict.decision is Decision.STOP, verdict.summary
     div = verdict.signals[0]
     assert div.kind is SignalKind.DIVERGENCE and div.severity is Severity.CRITICAL
-    assert "the LR jumped before it" in div.message
+    assert "the LR left its schedule before it" in div.message
 
 
 def test_lr_jump_with_a_healthy_loss_is_only_unsure():

@@ -45,8 +45,10 @@ def _diverging(onset: int, n: int, seed: int = 1) -> np.ndarray:
     return loss
 
 
-@pytest.mark.parametrize("check_every", [1, 3, 10])
+@pytest.mark.parametrize("check_every", [5, 10, 20])
 def test_divergence_stops_within_one_extra_check_after_it_is_visible(check_every):
+    """A runaway loss, no cause logged: stopped by the check after the one that first saw it (checks a few
+    logged points apart, as cron fires are; a check per logged point cannot tell a step from a climb)."""
     onset, n = 500, 560
     checks = replay({"loss": _diverging(onset, n)}, check_every, start=onset - 20)
     visible = next(i for i, (_, v) in enumerate(checks) if SignalKind.DIVERGENCE in kinds(v))
@@ -59,10 +61,11 @@ def test_divergence_stops_within_one_extra_check_after_it_is_visible(check_every
 def test_previous_verdicts_survive_a_json_round_trip():
     loss = decay_loss(520, seed=1)
     loss[500:] *= 2.6
-    first = run_judge(make_series("loss", loss[:506], new_points=6))
+    two_checks = JudgeSettings.model_validate({"confirm_checks": 2, "confirm_share": 0.0})
+    first = run_judge(make_series("loss", loss[:506], new_points=6), settings=two_checks)
     assert kinds(first).get(SignalKind.DIVERGENCE) == "warning", first.summary
     stored = Verdict.model_validate_json(first.model_dump_json())
-    second = run_judge(make_series("loss", loss[:508], new_points=2), previous=[stored])
+    second = run_judge(make_series("loss", loss[:508], new_points=2), previous=[stored], settings=two_checks)
     assert second.decision is Decision.STOP, second.summary
 
 
@@ -70,7 +73,7 @@ def test_flat_loss_is_unsure():
     flat = 3.0 * np.exp(ar1(500, 0.03, 0.5, np.random.default_rng(9)))
     verdict = run_judge(make_series("loss", flat))
     assert verdict.decision is Decision.UNSURE
-    assert verdict.summary.startswith("UNSURE: loss flat")
+    assert verdict.summary.startswith("UNSURE: loss is not learning")
 
 
 def test_no_new_data_in_a_running_run_is_unsure():

@@ -11,7 +11,7 @@ from mcp_training_check.judge import JudgeSettings
 from mcp_training_check.models import SignalKind
 from tests.test_judge_helpers import decay_loss, kinds, make_series, run_judge
 
-UNITS = re.compile(r"_(points|ratio|z|fraction|margin|change|evals|share|sigma|signals)$")
+UNITS = re.compile(r"_(points|ratio|z|fraction|margin|change|evals|checks|share|sigma|signals)$")
 
 
 def test_every_threshold_name_carries_its_unit():
@@ -28,7 +28,7 @@ def test_every_threshold_name_carries_its_unit():
         ({"trend_divergence_ratio": 3.0}, "trend", "divergence_ratio", 3.0),
         ({"spikes_window_points": 30}, "spikes", "window_points", 30),
         ({"grad_norm_window_points": 30}, "grad_norm", "window_points", 30),
-        ({"trend": {"confirm_points": 4}}, "trend", "confirm_points", 4),
+        ({"trend": {"confirm_checks": 4}}, "trend", "confirm_checks", 4),
         ({"max_signals": 5}, "policy", "max_signals", 5),
     ],
 )

@@ -8,7 +8,7 @@ from pydantic import Field
 from ..models import Direction, Severity, Signal, SignalKind
 from ..series import MetricSeries
 from .context import Detector, JudgeContext, finite_after, signal
-from .stats import finite_xy, fmt, fmt_pct, fmt_step, positive_log, rolling_median
+from .stats import finite_xy, fmt, fmt_pct, fmt_step, positive_log, robust_sigma, rolling_median
 
 
 def worse_by(value: np.ndarray | float, reference: float, direction: Direction) -> np.ndarray:
@@ -16,6 +16,12 @@ def worse_by(value: np.ndarray | float, reference: float, direction: Direction) 
     scale = abs(reference) if reference != 0 else 1.0
     diff = np.asarray(value, dtype=np.float64) - reference
     return (diff if direction is Direction.LOWER else -diff) / scale
+
+
+def _relative_noise(values: np.ndarray, reference: float) -> float:
+    """Robust σ of the evals' point-to-point noise, as a fraction of ``reference``."""
+    scale = abs(reference) if reference != 0 else 1.0
+    return robust_sigma(values) / scale
 
 
 class EvalDetector(Detector):
@@ -33,6 +39,10 @@ class EvalDetector(Detector):
       median of 3, which is ≥ 3 evals old, with none of the last 3 evals back at it → warning
       (Lightning EarlyStopping's patience counts evals too); overfitting when the train loss kept
       falling meanwhile.
+    - ``degrade_noise_z``: and the gap must be ≥ 4 × the eval's own noise (robust σ of consecutive
+      differences, relative to the best; the median of 3 still carries ~0.7 σ of it): on a dense eval
+      series of a small eval set, 5 % is within reach of noise alone. Evals before the latest SGDR
+      restart are not compared: a restart worsens the eval on purpose for a while.
     - ``collapse_loss_ratio``: a lower-is-better eval ≥ 3× its best has exploded (Megatron-style
       multiple of the best, not a relative margin).
     - ``collapse_drop_fraction``: a higher-is-better eval that lost ≥ 50 % of its best has collapsed
@@ -46,6 +56,7 @@ class EvalDetector(Detector):
     confirm_evals: int = Field(default=2, ge=1)
     degrade_margin: float = Field(default=0.05, gt=0)
     patience_evals: int = Field(default=3, ge=1)
+    degrade_noise_z: float = Field(default=4.0, ge=0)
     collapse_loss_ratio: float = Field(default=3.0, gt=1)
     collapse_drop_fraction: float = Field(default=0.5, gt=0, lt=1)
 
@@ -153,6 +164,10 @@ class EvalDetector(Detector):
 
     def _degrading(self, ctx: JudgeContext, series: MetricSeries, d: Direction) -> list[Signal]:
         steps, values = finite_xy(series.steps, series.values)
+        restart = ctx.lr_events.restarts[-1] if ctx.lr_events.restarts else None
+        if restart is not None:  # an SGDR restart worsens evals on purpose: judge only the evals since
+            keep = steps > restart
+            steps, values = steps[keep], values[keep]
         if values.size <= self.patience_evals:
             return []
         # best and latest level as medians of 3 evals, so one lucky or unlucky eval decides nothing
@@ -162,7 +177,8 @@ class EvalDetector(Detector):
         since_best = int(values.size - 1 - i)
         gap = float(worse_by(level[-1], best, d))
         recent = worse_by(values[-self.patience_evals :], best, d)
-        if since_best < self.patience_evals or gap < self.degrade_margin or float(recent.min()) <= 0:
+        margin = max(self.degrade_margin, self.degrade_noise_z * _relative_noise(values, best))
+        if since_best < self.patience_evals or gap < margin or float(recent.min()) <= 0:
             return []
         train = self._train_change(ctx, best_step)
         why = (
@@ -175,7 +191,7 @@ class EvalDetector(Detector):
             f"{fmt(float(level[-1]))} is {fmt_pct(gap)} worse than its best {fmt(best)} at step "
             f"{fmt_step(best_step)}, "
             f"{since_best} evals ago (thresholds "
-            f"{fmt_pct(self.degrade_margin)}, {self.patience_evals} evals){why}."
+            f"{fmt_pct(margin)}, {self.patience_evals} evals){why}."
         )
         return [
             signal(

@@ -39,8 +39,10 @@ class LrDetector(Detector):
     - ``restart_peak_ratio``: a rise landing at ≤ this × the highest LR seen before it is an SGDR
       restart (expected, not reported) unless the config names a single-cycle schedule. 1.25 leaves
       room for logging jitter; a restart returns to (at most) the previous peak.
-    - ``above_peak_ratio``: the latest LR above this × the configured peak LR → warning; 1.5 because
-      schedules never exceed their peak and 50 % is far beyond rounding or per-group scaling.
+    - ``above_peak_ratio``: the latest LR above this × the configured peak LR (without one: the LR at
+      the end of warmup, or the first LR) → warning; 1.5 because schedules never exceed their peak, SGDR
+      restarts return to it (≤ ``restart_peak_ratio``), and 50 % is far beyond rounding or per-group
+      scaling.
     - ``dead_ratio``: an LR ≤ this × the peak is dead (1e-3: updates a thousand times smaller than at
       the peak do not train).
     - ``dead_before_fraction``: a dead LR before this share of the configured total steps → warning;
@@ -95,25 +97,31 @@ class LrDetector(Detector):
         if lr.size == 0:
             return out
         out += [self._jump(series, ctx, step, ratio) for step, ratio in ctx.lr_events.jumps[-2:]]
-        peak = ctx.config.peak_lr
-        if peak and lr[-1] > self.above_peak_ratio * peak and not ctx.lr_events.jumps:
-            msg = (
-                f"{series.name} {fmt(lr[-1])} at step {fmt_step(int(steps[-1]))} is "
-                f"{fmt_ratio(lr[-1] / peak)} the configured peak {fmt(peak)} "
-                f"(threshold {fmt_ratio(self.above_peak_ratio)})."
-            )
-            out.append(
-                signal(
-                    SignalKind.LR_ANOMALY,
-                    Severity.WARNING,
-                    msg,
-                    metric=series.name,
-                    step=int(steps[-1]),
-                    ratio=lr[-1] / peak,
-                )
-            )
+        if not ctx.lr_events.jumps:
+            out += self._above_peak(series, ctx, steps, lr)
         out += self._dead(series, ctx, steps, lr)
         return out
+
+    def _above_peak(
+        self, series: MetricSeries, ctx: JudgeContext, steps: np.ndarray, lr: np.ndarray
+    ) -> list[Signal]:
+        """The latest LR above the configured peak, or, without one, above the peak the schedule reached
+        by the end of warmup (its first value without warmup): a slow ramp never trips the jump test."""
+        peak, what = ctx.config.peak_lr, "the configured peak"
+        if not peak:
+            end = ctx.lr_events.warmup_end
+            upto = int(np.searchsorted(steps, end, side="right")) if end is not None else 1
+            peak, what = float(lr[: max(upto, 1)].max()), "the peak reached after warmup"
+        if peak <= 0 or lr[-1] <= self.above_peak_ratio * peak:
+            return []
+        msg = (
+            f"{series.name} {fmt(lr[-1])} at step {fmt_step(int(steps[-1]))} is "
+            f"{fmt_ratio(lr[-1] / peak)} {what} {fmt(peak)} (threshold {fmt_ratio(self.above_peak_ratio)})."
+        )
+        return [
+            signal(SignalKind.LR_ANOMALY, Severity.WARNING, msg, metric=series.name, step=int(steps[-1]),
+                   ratio=lr[-1] / peak)
+        ]  # fmt: skip
 
     def _jump(self, series: MetricSeries, ctx: JudgeContext, step: int, ratio: float) -> Signal:
         sched = ctx.config.schedule

@@ -15,6 +15,15 @@ def _kind_word(value: float) -> str:
     return "NaN" if np.isnan(value) else "Inf"
 
 
+def _finite_at(loss: MetricSeries, steps: np.ndarray) -> bool:
+    """Whether the train loss was logged and finite at every one of ``steps`` (the HF Trainer trap)."""
+    idx = np.searchsorted(loss.steps, steps)
+    inside = idx < loss.steps.size
+    if not inside.all() or not np.array_equal(loss.steps[idx], steps):
+        return False
+    return bool(np.isfinite(loss.values[idx]).all())
+
+
 class NonFiniteDetector(Detector):
     """Non-finite train loss / grad norm; the HF Trainer trap (finite loss, NaN grad norm; 0.0 losses).
 
@@ -42,10 +51,10 @@ class NonFiniteDetector(Detector):
             out += self._series(loss, is_grad=False)
             out += self._zeros(loss)
         if grad is not None:
-            out += self._series(grad, is_grad=True)
+            out += self._series(grad, is_grad=True, loss=loss)
         return out
 
-    def _series(self, series: MetricSeries, *, is_grad: bool) -> list[Signal]:
+    def _series(self, series: MetricSeries, *, is_grad: bool, loss: MetricSeries | None = None) -> list[Signal]:
         raw, steps = series.raw_values, series.raw_steps
         bad = ~np.isfinite(raw)
         if not bad.any():
@@ -66,8 +75,15 @@ class NonFiniteDetector(Detector):
         if is_grad and np.isinf(value):
             return [self._overflow(series, bad, step, where, evidence)]
         is_new = last_bad >= raw.size - max(series.new_points, 0) and series.new_points > 0
-        tail = "in this check" if is_new else f"and only {finite_after} finite points since"
-        trap = " while the logged loss stays finite (HF Trainer's NaN filter hides it)" if is_grad else ""
+        if finite_after == 0:
+            tail = "still non-finite at the latest point"
+        else:
+            tail = "in this check" if is_new else f"and only {finite_after} finite point(s) since"
+        trap = (
+            " while the logged loss stays finite there (HF Trainer's NaN filter hides it)"
+            if is_grad and loss is not None and _finite_at(loss, steps[bad])
+            else ""
+        )
         msg = f"{name} is {_kind_word(value)} at step {fmt_step(step)}{trap}: {where}, {tail}."
         return [signal(SignalKind.NON_FINITE, Severity.CRITICAL, msg, metric=name, step=step, **evidence)]
 

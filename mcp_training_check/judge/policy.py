@@ -78,27 +78,39 @@ def _upgrade(div: Signal, cause: Signal, why: str) -> Signal:
     return div.model_copy(update={"severity": Severity.CRITICAL, "message": message})
 
 
+def _is_cause(s: Signal) -> bool:
+    """A signal that explains a rising train loss: an LR jump or an LR above its configured peak, an
+    exploding grad norm, or a collapsed eval (another detector seeing the same failure)."""
+    if s.step is None or s.severity is Severity.INFO:
+        return False
+    if s.kind is SignalKind.LR_ANOMALY:
+        return "jump_ratio" in s.evidence or "ratio" in s.evidence
+    if s.kind is SignalKind.EVAL_DEGRADING:
+        return "collapsed_evals" in s.evidence
+    return s.kind is SignalKind.GRAD_EXPLODING
+
+
+_WHY = {
+    SignalKind.LR_ANOMALY: "the LR left its schedule before it",
+    SignalKind.GRAD_EXPLODING: "with the grad norm",
+    SignalKind.EVAL_DEGRADING: "the eval collapsed too",
+}
+
+
 def combine(signals: list[Signal], train_loss: str | None) -> list[Signal]:
-    """A rising train loss after an unexpected LR jump or a grad-norm explosion is critical."""
-    causes = [
-        s for s in signals
-        if s.step is not None and s.severity is Severity.WARNING and (
-            (s.kind is SignalKind.LR_ANOMALY and "jump_ratio" in s.evidence)
-            or s.kind is SignalKind.GRAD_EXPLODING
-        )
-    ]  # fmt: skip
+    """A rising or diverging train loss with a cause behind it (`_is_cause`) is critical.
+
+    The trend detector reports a modest rise (Mann–Kendall z below its warning level) as info: alone it
+    is noise on an autocorrelated curve, after an LR jump it is the start of the divergence.
+    """
+    causes = [s for s in signals if _is_cause(s)]
     out = []
     for s in signals:
-        if s.kind is SignalKind.DIVERGENCE and s.severity is Severity.WARNING and s.metric == train_loss:
+        if s.kind is SignalKind.DIVERGENCE and s.severity is not Severity.CRITICAL and s.metric == train_loss:
             for cause in causes:
                 cause_step = cause.evidence.get("since_step", cause.step)
                 if s.step is not None and cause_step is not None and cause_step <= s.step:
-                    why = (
-                        "the LR jumped before it"
-                        if cause.kind is SignalKind.LR_ANOMALY
-                        else "with the grad norm"
-                    )
-                    s = _upgrade(s, cause, why)
+                    s = _upgrade(s, cause, _WHY[cause.kind])
                     break
         out.append(s)
     return out

@@ -1,7 +1,9 @@
-"""Where the train loss is heading, on log(loss): diverging, blown up, rising, flat or improving.
+"""Where the train loss is heading, on log(loss): diverging, blown up, rising, not learning, improving.
 
-Loss noise is multiplicative, so every comparison is a ratio (a difference of logs). The detector
-looks only at points after warmup and after the latest LR restart that the schedule explains.
+Loss noise is multiplicative, so every comparison is a ratio (a difference of logs), and every level is
+a median of many points compared against the noise of log(loss) itself (MAD of first differences), so
+a run logged per step with tiny batches is held to the same false-alarm rate as a smooth one. The
+divergence tests look only at points after warmup and after the latest LR restart the schedule explains.
 """
 
 from __future__ import annotations
@@ -9,66 +11,90 @@ from __future__ import annotations
 import numpy as np
 from pydantic import Field
 
-from ..models import Severity, Signal, SignalKind
+from ..models import Direction, Severity, Signal, SignalKind
 from ..series import MetricSeries
 from .context import Detector, JudgeContext, finite_after, signal, train_start
 from .stats import (
+    finite_xy,
     fmt,
     fmt_pct,
     fmt_ratio,
     fmt_step,
     positive_log,
+    robust_sigma,
     rolling_median,
     theil_sen,
     trailing_run,
 )
 
 TAIL_POINTS = 512  # trailing runs above a threshold are counted over at most this many recent points
+MEDIAN_SE = 1.2533  # standard error of a median of n normal points is this × σ / √n
 
 
 class TrendDetector(Detector):
-    """Divergence, blow-up, rising, flat and improving train loss.
+    """Divergence, blow-up, rising, not learning (flat) and improving train loss.
 
     Thresholds:
     - ``min_points``: fewer finite loss points after warmup than this → "too early to judge" (10: the
       smallest sample on which a median and a rank slope mean anything).
-    - ``smooth_window_points``: the recent level is the rolling median of this many points (5), so a
-      level "above" needs ≥ 3 of 5 points above — one outlier never counts.
-    - ``reference_window_points``: "best so far" is the lowest rolling median of this many points (20),
-      not the single lowest value, which noise drags down.
+    - ``min_smooth_points`` / ``smooth_window_points``: the recent level is a rolling median of the
+      fewest points, between 5 and 25, whose standard error puts a ``divergence_ratio`` change
+      ``divergence_z`` errors away: 5 on a smooth loss (3 of 5 points must be above — one outlier never
+      counts), 25 when per-step losses of small batches swing 10× between points (the corpus' batch-4
+      runs), where a median of 5 wanders by ±50 %. 25 points still fit many times between two checks.
+    - ``reference_window_points``: "best so far" is the lowest median of consecutive blocks of this many
+      points (50), not the single lowest value, which noise drags down.
     - ``divergence_ratio``: the recent level ≥ this × the best so far is divergence. 2.0 is
-      llm-foundry KillLossSpike's and Lightning SpikeDetection's rtol.
+      llm-foundry KillLossSpike's multiplier.
+    - ``divergence_z``: and the gap must be ≥ this many standard errors of (level − best), from the noise
+      of log(loss): 4, because the best is a minimum over many blocks and so sits ~2.5 errors low.
     - ``blowup_early_ratio`` / ``blowup_min_ratio``: the recent level ≥ 3× the median of the first
-      ``early_window_points`` after warmup, or ≥ 10× the all-time minimum (Megatron's 10×), is a
-      blow-up: critical as soon as it is sustained, no second check needed.
-    - ``sustain_points``: smoothed points in a row above a threshold before it is reported (3 smoothed
-      points ≈ 5 logged points, llm-foundry's "more than 4 consecutive steps").
-    - ``confirm_points``: smoothed points in a row above ``divergence_ratio`` that make divergence
-      critical within a single check (8 ≈ 10 logged points); otherwise a second consecutive check
-      that still sees it is needed.
+      ``early_window_points`` after warmup (worse than the untrained model by far), or ≥ 10× the best
+      level (Megatron's 10×), is a blow-up: critical as soon as it is sustained.
+    - ``sustain_points``: smoothed points in a row above a threshold before it is reported (3).
+    - ``confirm_checks``: divergence seen alone (no LR jump, grad-norm explosion or eval collapse behind
+      it, not a blow-up) becomes critical only when this many consecutive checks (3) saw the same episode
+      and it is not falling: a corrupted shard lifts the train loss 3× for hundreds of steps and recovers.
+      With a cause, the policy makes it critical at once.
+      A divergence still climbing within its episode (rising medians of its thirds, ≥
+      ``rising_min_change`` and ``rising_z`` errors from first to last) is a runaway: critical at once.
+    - ``confirm_share``: and the episode must cover 25 % of the steps judged so far, so that denser checks
+      do not confirm it sooner in steps: a transient shorter than a quarter of the run can still recover.
     - ``trend_window_points``: the slope is measured over the last this many points (100).
-    - ``rising_min_change``: a significant rise of at least this relative change over the window, by
-      the slope and by the medians of its first and last thirds, is a warning (10 %: clearly beyond
-      the few-% drift of a noisy plateau).
-    - ``flat_window_points`` / ``flat_max_change``: no significant slope over at least this many points
-      and less than this relative change → flat (200 points, 2 %).
+    - ``rising_min_change``: a rise of at least 10 % over the window (by the slope and by the medians of
+      its first and last thirds) and a recent level 10 % above the best so far is "rising".
+    - ``rising_z``: "rising" is a warning when the autocorrelation-corrected Mann–Kendall z is ≥ 3; between
+      the ``confidence_z`` band and 3 it is info ("possibly rising"), which an LR jump or a grad-norm
+      explosion before it still turns critical. Noisy, autocorrelated healthy curves reach z ≈ 2.2 over a
+      100-point window; real divergence shows z ≥ 4.
+    - ``plateau_window_points``: without a significant move over the trend window, the slope over the
+      last 200 points tells "still improving" from "no clear trend" (both info).
+    - ``flat_min_points`` / ``flat_min_drop_fraction``: after at least 200 points, a best level less than 15 % below
+      the median of the run's first ``early_window_points`` is "not learning" (warning) — unless an eval
+      loss improved by as much. Judged against the start of the run, not a recent window: a converged
+      plateau (late in a decaying schedule or not) has long dropped far below its start and is only info.
     - ``confidence_z``: two-sided normal quantile of the Theil–Sen band (1.96 → 95 %), with the
       variance inflated for autocorrelation (Hamed–Rao effective sample size).
     """
 
     min_points: int = Field(default=10, ge=4)
-    smooth_window_points: int = Field(default=5, ge=1)
-    reference_window_points: int = Field(default=20, ge=1)
+    min_smooth_points: int = Field(default=5, ge=1)
+    smooth_window_points: int = Field(default=25, ge=1)
+    reference_window_points: int = Field(default=50, ge=1)
     divergence_ratio: float = Field(default=2.0, gt=1)
+    divergence_z: float = Field(default=4.0, ge=0)
     blowup_early_ratio: float = Field(default=3.0, gt=1)
     blowup_min_ratio: float = Field(default=10.0, gt=1)
     early_window_points: int = Field(default=20, ge=1)
     sustain_points: int = Field(default=3, ge=1)
-    confirm_points: int = Field(default=8, ge=1)
+    confirm_checks: int = Field(default=3, ge=1)
+    confirm_share: float = Field(default=0.25, ge=0, le=1)
     trend_window_points: int = Field(default=100, ge=4)
     rising_min_change: float = Field(default=0.10, gt=0)
-    flat_window_points: int = Field(default=200, ge=4)
-    flat_max_change: float = Field(default=0.02, gt=0)
+    rising_z: float = Field(default=3.0, gt=0)
+    plateau_window_points: int = Field(default=200, ge=4)
+    flat_min_points: int = Field(default=200, ge=4)
+    flat_min_drop_fraction: float = Field(default=0.15, gt=0, lt=1)
     confidence_z: float = Field(default=1.96, gt=0)
 
     def check(self, ctx: JudgeContext) -> list[Signal]:
@@ -80,17 +106,29 @@ class TrendDetector(Detector):
         if values.size < self.min_points:
             return [self._too_few(loss, values.size, ctx)]
         y = positive_log(values)
-        smooth = self._smooth_tail(y)
-        out = self._blowup(loss, steps, values, smooth, warm_values)
+        window = self._smooth_points(y)
+        smooth = self._smooth_tail(y, window)
+        best = self._best_before(y, smooth.size)
+        out = self._blowup(loss, steps, smooth, best, warm_values)
         if not out:
-            out = self._divergence(ctx, loss, steps, y, smooth)
-        return out or self._slope(loss, steps, y)
+            out = self._divergence(ctx, loss, steps, y, smooth, best, window)
+        return out or self._slope(ctx, loss, steps, y)
 
-    def _smooth_tail(self, y: np.ndarray) -> np.ndarray:
+    def _smooth_points(self, y: np.ndarray) -> int:
+        """Fewest points whose median tells a ``divergence_ratio`` change from noise at ``divergence_z``."""
+        sigma = robust_sigma(y[-TAIL_POINTS:])
+        need = (MEDIAN_SE * sigma * self.divergence_z / np.log(self.divergence_ratio)) ** 2
+        return int(np.clip(np.ceil(need), self.min_smooth_points, max(self.smooth_window_points, 1)))
+
+    @staticmethod
+    def _smooth_tail(y: np.ndarray, window: int) -> np.ndarray:
         """Rolling median of the last ``TAIL_POINTS`` points (full windows only where history allows)."""
         k = min(y.size, TAIL_POINTS)
-        segment = y[-(k + self.smooth_window_points - 1) :]
-        return rolling_median(segment, self.smooth_window_points)[-k:]
+        segment = y[-(k + window - 1) :]
+        return rolling_median(segment, window)[-k:]
+
+    def _block_width(self, n: int) -> int:
+        return max(1, min(self.reference_window_points, n // 2))
 
     def _best_before(self, y: np.ndarray, k: int) -> np.ndarray:
         """For each of the last ``k`` points, the lowest block median over the blocks ended before it.
@@ -98,11 +136,17 @@ class TrendDetector(Detector):
         Blocks are consecutive runs of ``reference_window_points``: medians of disjoint blocks cost n
         instead of n × window and a high block (an excursion) never lowers the minimum.
         """
-        w = max(1, min(self.reference_window_points, y.size // 2))
+        w = self._block_width(y.size)
         nb = y.size // w
         best = np.minimum.accumulate(np.median(y[: nb * w].reshape(nb, w), axis=1))
         done = (y.size - k + np.arange(k)) // w  # blocks fully before each point
         return np.where(done > 0, best[np.clip(done - 1, 0, nb - 1)], np.inf)
+
+    def _gap_error(self, y: np.ndarray, window: int) -> float:
+        """Standard error of (recent median − best block median) in log units, from the point noise."""
+        sigma = robust_sigma(y[-TAIL_POINTS:])
+        w_ref = self._block_width(y.size)
+        return MEDIAN_SE * sigma * float(np.sqrt(1 / window + 1 / w_ref))
 
     def _too_few(self, loss: MetricSeries, n: int, ctx: JudgeContext) -> Signal:
         since = ctx.lr_events.warmup_end
@@ -111,58 +155,45 @@ class TrendDetector(Detector):
         return signal(SignalKind.TOO_FEW_POINTS, Severity.INFO, msg, metric=loss.name, points=n)
 
     def _blowup(
-        self,
-        loss: MetricSeries,
-        steps: np.ndarray,
-        values: np.ndarray,
-        smooth: np.ndarray,
-        warm_values: np.ndarray,
+        self, loss: MetricSeries, steps: np.ndarray, smooth: np.ndarray, best: np.ndarray, warm: np.ndarray
     ) -> list[Signal]:
-        early = float(np.median(warm_values[: self.early_window_points])) if warm_values.size else None
-        lowest = loss.min_value if loss.min_value is not None else float(values.min())
-        limits = [
-            (
-                self.blowup_min_ratio * lowest,
-                f"{fmt_ratio(self.blowup_min_ratio)} the all-time minimum {fmt(lowest)}",
-            )
-        ]
+        early = float(np.median(warm[: self.early_window_points])) if warm.size else None
+        limits = best + np.log(self.blowup_min_ratio)
         if early is not None and early > 0:
-            limits.append(
-                (
-                    self.blowup_early_ratio * early,
-                    f"{fmt_ratio(self.blowup_early_ratio)} the early median {fmt(early)}",
-                )
-            )
-        limit, label = min(limits, key=lambda item: item[0])
-        if limit <= 0:
+            limits = np.minimum(limits, np.log(self.blowup_early_ratio * early))
+        if not np.isfinite(limits[-1]):
             return []
-        above = trailing_run(smooth > np.log(limit))
+        above = trailing_run(smooth > limits)
         if above < self.sustain_points:
             return []
-        level = float(np.exp(smooth[-1]))
+        level, limit = float(np.exp(smooth[-1])), float(np.exp(limits[-1]))
+        by_early = early is not None and np.isclose(limit, self.blowup_early_ratio * early)
+        label = (
+            f"{fmt_ratio(self.blowup_early_ratio)} the early median {fmt(early)}"
+            if by_early
+            else f"{fmt_ratio(self.blowup_min_ratio)} the best median {fmt(limit / self.blowup_min_ratio)}"
+        )
         msg = (
             f"{loss.name} blew up: recent median {fmt(level)} at step {fmt_step(int(steps[-1]))} is above "
             f"{label} for {above} smoothed points (threshold {self.sustain_points})."
         )
         return [
-            signal(
-                SignalKind.DIVERGENCE,
-                Severity.CRITICAL,
-                msg,
-                metric=loss.name,
-                step=int(steps[-1]),
-                level=level,
-                limit=limit,
-                points_above=above,
-                since_step=int(steps[-above]),
-            )
-        ]
+            signal(SignalKind.DIVERGENCE, Severity.CRITICAL, msg, metric=loss.name, step=int(steps[-1]),
+                   level=level, limit=limit, points_above=above, since_step=int(steps[-above]))
+        ]  # fmt: skip
 
     def _divergence(
-        self, ctx: JudgeContext, loss: MetricSeries, steps: np.ndarray, y: np.ndarray, smooth: np.ndarray
+        self,
+        ctx: JudgeContext,
+        loss: MetricSeries,
+        steps: np.ndarray,
+        y: np.ndarray,
+        smooth: np.ndarray,
+        best: np.ndarray,
+        window: int,
     ) -> list[Signal]:
-        best = self._best_before(y, smooth.size)
-        above = trailing_run(smooth > best + np.log(self.divergence_ratio))
+        margin = max(float(np.log(self.divergence_ratio)), self.divergence_z * self._gap_error(y, window))
+        above = trailing_run(smooth > best + margin)
         if above < self.sustain_points:
             return []
         start = y.size - above
@@ -172,42 +203,69 @@ class TrendDetector(Detector):
         since = int(steps[start])
         recent = max(start - 1, y.size - 50)  # is the loss already falling back?
         recovering = theil_sen(steps[recent:], y[recent:], confidence_z=self.confidence_z)
-        confirmed, how = self._confirmation(ctx, loss.name, above, since)
-        if recovering is not None and recovering.falling:
-            confirmed, how = False, "but falling again, so not confirmed"
+        falling = recovering is not None and recovering.falling
+        growth = self._runaway(y[start:], robust_sigma(y[-TAIL_POINTS:]))
+        share = (int(steps[-1]) - since) / max(int(steps[-1]) - int(steps[0]), 1)
+        confirmed, how = self._confirmation(ctx, loss.name, since, falling, share)
+        if growth is not None and not confirmed:
+            confirmed, how = True, f"still climbing within it, +{fmt_pct(growth)} from its first to its last third"
         msg = (
             f"{loss.name} {fmt(float(np.exp(y[-1])))} at step {fmt_step(int(steps[-1]))}: recent median "
             f"{fmt(level)} is {fmt_ratio(ratio)} the best median {fmt(reference)} (threshold "
-            f"{fmt_ratio(self.divergence_ratio)}) for {above} smoothed points since step "
+            f"{fmt_ratio(float(np.exp(margin)))}) for {above} smoothed points since step "
             f"{fmt_step(since)}; {how}."
         )
         severity = Severity.CRITICAL if confirmed else Severity.WARNING
         return [
-            signal(
-                SignalKind.DIVERGENCE,
-                severity,
-                msg,
-                metric=loss.name,
-                step=int(steps[-1]),
-                ratio=ratio,
-                reference=reference,
-                points_above=above,
-                since_step=since,
+            signal(SignalKind.DIVERGENCE, severity, msg, metric=loss.name, step=int(steps[-1]), ratio=ratio,
+                   reference=reference, points_above=above, since_step=since)
+        ]  # fmt: skip
+
+    def _runaway(self, y: np.ndarray, sigma: float) -> float | None:
+        """The rise within a divergence episode when it is still climbing, else None.
+
+        The episode's thirds must have rising medians, the last ≥ ``rising_min_change`` above the first and
+        ``rising_z`` standard errors of the point noise apart. (A rank test is blind here: a smooth
+        exponential's curved residuals look autocorrelated and inflate its variance.) A corrupted shard
+        lifts the loss in one step and then stays or falls; a runaway keeps climbing.
+        """
+        k = y.size // 3
+        if k < max(self.min_points // 3, 2):
+            return None
+        m1, m2, m3 = (float(np.median(part)) for part in (y[:k], y[k : 2 * k], y[-k:]))
+        rise = m3 - m1
+        noise = self.rising_z * MEDIAN_SE * sigma * float(np.sqrt(2 / k))
+        if not (m1 < m2 < m3) or rise < max(float(np.log1p(self.rising_min_change)), noise):
+            return None
+        return float(np.expm1(rise))
+
+    def _confirmation(
+        self, ctx: JudgeContext, name: str, since: int, falling: bool, share: float
+    ) -> tuple[bool, str]:
+        """Critical when the ``confirm_checks - 1`` previous checks saw this same episode, it has lasted
+        ``confirm_share`` of the judged steps, and it is not falling."""
+        seen, later = 1, ctx.last_step
+        for verdict in ctx.previous[: self.confirm_checks - 1]:
+            prev = next((s for s in verdict.signals if s.kind is SignalKind.DIVERGENCE and s.metric == name), None)
+            if prev is None or prev.step is None or later is None or prev.step >= later:
+                break  # no such signal, or no new point since that check: it confirms nothing
+            if prev.evidence.get("since_step", prev.step) < since:
+                break
+            seen, later = seen + 1, prev.step
+        if falling:
+            return False, f"seen on {seen} consecutive check(s) but falling again, so not confirmed"
+        if seen >= self.confirm_checks and share >= self.confirm_share:
+            return True, (
+                f"confirmed on {seen} consecutive checks over {fmt_pct(share)} of the judged steps (thresholds "
+                f"{self.confirm_checks} checks, {fmt_pct(self.confirm_share)})"
             )
-        ]
+        return False, (
+            f"seen on {seen} consecutive check(s); critical on {self.confirm_checks}, or at once with an LR "
+            f"jump, a grad-norm explosion or an eval collapse"
+        )
 
-    def _confirmation(self, ctx: JudgeContext, name: str, above: int, since: int) -> tuple[bool, str]:
-        if above >= self.confirm_points:
-            return True, f"confirmed by {above} points (threshold {self.confirm_points})"
-        prev = ctx.previous_signal(SignalKind.DIVERGENCE, name)
-        if prev is not None and prev.step is not None and ctx.last_step is not None:
-            prev_since = prev.evidence.get("since_step", prev.step)
-            if prev_since >= since and ctx.last_step > prev.step:
-                return True, "second consecutive check"
-        return False, f"critical after {self.confirm_points} points or on the next check"
-
-    def _slope(self, loss: MetricSeries, steps: np.ndarray, y: np.ndarray) -> list[Signal]:
-        """Improving or rising over the last ``trend_window_points``; else the flat test."""
+    def _slope(self, ctx: JudgeContext, loss: MetricSeries, steps: np.ndarray, y: np.ndarray) -> list[Signal]:
+        """Improving or rising over the last ``trend_window_points``; else the not-learning test."""
         xs, ys = steps[-self.trend_window_points :], y[-self.trend_window_points :]
         trend = theil_sen(xs, ys, confidence_z=self.confidence_z)
         if trend is None:
@@ -219,36 +277,73 @@ class TrendDetector(Detector):
         moved = f"{fmt(first)} → {fmt(last)} (medians of the first and last thirds)"
         ev = {"change": change, "slope_per_step": trend.slope, "mk_z": trend.z, "points": trend.n}
         name, step = loss.name, int(xs[-1])
+        not_learning = self._not_learning(ctx, loss)
         if trend.falling:
             msg = f"{name} improving: {moved}, {fmt_pct(change)} by the slope {span}."
-            return [signal(SignalKind.IMPROVING, Severity.INFO, msg, metric=name, step=step, **ev)]
+            found = [signal(SignalKind.IMPROVING, Severity.INFO, msg, metric=name, step=step, **ev)]
+            return not_learning + found
         if trend.rising and min(change, last / first - 1) >= self.rising_min_change:
+            best = float(np.exp(self._best_before(y, 1)[-1]))
+            above_best = last / best - 1 if np.isfinite(best) else 0.0
+            strong = trend.z >= self.rising_z and above_best >= self.rising_min_change
+            word = "rising" if strong else "possibly rising"
             msg = (
-                f"{name} rising: {moved}, +{fmt_pct(change)} by the slope (threshold "
-                f"+{fmt_pct(self.rising_min_change)}) {span}, Mann–Kendall z {trend.z:.1f}."
+                f"{name} {word}: {moved}, +{fmt_pct(change)} by the slope (threshold "
+                f"+{fmt_pct(self.rising_min_change)}) {span}, Mann–Kendall z {trend.z:.1f} (warning at "
+                f"{self.rising_z:g}), {fmt_pct(above_best)} above the best median {fmt(best)}."
             )
-            return [
-                signal(SignalKind.DIVERGENCE, Severity.WARNING, msg, metric=name, step=step,
-                       since_step=int(xs[0]), **ev)
-            ]  # fmt: skip
-        return self._flat(name, steps[-self.flat_window_points :], y[-self.flat_window_points :])
+            severity = Severity.WARNING if strong else Severity.INFO
+            rising = signal(SignalKind.DIVERGENCE, severity, msg, metric=name, step=step, since_step=int(xs[0]), **ev)
+            return [rising, *not_learning]
+        if not_learning:
+            return not_learning
+        return self._plateau(name, steps[-self.plateau_window_points :], y[-self.plateau_window_points :])
 
-    def _flat(self, name: str, x: np.ndarray, y: np.ndarray) -> list[Signal]:
-        """Flat: no significant slope and a small change over ``flat_window_points``."""
+    def _plateau(self, name: str, x: np.ndarray, y: np.ndarray) -> list[Signal]:
+        """Info only: still improving over the longer ``plateau_window_points``, or no clear trend."""
         trend = theil_sen(x, y, confidence_z=self.confidence_z)
         if trend is None:
             return []
         change = float(np.expm1(trend.slope * (x[-1] - x[0])))
         ev = {"change": change, "slope_per_step": trend.slope, "mk_z": trend.z, "points": trend.n}
         span = f"over the last {x.size} points (steps {fmt_step(int(x[0]))}–{fmt_step(int(x[-1]))})"
-        significant = trend.rising or trend.falling
-        if x.size >= self.flat_window_points and abs(change) <= self.flat_max_change and not significant:
-            msg = (
-                f"{name} flat: {fmt_pct(change)} change {span} (threshold ±{fmt_pct(self.flat_max_change)}), "
-                f"no significant slope."
-            )
-            return [signal(SignalKind.FLAT, Severity.WARNING, msg, metric=name, step=int(x[-1]), **ev)]
-        verb = "improving" if trend.falling else "no clear trend"
+        kind, verb = (SignalKind.IMPROVING, "improving") if trend.falling else (SignalKind.FLAT, "no clear trend")
         msg = f"{name} {verb}: {fmt_pct(change)} change {span}."
-        kind = SignalKind.IMPROVING if trend.falling else SignalKind.FLAT
         return [signal(kind, Severity.INFO, msg, metric=name, step=int(x[-1]), **ev)]
+
+    def _not_learning(self, ctx: JudgeContext, loss: MetricSeries) -> list[Signal]:
+        """A best level barely below the run's first points, after ``flat_min_points`` points."""
+        steps, values = finite_xy(loss.steps, loss.values)
+        if values.size < self.flat_min_points:
+            return []
+        y = positive_log(values)
+        early = float(np.median(y[: self.early_window_points]))
+        best = float(self._best_before(y, 1)[-1])
+        drop = float(-np.expm1(best - early))
+        if not np.isfinite(drop) or drop >= self.flat_min_drop_fraction:
+            return []
+        eval_drop = self._eval_drop(ctx)
+        if eval_drop is not None and eval_drop >= self.flat_min_drop_fraction:
+            return []
+        evals = f"; eval loss improved {fmt_pct(eval_drop)}" if eval_drop is not None else ""
+        msg = (
+            f"{loss.name} is not learning: its best median {fmt(float(np.exp(best)))} over {values.size} points "
+            f"up to step {fmt_step(int(steps[-1]))} is only {fmt_pct(drop)} below the first points' "
+            f"{fmt(float(np.exp(early)))} (threshold {fmt_pct(self.flat_min_drop_fraction)}){evals}."
+        )
+        return [
+            signal(SignalKind.FLAT, Severity.WARNING, msg, metric=loss.name, step=int(steps[-1]), drop=drop,
+                   eval_drop=eval_drop, points=values.size)
+        ]  # fmt: skip
+
+    @staticmethod
+    def _eval_drop(ctx: JudgeContext) -> float | None:
+        """The largest relative improvement of any lower-is-better eval from its first value to its best."""
+        drops = []
+        for series, direction in ctx.evals:
+            if direction is not Direction.LOWER:
+                continue  # accuracies near chance gain large relative amounts from tiny absolute ones
+            _, values = finite_xy(series.steps, series.values)
+            if values.size >= 2 and values[0] > 0:
+                drops.append(1 - float(values.min()) / float(values[0]))
+        return max(drops) if drops else None
