@@ -250,6 +250,11 @@ class RunResult:
         return next((i for i, d in enumerate(self.decisions) if d is Decision.STOP), None)
 
     @property
+    def stop_after_visible(self) -> int | None:
+        """Index of the first ``stop`` at or after the visible check."""
+        return next((i for i, d in enumerate(self.decisions) if d is Decision.STOP and i >= self.visible), None)
+
+    @property
     def flagged_after_visible(self) -> bool:
         return any(d is not Decision.CONTINUE for d in self.decisions[self.visible :])
 
@@ -265,8 +270,8 @@ def score(results: Iterable[RunResult]) -> dict[str, Any]:
     bad = [r for r in results if r.run.label == "bad"]
     ambiguous = [r for r in results if r.run.label == "ambiguous"]
     h_checks = [d for r in healthy for d in r.decisions]
-    stopped = [r for r in bad if r.first_stop is not None and r.first_stop >= r.visible]
-    delays = [r.first_stop - r.visible for r in stopped if r.first_stop is not None]
+    stopped = [r for r in bad if r.stop_after_visible is not None]
+    delays = [r.stop_after_visible - r.visible for r in stopped if r.stop_after_visible is not None]
     return {
         "runs": {"healthy": len(healthy), "bad": len(bad), "ambiguous": len(ambiguous)},
         "healthy_checks": len(h_checks),

@@ -1,0 +1,73 @@
+"""The replay benchmark's fast path (StateStore + judge, verdicts carried) decides exactly like the whole
+pipeline (`Monitor.check` reading a JSONL log that grows between checks), and its scoring is right."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from benchmarks.replay import (
+    Run,
+    RunResult,
+    checkpoints,
+    load_corpus,
+    replay_fast,
+    replay_monitor,
+    score,
+    visible_check,
+)
+from mcp_training_check.models import Decision
+
+CHECKS = 15
+
+
+@pytest.fixture(scope="module")
+def corpus() -> dict[str, Run]:
+    return {run.id: run for run in load_corpus()}
+
+
+@pytest.mark.parametrize("run_id", ["h16", "b06", "b15", "a11"])
+def test_fast_path_decides_like_monitor_check(corpus, run_id, tmp_path):
+    """A noisy-shard healthy run, an LR ramp, the HF NaN trap and a baseline run: every check agrees,
+    signal by signal (the fast path gets the config a JSONL user can give: total_steps and baselines)."""
+    run = corpus[run_id]
+    cuts = checkpoints(run, CHECKS)
+    full = replay_monitor(run, cuts, tmp_path)
+    fast = replay_fast(run, cuts, config_mode="hints")
+    assert len(full) == len(fast) == CHECKS
+    for i, (a, b) in enumerate(zip(full, fast, strict=True)):
+        assert a.decision is b.decision, (i, a.summary, b.summary)
+        assert [(s.kind, s.severity, s.step) for s in a.signals] == [(s.kind, s.severity, s.step) for s in b.signals]
+    assert {v.decision for v in full} != {Decision.CONTINUE}, "a run that never raises anything proves little"
+
+
+def test_checkpoints_are_evenly_spaced_and_end_at_the_last_step(corpus):
+    run = corpus["h01"]
+    cuts = checkpoints(run, 20)
+    assert len(cuts) == 20 and cuts[-1] == run.last_step
+    gaps = {b - a for a, b in itertools.pairwise(cuts)}
+    assert max(gaps) - min(gaps) <= 1
+
+
+def test_visible_is_the_first_check_holding_a_point_at_or_after_the_fault(corpus):
+    run = corpus["b10"]  # fault at step 1200
+    cuts = checkpoints(run, 20)
+    v = visible_check(run, cuts)
+    assert cuts[v] >= 1200 > cuts[v - 1]
+    assert visible_check(corpus["a01"], cuts) == 0  # ambiguous from step 0
+
+
+def test_score_counts_what_the_docstring_says(corpus):
+    c, u, s = Decision.CONTINUE, Decision.UNSURE, Decision.STOP
+    results = [
+        RunResult(corpus["h01"], [c, c, u, s], visible=0),
+        RunResult(corpus["b10"], [c, s, c, s, s], visible=2),  # early stop, then stopped 1 check after visible
+        RunResult(corpus["b11"], [c, c, c, c], visible=1),  # missed
+        RunResult(corpus["a05"], [u, c, c], visible=1),  # flagged only before the ambiguity began
+        RunResult(corpus["a06"], [c, c, s], visible=1),
+    ]
+    got = score(results)
+    assert got["false_stop_rate"] == 0.25 and got["escalation_rate"] == 0.25
+    assert got["stop_recall"] == 0.5 and got["max_delay_checks"] == 1 and got["early_stops"] == 1
+    assert got["within_one_check"] == 0.5 and got["ambiguous_flagged"] == 0.5
