@@ -1,0 +1,128 @@
+"""Each detector on real fragments of the labelled corpus (corpus/runs.jsonl.gz): the stored series cut
+at a few steps and judged through the real state store, earlier verdicts carried, as a cron would."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pytest
+
+from benchmarks.replay import Run, load_corpus, replay_fast
+from mcp_training_check.models import Decision, Severity, Signal, SignalKind, Verdict
+
+
+@pytest.fixture(scope="module")
+def corpus() -> dict[str, Run]:
+    return {run.id: run for run in load_corpus()}
+
+
+def checks(run: Run, cuts: Sequence[int]) -> list[Verdict]:
+    return replay_fast(run, list(cuts))
+
+
+def found(verdict: Verdict, kind: SignalKind, metric: str | None = None) -> Signal:
+    hit = next((s for s in verdict.signals if s.kind is kind and (metric is None or s.metric == metric)), None)
+    assert hit is not None, (kind, metric, verdict.summary, [s.message for s in verdict.signals])
+    return hit
+
+
+def test_nan_onset_of_a_real_overflow_is_critical_and_not_called_the_hf_trap(corpus):
+    """b01: a hand-written log-softmax overflows after an LR jump; loss and grad norm go NaN together."""
+    *_, last = checks(corpus["b01"], [1149, 1230])
+    assert last.decision is Decision.STOP
+    loss = found(last, SignalKind.NON_FINITE, "train/loss")
+    grad = found(last, SignalKind.NON_FINITE, "train/grad_norm")
+    assert loss.severity is grad.severity is Severity.CRITICAL
+    assert "HF Trainer" not in grad.message and "still non-finite at the latest point" in grad.message
+    assert "only 0 finite" not in loss.message
+
+
+def test_hf_trap_nan_grad_norm_under_a_finite_loss_is_critical(corpus):
+    """b15: HF Trainer's logging_nan_inf_filter logs finite (then 0.0) losses while the grad norm is NaN."""
+    *_, last = checks(corpus["b15"], [986, 1060])
+    grad = found(last, SignalKind.NON_FINITE, "train/grad_norm")
+    assert grad.severity is Severity.CRITICAL and "HF Trainer's NaN filter" in grad.message
+    zeros = found(last, SignalKind.NON_FINITE, "train/loss")
+    assert "exactly 0.0" in zeros.message
+    assert last.decision is Decision.STOP
+
+
+def test_recovered_bad_batch_spike_is_info_never_stop(corpus):
+    """h14: one corrupted batch at step 1200 of a healthy run."""
+    verdicts = checks(corpus["h14"], [1150, 1205, 1300, 1450])
+    assert all(v.decision is not Decision.STOP for v in verdicts), [v.summary for v in verdicts]
+    spike = found(verdicts[-1], SignalKind.SPIKE_RECOVERED)
+    assert spike.severity is Severity.INFO and spike.step is not None and 1200 <= spike.step < 1210
+
+
+def test_flat_from_the_start_is_a_not_learning_warning(corpus):
+    """a02: AdamW with a learning rate of 1e-6 — the loss barely moves."""
+    *_, last = checks(corpus["a02"], [300, 600])
+    flat = found(last, SignalKind.FLAT, "train/loss")
+    assert flat.severity is Severity.WARNING and "not learning" in flat.message
+    assert last.decision is Decision.UNSURE
+
+
+def test_converged_healthy_run_is_not_flat(corpus):
+    """h08: logistic regression at a constant LR converges by step 300 and stays there."""
+    verdicts = checks(corpus["h08"], [500, 1000, 1500, 2000])
+    assert all(v.decision is Decision.CONTINUE for v in verdicts), [v.summary for v in verdicts]
+
+
+def test_overfitting_is_eval_degrading_while_train_falls(corpus):
+    """a07: a 1,000-example training subset; eval loss rises from step 150 on."""
+    *_, last = checks(corpus["a07"], [400, 800])
+    degrading = found(last, SignalKind.EVAL_DEGRADING, "eval/loss")
+    assert degrading.severity is Severity.WARNING and "(overfitting)" in degrading.message
+    assert last.decision is Decision.UNSURE
+
+
+def test_sgdr_restarts_do_not_make_eval_degrading(corpus):
+    """h06: SGDR restarts every 1,000 steps worsen eval for a few hundred steps, on purpose."""
+    verdicts = checks(corpus["h06"], range(1200, 4001, 200))
+    assert not any(s.kind is SignalKind.EVAL_DEGRADING for v in verdicts for s in v.signals)
+
+
+def test_dead_lr_is_an_lr_warning(corpus):
+    """a06: the linear schedule was configured for 3,000 steps but reaches 0 at step 900."""
+    *_, last = checks(corpus["a06"], [800, 1000])
+    lr = found(last, SignalKind.LR_ANOMALY, "train/lr")
+    assert lr.severity is Severity.WARNING and "stopped learning" in lr.message
+
+
+def test_lr_jump_then_divergence_is_critical_within_one_check(corpus):
+    """b09: the LR is multiplied by 50 at step 1000; the loss climbs to chance level."""
+    *_, last = checks(corpus["b09"], [990, 1080])
+    div = found(last, SignalKind.DIVERGENCE, "train/loss")
+    assert div.severity is Severity.CRITICAL and last.decision is Decision.STOP
+    assert found(last, SignalKind.LR_ANOMALY, "train/lr").evidence["jump_ratio"] >= 10
+
+
+def test_eval_collapse_is_critical(corpus):
+    """b12: eval labels misaligned from step 1500: accuracy falls to chance while train looks fine."""
+    *_, last = checks(corpus["b12"], [1400, 1650])
+    collapse = found(last, SignalKind.EVAL_DEGRADING, "eval/acc")
+    assert collapse.severity is Severity.CRITICAL and "collapsed" in collapse.message
+
+
+def test_noisy_shard_lifts_the_loss_for_two_checks_without_a_stop(corpus):
+    """h17: 400 steps of 60 % corrupted labels: train loss 3× higher, then back."""
+    verdicts = checks(corpus["h17"], range(1400, 2401, 200))
+    assert all(v.decision is not Decision.STOP for v in verdicts), [v.summary for v in verdicts]
+    assert any(s.kind is SignalKind.DIVERGENCE and s.severity is Severity.WARNING for v in verdicts for s in v.signals)
+    assert verdicts[-1].decision is Decision.CONTINUE
+
+
+def test_eval_below_baseline_is_a_warning(corpus):
+    """a12: the given baseline accuracy (0.872) is never reached."""
+    *_, last = checks(corpus["a12"], [1000, 2000])
+    below = found(last, SignalKind.EVAL_BELOW_BASELINE, "eval/acc")
+    assert below.severity is Severity.WARNING
+
+
+def test_grad_norm_explosion_with_a_rising_loss_is_critical(corpus):
+    """b17: an LR jump at step 1200 sends the grad norm up 7× before the NaNs."""
+    *_, last = checks(corpus["b17"], [1198, 1211])
+    grad = found(last, SignalKind.GRAD_EXPLODING, "train/grad_norm")
+    assert grad.severity is Severity.WARNING and grad.evidence["ratio"] >= 5
+    assert last.decision is Decision.STOP
