@@ -98,3 +98,15 @@ def test_parse_run_config(config, expected):
 )
 def test_restarts_expected(schedule, expected):
     assert parse_run_config({"schedule": schedule} if schedule else {}).restarts_expected is expected
+
+
+def test_downsampled_warmup_is_not_an_lr_jump():
+    """Bucket means of the warmup ramp sit next to the first post-warmup points in a long stored run."""
+    n = 3000
+    lr = warmup_cosine_lr(n, warmup_points=200, total_points=n)
+    verdict = run_judge(
+        make_series("loss", decay_loss(n, seed=2), raw_points=500, bucket=100),
+        make_series("learning_rate", lr, raw_points=500, bucket=100),
+        run_config={"warmup_steps": 2000, "total_steps": 10 * n},
+    )
+    assert SignalKind.LR_ANOMALY not in kinds(verdict), verdict.summary

@@ -67,7 +67,10 @@ class LrDetector(Detector):
         if lr.size < 2:
             return LrEvents(warmup_end=warmup_end, peak=peak)
         w = self.jump_window_points
-        padded = np.concatenate((np.full(w - 1, np.inf), lr[:-1]))
+        # warmup points never serve as the "before" of a rise: with downsampled history, one bucket mean
+        # of the warmup ramp sits next to the first post-warmup point and would look like a jump
+        before = lr if warmup_end is None else np.where(steps <= warmup_end, np.inf, lr)
+        padded = np.concatenate((np.full(w - 1, np.inf), before[:-1]))
         prev_min = sliding_window_view(padded, w).min(axis=1)  # lowest of the w points before each one
         cur = lr[1:]
         with np.errstate(divide="ignore", invalid="ignore"):
