@@ -10,6 +10,7 @@ Example (every key is optional except ``run`` in each ``[runs.NAME]``)::
 
     [defaults]
     notes = "TRAINING_NOTES.md"        # Markdown file incidents are appended to
+    wandb_timeout_seconds = 10         # bound on every request to a W&B server (a tool call must not hang)
     [defaults.review]                  # the external LLM reviewer
     model = "claude-sonnet-4-5"
     timeout_seconds = 60
@@ -32,6 +33,12 @@ Example (every key is optional except ``run`` in each ``[runs.NAME]``)::
     signal = "TERM"                    # TERM | INT | KILL
     grace_seconds = 30                 # wait this long for the process to exit before KILL
     kill_after_grace = true
+
+    [runs.llm]                         # a run on a W&B server
+    run = "acme/llm/ab12cd34"
+    [runs.llm.stop]
+    method = "wandb"                   # send W&B's StopRun, then wait for the run to leave `running`
+    verify_seconds = 60                # how long to wait before saying "requested, not confirmed"
 
 Relative paths (``run``, ``notes``, ``log_fallback``, ``pid_file``) are relative to the directory of the
 file, so the file means the same thing whatever directory a tool runs in. Symlinks such as
@@ -88,9 +95,14 @@ DEFAULT_REVIEW_MODEL = "claude-sonnet-4-5"
 DEFAULT_REVIEW_TIMEOUT_SECONDS = 60.0
 MAX_REVIEW_TIMEOUT_SECONDS = 600.0
 DEFAULT_GRACE_SECONDS = 30.0
+DEFAULT_WANDB_TIMEOUT_SECONDS = 10.0  # a tool call must not hang: wandb's own default is 19 s per try
+MAX_WANDB_TIMEOUT_SECONDS = 120.0
+DEFAULT_WANDB_VERIFY_SECONDS = 60.0  # the training process polls its stop flag every ~15 s
+MAX_WANDB_VERIFY_SECONDS = 600.0
 MAX_GRACE_SECONDS = 3600.0  # longer than any sane checkpoint save; beyond it the stop tool would hang
 
 StopSignal = Literal["TERM", "INT", "KILL"]
+StopMethodName = Literal["local_pid", "wandb"]
 # The role names users may write; the same keys as roles.OVERRIDE_ROLES, which says what each one means.
 RoleName = Literal[
     "train_loss", "eval", "eval_lower", "eval_higher", "learning_rate", "grad_norm", "other", "ignore"
@@ -141,23 +153,31 @@ class ReviewSettings(_Section):
 
 
 class StopSettings(_Section):
-    """How to stop the run's local process: exactly one of ``pid_file`` or ``pid``."""
+    """How to stop the run: its local process (exactly one of ``pid_file`` or ``pid``), or, with
+    ``method = "wandb"``, W&B's StopRun for the entry's own W&B run (then no pid is taken)."""
 
+    method: StopMethodName = "local_pid"
     pid_file: ConfigPath | None = None
     pid: int | None = Field(default=None, gt=1)
     signal: Annotated[StopSignal, BeforeValidator(_signal_name)] = "TERM"
     grace_seconds: float = Field(default=DEFAULT_GRACE_SECONDS, ge=0, le=MAX_GRACE_SECONDS)
     kill_after_grace: bool = True
+    verify_seconds: float = Field(default=DEFAULT_WANDB_VERIFY_SECONDS, ge=0, le=MAX_WANDB_VERIFY_SECONDS)
 
     @model_validator(mode="after")
     def _one_pid_source(self) -> StopSettings:
+        if self.method == "wandb":
+            if self.pid_file is not None or self.pid is not None:
+                raise ValueError('method = "wandb" stops the run through W&B: remove pid_file / pid')
+            return self
         if (self.pid_file is None) == (self.pid is None):
-            raise ValueError('set exactly one of pid_file = "train.pid" or pid = 12345')
+            raise ValueError('set exactly one of pid_file = "train.pid" or pid = 12345 (or method = "wandb")')
         return self
 
 
 class Defaults(_Section):
     notes: ConfigPath = Path(DEFAULT_NOTES)
+    wandb_timeout_seconds: float = Field(default=DEFAULT_WANDB_TIMEOUT_SECONDS, gt=0, le=MAX_WANDB_TIMEOUT_SECONDS)
     review: ReviewSettings = ReviewSettings()
     judge: Thresholds = Field(default_factory=dict)
 
@@ -197,6 +217,7 @@ class ResolvedRunConfig(BaseModel):
     review: ReviewSettings = ReviewSettings()
     judge: dict[str, JudgeValue] = Field(default_factory=dict)
     stop: StopSettings | None = Field(default=None, description="None: the file says nothing about stopping.")
+    wandb_timeout_seconds: float = DEFAULT_WANDB_TIMEOUT_SECONDS
 
     def judge_hints(self) -> dict[str, int]:
         """Facts about the run the judge may use like the run's own config (e.g. for the LR schedule)."""
@@ -246,6 +267,7 @@ class ProjectConfig(BaseModel):
             review=self.defaults.review,
             judge={**self.defaults.judge, **entry.judge},
             stop=stop,
+            wandb_timeout_seconds=self.defaults.wandb_timeout_seconds,
         )
 
     def _absolute(self, path: Path) -> Path:

@@ -117,6 +117,8 @@ class RunKind(StrEnum):
     WANDB_FILE = "wandb_file"  # a run-<id>.wandb transaction log
     LOG_FILE = "log_file"  # a text training log (JSONL, CSV, HF Trainer, printed)
     WANDB_API = "wandb_api"  # entity/project/run_id on W&B cloud or a self-hosted server
+    WANDB_SWEEP = "wandb_sweep"  # every running run of a W&B sweep: entity/project/sweeps/<id>
+    WANDB_PROJECT = "wandb_project"  # every running run of a W&B project: entity/project
     SSH = "ssh"  # ssh://host/path to a log on another machine
 
 
@@ -126,10 +128,13 @@ class RunRef(Strict):
     raw: str = Field(description="The string the caller passed, unchanged.")
     kind: RunKind
     path: str | None = Field(default=None, description="Absolute local path, or the remote path for ssh.")
-    host: str | None = None
+    host: str | None = Field(
+        default=None, description="ssh: [user@]host[:port]; W&B: the API base URL taken from a pasted URL."
+    )
     entity: str | None = None
     project: str | None = None
     run_id: str | None = None
+    sweep_id: str | None = None
     alias: str | None = Field(default=None, description="Name of the [runs.NAME] entry in the config.")
 
     @property
@@ -137,6 +142,10 @@ class RunRef(Strict):
         """Stable identity for the state database."""
         if self.kind is RunKind.WANDB_API:
             return f"wandb:{self.entity}/{self.project}/{self.run_id}"
+        if self.kind is RunKind.WANDB_SWEEP:
+            return f"wandb:{self.entity}/{self.project}/sweeps/{self.sweep_id}"
+        if self.kind is RunKind.WANDB_PROJECT:
+            return f"wandb:{self.entity}/{self.project}"
         if self.kind is RunKind.SSH:
             return f"ssh://{self.host}{self.path}"
         return f"file:{self.path}"
@@ -152,6 +161,9 @@ class RunInfo(Strict):
     config: dict[str, Any] = Field(default_factory=dict)
     pid: int | None = Field(default=None, description="Training process id, when the source records it.")
     host: str | None = None
+    summary: dict[str, float | None] = Field(
+        default_factory=dict, description="A few numeric summary values from W&B (e.g. _runtime), when known."
+    )
 
 
 # --------------------------------------------------------------------------- snapshot
@@ -285,3 +297,28 @@ class CheckReport(Strict):
     verdict: Verdict | None = Field(default=None, description="None when nothing could be read.")
     schedule: Schedule
     next_action: Literal["continue_monitoring", "stop_run", "escalate_review", "fix_source", "end_monitoring"]
+
+
+# --------------------------------------------------------------------------- whole sweep / project
+
+NextAction = Literal["continue_monitoring", "stop_run", "escalate_review", "fix_source", "end_monitoring"]
+
+
+class RunLine(Strict):
+    """One run of a sweep or project check, in one line."""
+
+    run: str = Field(description="wandb:entity/project/run_id: pass it to check or stop_run for this run.")
+    decision: Decision | None = Field(description="None when the run could not be read or judged.")
+    summary: str = Field(description="The run's verdict or read problem, at most ~160 characters.")
+    next_action: NextAction
+
+
+class GroupReport(Strict):
+    """One check over every running run of a W&B sweep or project: the bad runs first."""
+
+    run: str
+    summary: str
+    runs: list[RunLine] = Field(description="Order: stop, unsure, continue, ended, unreadable.")
+    omitted: int = Field(default=0, description="Runs checked but left out of `runs` to keep the result short.")
+    counts: dict[str, int] = Field(default_factory=dict, description="Runs per decision (and 'unreadable').")
+    schedule: Schedule = Field(description="One schedule for the group: the shortest interval over its runs.")

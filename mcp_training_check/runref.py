@@ -3,10 +3,18 @@
 Accepted forms, tried in this order:
   ssh://[user@]host[:port]/path/to/train.log      a log on another machine
   https://<wandb host>/<entity>/<project>/runs/<id> a run URL pasted from the browser
+  https://<wandb host>/<entity>/<project>/sweeps/<id> a sweep URL: every running run of the sweep
   wandb:<entity>/<project>/<id>                     a W&B run on the configured server
+  wandb:<entity>/<project>/sweeps/<id>              a W&B sweep
   an existing local path                            W&B run dir / .wandb file / training log
   <entity>/<project>/<id>                           a W&B run (when no such local path exists)
+  <entity>/<project>/sweeps/<id>                    a W&B sweep
+  <entity>/<project>                                every running run of a W&B project
   <id>                                              with WANDB_ENTITY and WANDB_PROJECT set
+
+A URL of a self-hosted server also names the server: its origin becomes ``RunRef.host`` (the API base
+URL), so a pasted URL works without WANDB_BASE_URL. W&B cloud URLs leave ``host`` unset (the client's
+own default or WANDB_BASE_URL applies).
 """
 
 from __future__ import annotations
@@ -21,7 +29,10 @@ from .models import RunKind, RunRef
 
 _RUN_ID = r"[A-Za-z0-9_\-.]+"
 _WANDB_PATH = re.compile(rf"^({_RUN_ID})/({_RUN_ID})/(?:runs/)?({_RUN_ID})$")
-_URL_RUN = re.compile(rf"^/({_RUN_ID})/({_RUN_ID})/runs/({_RUN_ID})(?:/.*)?$")
+_URL_RUN = re.compile(rf"^/(?:wandb/)?({_RUN_ID})/({_RUN_ID})/(runs|sweeps)/({_RUN_ID})(?:/.*)?$")
+_WANDB_SWEEP = re.compile(rf"^({_RUN_ID})/({_RUN_ID})/sweeps/({_RUN_ID})$")
+_WANDB_PROJECT = re.compile(rf"^({_RUN_ID})/({_RUN_ID})$")
+_SAAS_HOSTS = ("wandb.ai", "forge.coreweave.com")
 _BARE_ID = re.compile(r"^[a-z0-9]{6,16}$")
 
 _FORMS_HELP = (
@@ -49,8 +60,11 @@ def parse_run(raw: str, *, base_dir: Path | None = None) -> RunRef:
             f"`run` {raw!r}: no such file or directory (resolved against {base_dir or Path.cwd()}). "
             "Check the path, or pass an absolute one."
         )
-    if _WANDB_PATH.match(text.strip("/")):
+    if _WANDB_PATH.match(text.strip("/")) or _WANDB_SWEEP.match(text.strip("/")):
         return _parse_wandb_path(raw, text.strip("/"))
+    if _WANDB_PROJECT.match(text.strip("/")):
+        entity, project = text.strip("/").split("/")
+        return RunRef(raw=raw, kind=RunKind.WANDB_PROJECT, entity=entity, project=project)
     if _BARE_ID.match(text) and os.environ.get("WANDB_ENTITY") and os.environ.get("WANDB_PROJECT"):
         return RunRef(
             raw=raw,
@@ -105,13 +119,31 @@ def _parse_url(raw: str, text: str) -> RunRef:
     if not match:
         raise RunRefError(
             f"`run` {raw!r} is a URL but not a W&B run URL: expected "
-            "https://<host>/<entity>/<project>/runs/<run_id> (copy it from the run page)."
+            "https://<host>/<entity>/<project>/runs/<run_id> (copy it from the run page) or "
+            ".../<entity>/<project>/sweeps/<sweep_id>."
         )
-    entity, project, run_id = match.groups()
-    return RunRef(raw=raw, kind=RunKind.WANDB_API, entity=entity, project=project, run_id=run_id)
+    entity, project, what, ident = match.groups()
+    host = _api_base_url(url.scheme, url.netloc)
+    if what == "sweeps":
+        return RunRef(raw=raw, kind=RunKind.WANDB_SWEEP, entity=entity, project=project, sweep_id=ident, host=host)
+    return RunRef(raw=raw, kind=RunKind.WANDB_API, entity=entity, project=project, run_id=ident, host=host)
+
+
+def _api_base_url(scheme: str, netloc: str) -> str | None:
+    """The API base URL of the server a browser URL came from; None for W&B cloud."""
+    hostname = netloc.rsplit("@", 1)[-1].split(":", 1)[0].lower()
+    if any(hostname == saas or hostname.endswith(f".{saas}") for saas in _SAAS_HOSTS):
+        return None
+    if hostname.startswith("app."):  # W&B dedicated cloud: app.X serves the UI, api.X the API
+        netloc = netloc.replace("app.", "api.", 1)
+    return f"{scheme}://{netloc}"
 
 
 def _parse_wandb_path(raw: str, path: str) -> RunRef:
+    sweep = _WANDB_SWEEP.match(path)
+    if sweep:
+        entity, project, sweep_id = sweep.groups()
+        return RunRef(raw=raw, kind=RunKind.WANDB_SWEEP, entity=entity, project=project, sweep_id=sweep_id)
     match = _WANDB_PATH.match(path)
     if not match:
         raise RunRefError(f"`run` {raw!r}: a W&B run is written 'entity/project/run_id' (the 8-character id).")

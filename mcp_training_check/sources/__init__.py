@@ -1,6 +1,6 @@
 """Where metrics come from, and the fallback chain between those places.
 
-One module per place (`wandb_file`, `logs`, later the W&B API and SSH), all behind the `Source`
+One module per place (`wandb_file`, `logs`, `wandb_api`, later SSH), all behind the `Source`
 protocol in `base`. `read_with_fallback` picks the run's primary source from its `RunRef`, and when
 that place cannot be reached reads the configured log fallback instead, saying so in `data_source`.
 
@@ -14,10 +14,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..errors import SourceError, SourceUnavailable
+from ..errors import RunRefError, SourceError, SourceUnavailable
 from ..models import DataSource, RunKind, RunRef
 from .base import Cursor, ReadBatch, SeriesBuilder, SeriesChunk, Source
 from .logs import LogFileSource
+from .wandb_api import DEFAULT_TIMEOUT_SECONDS, WandbApiSource
 from .wandb_file import WandbFileSource
 
 if TYPE_CHECKING:
@@ -31,6 +32,7 @@ __all__ = [
     "SeriesBuilder",
     "SeriesChunk",
     "Source",
+    "WandbApiSource",
     "WandbFileSource",
     "open_primary",
     "read_with_fallback",
@@ -44,17 +46,19 @@ class ReadOutcome:
     warnings: list[str] = field(default_factory=list)
 
 
-def open_primary(ref: RunRef) -> tuple[str, DataSource, Source]:
+def open_primary(ref: RunRef, settings: ResolvedRunConfig | None = None) -> tuple[str, DataSource, Source]:
     """The run's own source: (cursor key, data_source label, source)."""
     if ref.kind in (RunKind.WANDB_DIR, RunKind.WANDB_FILE):
         return "wandb_file", DataSource.WANDB_FILE, WandbFileSource(ref.path or "")
     if ref.kind is RunKind.LOG_FILE:
         return "log", DataSource.LOG, LogFileSource(ref.path or "")
     if ref.kind is RunKind.WANDB_API:
-        raise SourceUnavailable(
-            f"reading W&B server runs ({ref.entity}/{ref.project}/{ref.run_id}) is not available in this "
-            "version: point `run` at the run's local directory (wandb/latest-run) or its training log, or "
-            "set log_fallback for this run in training-check.toml."
+        timeout = settings.wandb_timeout_seconds if settings is not None else DEFAULT_TIMEOUT_SECONDS
+        return "wandb", DataSource.WANDB, WandbApiSource(ref, timeout_seconds=timeout)
+    if ref.kind in (RunKind.WANDB_SWEEP, RunKind.WANDB_PROJECT):
+        raise RunRefError(
+            f"`run` {ref.raw!r} names a whole W&B {ref.kind.value.removeprefix('wandb_')}: call check_many "
+            "(CLI: training-check check) for all its running runs, or pass one run as entity/project/run_id."
         )
     raise SourceUnavailable(
         f"reading logs over SSH ({ref.host}:{ref.path}) is not available in this version: copy or mount the "
@@ -66,7 +70,7 @@ def read_with_fallback(ref: RunRef, settings: ResolvedRunConfig, stored: Cursor 
     """Read the primary source; on an unreachable primary read the log fallback; never lose a cursor."""
     cursors: Cursor = dict(stored or {})
     try:
-        name, label, source = open_primary(ref)
+        name, label, source = open_primary(ref, settings)
         return ReadOutcome(_read(source, name, cursors), label)
     except SourceError as primary_error:
         if not settings.log_fallback:
