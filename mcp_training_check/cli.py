@@ -1,6 +1,6 @@
 """`training-check`: the same operations as the MCP tools, for a person at a terminal.
 
-    training-check check SOURCE [--json] [--baseline KEY=VALUE] [--role KEY=ROLE]
+    training-check check SOURCE [--json] [--baseline KEY=VALUE] [--role KEY=ROLE]   (a sweep/project: every run)
     training-check read|judge|schedule SOURCE
     training-check stop SOURCE --confirm --reason "..."
     training-check serve [--http PORT] [--host 127.0.0.1] [--token T]
@@ -21,7 +21,7 @@ from pydantic import BaseModel
 
 from . import __version__
 from .errors import TrainingCheckError
-from .models import CheckReport, MetricSnapshot, Schedule, StopResult, Verdict
+from .models import CheckReport, GroupReport, MetricSnapshot, RunKind, Schedule, StopResult, Verdict
 from .roles import parse_baselines, parse_role_overrides
 
 EXIT_ERROR = 2
@@ -108,6 +108,9 @@ def _run_command(monitor, args: argparse.Namespace) -> BaseModel:  # type: ignor
         return monitor.stop_run(args.source, confirm=args.confirm, reason=args.reason)
     roles = parse_role_overrides(args.role)
     baselines = parse_baselines(args.baseline)
+    group_kinds = (RunKind.WANDB_SWEEP, RunKind.WANDB_PROJECT)
+    if args.command == "check" and monitor.context(args.source).ref.kind in group_kinds:
+        return monitor.check_many(args.source, roles=roles, baselines=baselines)
     operation = {"check": monitor.check, "read": monitor.read_metrics, "judge": monitor.judge}[args.command]
     return operation(args.source, roles=roles, baselines=baselines)
 
@@ -145,7 +148,20 @@ def render(result: BaseModel) -> str:
         return render_schedule(result)
     if isinstance(result, StopResult):
         return f"{result.outcome.value.upper()}: {result.summary}"
+    if isinstance(result, GroupReport):
+        return render_group(result)
     return json.dumps(result.model_dump(mode="json"), indent=2)
+
+
+def render_group(report: GroupReport) -> str:
+    lines = [f"group    {report.run}", f"summary  {report.summary}"]
+    for line in report.runs:
+        decision = line.decision.value.upper() if line.decision else "-"
+        lines.append(f"  {decision:<8} {line.run:<40} {line.next_action:<19} {line.summary}")
+    if report.omitted:
+        lines.append(f"  … {report.omitted} more run(s) not listed")
+    lines.append(render_schedule(report.schedule))
+    return "\n".join(lines)
 
 
 def render_snapshot(snap: MetricSnapshot) -> str:

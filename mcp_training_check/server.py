@@ -19,14 +19,15 @@ from pydantic import Field
 
 from . import __version__
 from .errors import TrainingCheckError
-from .models import CheckReport, MetricSnapshot, Schedule, StopResult, Verdict
+from .models import CheckReport, GroupReport, MetricSnapshot, Schedule, StopResult, Verdict
 from .service import Monitor
 
 INSTRUCTIONS = """\
 Watches the quality of running ML training jobs. For a scheduled check call `check` with the run;
 act on its `next_action`: stop_run (when the verdict is stop), escalate_review (unsure), or nothing.
 Then hand `schedule.cron_create` to CronCreate (after CronDelete of the previous job) unless
-`schedule.monitoring` is false. Pass the same `run` string to every tool."""
+`schedule.monitoring` is false. Pass the same `run` string to every tool. For a whole W&B sweep or
+project call `check_many` instead of `check`."""
 
 RunArg = Annotated[
     str,
@@ -34,6 +35,15 @@ RunArg = Annotated[
         description="The run: a local W&B run dir or run-<id>.wandb file, a training log path, "
         "entity/project/run_id, a W&B run URL, ssh://host/path, or an alias from training-check.toml. "
         "Pass the same string to every tool.",
+        min_length=1,
+        max_length=1000,
+    ),
+]
+GroupArg = Annotated[
+    str,
+    Field(
+        description="A W&B sweep or project: entity/project/sweeps/<sweep_id>, a sweep URL, entity/project, "
+        "or an alias from training-check.toml naming one.",
         min_length=1,
         max_length=1000,
     ),
@@ -114,6 +124,15 @@ def build_server(monitor: Monitor | None = None) -> MCPServer:
         `schedule.cron_create` to CronCreate."""
         return mon.check(run, roles=roles, baselines=baselines)
 
+    @server.tool(annotations=_READ_ONLY)
+    @_translate_errors
+    def check_many(run: GroupArg, roles: RolesArg = None, baselines: BaselinesArg = None) -> GroupReport:
+        """`check` for every running run of a W&B sweep or project at once: one line per run, the bad ones
+        first (stop, unsure, continue, ended, unreadable), and one schedule for the group (the shortest
+        interval). Then call stop_run / check with a line's `run` as its next_action says, and pass
+        `schedule.cron_create` to CronCreate."""
+        return mon.check_many(run, roles=roles, baselines=baselines)
+
     @server.tool(
         annotations=ToolAnnotations(
             read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=True
@@ -127,9 +146,11 @@ def build_server(monitor: Monitor | None = None) -> MCPServer:
             str, Field(description="One sentence for the incident record, e.g. the verdict's summary.", max_length=2000)
         ],
     ) -> StopResult:
-        """Stop the training run (as configured in training-check.toml: pid or pid file), verify it ended,
-        and record the evidence (run URL, key metrics, signals, reason) in an incident and the project's notes.
-        Only after a stop verdict or a STOP review. Stopping twice is harmless."""
+        """Stop the training run as training-check.toml configures it (local pid / pid file, or W&B's StopRun
+        with method = "wandb"), verify it ended, and record the evidence (run URL, key metrics, signals,
+        reason) in an incident and the project's notes. Only after a stop verdict or a STOP review. A W&B stop
+        may come back `requested_not_confirmed`: the run was flagged but not seen to end. Stopping twice is
+        harmless."""
         return mon.stop_run(run, confirm=confirm, reason=reason)
 
     return server

@@ -21,7 +21,7 @@ from mcp_training_check.service import Monitor
 
 from .runs import grow, live_copy, train
 
-TOOLS = {"read_metrics", "judge", "schedule_next", "check", "stop_run"}
+TOOLS = {"read_metrics", "judge", "schedule_next", "check", "check_many", "stop_run"}
 MAX_DESCRIPTION_CHARS = 1500
 MAX_RESULT_TOKENS = 1500
 

@@ -114,9 +114,7 @@ def wandb_errors(*, where: str, timeout_seconds: float, run: str | None = None) 
             ) from exc
         raise _unreachable(where, timeout_seconds, exc) from exc
     except UsageError as exc:
-        raise SourceUnavailable(
-            f"no W&B API key for {where} ({exc}); set WANDB_API_KEY or run `wandb login`."
-        ) from exc
+        raise SourceUnavailable(f"no W&B API key for {where} ({exc}); set WANDB_API_KEY or run `wandb login`.") from exc
     except CommError as exc:
         if "Could not find" in str(exc) and run is not None:
             raise RunNotFound(
