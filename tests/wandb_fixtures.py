@@ -12,11 +12,15 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from mcp_training_check.models import RunStatus
+from mcp_training_check.sources.wandb_file import WandbFileSource
 
 REPO = Path(__file__).resolve().parent.parent
 TRAIN_STEPS = 300
@@ -126,7 +130,22 @@ def _collect(out_dir: Path, child: subprocess.Popen[bytes], ending: str, calls: 
         raise RuntimeError(f"wandb fixture run failed: {stderr.decode(errors='replace')[-2000:]}")
     (run_dir,) = (out_dir / "wandb").glob("offline-run-*")
     (file,) = run_dir.glob("run-*.wandb")
+    _wait_for_exit_record(file)
     return RealRun(out_dir, run_dir, file, child.pid, calls)
+
+
+EXIT_RECORD_TIMEOUT_SECONDS = 60.0
+
+
+def _wait_for_exit_record(file: Path) -> None:
+    """wandb-core, a separate process, finishes the file after the training process has exited
+    (on a crash or Ctrl-C especially): under load the exit record lands seconds later."""
+    deadline = time.monotonic() + EXIT_RECORD_TIMEOUT_SECONDS
+    while time.monotonic() < deadline:
+        if WandbFileSource(file).read(None).info.status is not RunStatus.RUNNING:
+            return
+        time.sleep(0.2)
+    raise RuntimeError(f"wandb never wrote the exit record of {file} within {EXIT_RECORD_TIMEOUT_SECONDS:.0f} s")
 
 
 ENDINGS = {"finish": len(log_calls()), "fail": SHORT_CALLS, "interrupt": SHORT_CALLS}  # ending -> calls
