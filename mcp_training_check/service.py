@@ -67,6 +67,9 @@ GROUP_LINES = 20
 LINE_CHARS = 160
 """Longest per-run summary in a sweep/project result."""
 
+HEALTHY_LINE_CHARS = 100
+"""Longest summary of a run judged continue: the healthy ones need the least explaining."""
+
 _GROUP_ORDER = {"stop_run": 0, "escalate_review": 1, "continue_monitoring": 2, "end_monitoring": 3, "fix_source": 4}
 
 
@@ -304,7 +307,10 @@ class Monitor:
         head = report.verdict.summary if report.verdict else report.snapshot.summary
         if report.snapshot.data_source is DataSource.UNREACHABLE:
             head = "; ".join(report.snapshot.warnings) or head
-        line = RunLine(run=ref.raw, decision=decision, summary=_clip(head), next_action=report.next_action)
+        if decision is not None and head.upper().startswith(f"{decision.value.upper()}:"):
+            head = head[len(decision.value) + 1 :]  # the line's `decision` already says it
+        limit = HEALTHY_LINE_CHARS if decision is Decision.CONTINUE else LINE_CHARS
+        line = RunLine(run=ref.raw, decision=decision, summary=_clip(head, limit), next_action=report.next_action)
         return line, report.schedule
 
     # ------------------------------------------------------------------ stop

@@ -28,6 +28,7 @@ import os
 import threading
 from collections.abc import Callable, Iterator
 from functools import partial
+from itertools import islice
 from typing import TYPE_CHECKING, Any
 
 from ..errors import RunNotFound, SourceUnavailable
@@ -374,10 +375,17 @@ def list_running_runs(ref: RunRef, *, api_factory: ApiFactory | None = None, tim
     state = {"state": "running"}
     filters = {"$and": [{"sweep": ref.sweep_id}, state]} if ref.kind is RunKind.WANDB_SWEEP else state
     where = ref.host or "the W&B server"
+    found: list[RunRef] = []
     with wandb_errors(where=where, timeout_seconds=timeout_seconds, run=f"{ref.entity}/{ref.project}"):
         api.flush()
-        found = []
-        for run in api.runs(f"{ref.entity}/{ref.project}", filters=filters, per_page=MAX_GROUP_RUNS):
+        try:
+            runs = list(islice(api.runs(f"{ref.entity}/{ref.project}", filters=filters, per_page=50), MAX_GROUP_RUNS))
+        except ValueError as exc:  # wandb's paginator says "Could not find project X" this way
+            raise RunNotFound(
+                f"W&B has no project {ref.entity}/{ref.project} at {where} ({exc}); check the entity and project "
+                "names in the project's URL."
+            ) from exc
+        for run in runs:
             found.append(
                 RunRef(
                     raw=f"wandb:{ref.entity}/{ref.project}/{run.id}",
