@@ -71,7 +71,9 @@ def _start_training(root: Path) -> subprocess.Popen[bytes]:
         "--dir", str(root), "--steps", str(DEMO_STEPS), "--fault-step", str(FAULT_STEP),
         "--steps-per-second", str(STEPS_PER_SECOND),
     ]  # fmt: skip
-    env = {**os.environ, "WANDB_MODE": "offline", "WANDB_SILENT": "true"}
+    # its own wandb-core: an inherited WANDB_SERVICE would tie the child's run file to ours
+    env = {key: value for key, value in os.environ.items() if key != "WANDB_SERVICE"}
+    env.update(WANDB_MODE="offline", WANDB_SILENT="true")
     _say(
         f"training: numpy MLP, {DEMO_STEPS} steps at {STEPS_PER_SECOND:.0f} steps/s, wandb offline; "
         f"the learning rate jumps 300x at step {FAULT_STEP}"

@@ -12,6 +12,14 @@ import sys
 from pathlib import Path
 
 
+def child_env(**extra: str) -> dict[str, str]:
+    """The environment for a child training process. Without WANDB_SERVICE: wandb sets it in the
+    test process once any wandb client starts there, and a child that inherits it shares that
+    wandb-core instead of starting its own, so its run file is never finished when it crashes."""
+    env = {key: value for key, value in os.environ.items() if key != "WANDB_SERVICE"}
+    return {**env, **extra}
+
+
 def train(workdir: Path, *, steps: int, fault_step: int = -1, seed: int = 0) -> Path:
     """Run the example training to completion; return the wandb/latest-run directory."""
     workdir.mkdir(parents=True, exist_ok=True)
@@ -20,7 +28,7 @@ def train(workdir: Path, *, steps: int, fault_step: int = -1, seed: int = 0) -> 
         "--dir", str(workdir), "--steps", str(steps), "--fault-step", str(fault_step),
         "--steps-per-second", "0", "--seed", str(seed),
     ]  # fmt: skip
-    env = {**os.environ, "WANDB_MODE": "offline", "WANDB_SILENT": "true"}
+    env = child_env(WANDB_MODE="offline", WANDB_SILENT="true")
     subprocess.run(command, cwd=workdir, env=env, check=True, capture_output=True, timeout=180)
     return workdir / "wandb" / "latest-run"
 

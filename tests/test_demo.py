@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
 
+from .runs import child_env
+
 
 def test_demo_catches_and_stops_the_broken_run(tmp_path):
-    env = {**os.environ, "TRAINING_CHECK_HOME": str(tmp_path / "home")}
+    env = child_env(TRAINING_CHECK_HOME=str(tmp_path / "home"))
     done = subprocess.run(
         [sys.executable, "-m", "mcp_training_check", "demo", "--workdir", str(tmp_path / "demo")],
         env=env, capture_output=True, text=True, timeout=240,

@@ -30,6 +30,7 @@ from mcp_training_check.sources.wandb_file import (
     resolve_wandb_path,
 )
 
+from .runs import child_env
 from .wandb_fixtures import (
     CONFIG,
     LATE_CONFIG,
@@ -340,7 +341,7 @@ def test_file_appended_by_a_live_wandb_process(tmp_path: Path) -> None:
     """wandb's Go core flushes whole blocks while the run goes on: records arrive split mid-chunk."""
     script = tmp_path / "live.py"
     script.write_text(LIVE_CHILD)
-    env = {**os.environ, "WANDB_MODE": "offline", "WANDB_SILENT": "true", "WANDB_DISABLE_GIT": "true"}
+    env = child_env(WANDB_MODE="offline", WANDB_SILENT="true", WANDB_DISABLE_GIT="true")
     child = subprocess.Popen([sys.executable, str(script), str(tmp_path), str(LIVE_STEPS)], cwd=tmp_path, env=env)
     batches: list[ReadBatch] = []
     cursor: Cursor | None = None

@@ -8,7 +8,6 @@ use again to know what must be read back.
 from __future__ import annotations
 
 import math
-import os
 import subprocess
 import sys
 import textwrap
@@ -21,6 +20,8 @@ import pytest
 
 from mcp_training_check.models import RunStatus
 from mcp_training_check.sources.wandb_file import WandbFileSource
+
+from .runs import child_env
 
 REPO = Path(__file__).resolve().parent.parent
 TRAIN_STEPS = 300
@@ -114,7 +115,7 @@ def run_child(out_dir: Path, ending: str, calls: int) -> subprocess.Popen[bytes]
     out_dir.mkdir(parents=True, exist_ok=True)
     script = out_dir / "child.py"
     script.write_text(CHILD.format(repo=str(REPO)))
-    env = {**os.environ, "WANDB_MODE": "offline", "WANDB_SILENT": "true", "WANDB_DISABLE_GIT": "true"}
+    env = child_env(WANDB_MODE="offline", WANDB_SILENT="true", WANDB_DISABLE_GIT="true")
     return subprocess.Popen(
         [sys.executable, str(script), str(out_dir), ending, str(calls)],
         cwd=out_dir,
