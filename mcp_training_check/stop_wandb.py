@@ -45,7 +45,7 @@ def stop_wandb_run(
         api.flush()
         run = api.run(path)
         status = run_info(run).status
-        if status is not RunStatus.RUNNING and status.has_ended:
+        if status.has_ended:
             return WandbStopAttempt(
                 StopOutcome.ALREADY_STOPPED,
                 True,
@@ -59,7 +59,7 @@ def stop_wandb_run(
         with wandb_errors(where=where, timeout_seconds=timeout_seconds, run=path):
             api.flush()
             status = run_info(api.run(path)).status
-        if status is not RunStatus.RUNNING and status is not RunStatus.PENDING:
+        if status.has_ended:  # finished, crashed, failed, killed, preempted: not preempting/unknown
             waited = time.monotonic() - started
             return WandbStopAttempt(
                 StopOutcome.STOPPED, True,

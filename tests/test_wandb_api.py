@@ -257,3 +257,12 @@ def test_key_from_the_netrc_that_wandb_login_writes(server, monkeypatch, tmp_pat
     monkeypatch.delenv("WANDB_API_KEY")
     monkeypatch.delenv("NETRC", raising=False)
     assert source().read(None).series["loss"].steps.tolist() == list(range(5))
+
+
+def test_processes_started_later_do_not_attach_to_our_wandb_core(server, monkeypatch):
+    import os
+
+    monkeypatch.delenv("WANDB_SERVICE", raising=False)
+    log_steps(server.add_run("ent", "proj", "run1"), range(5))
+    source().read(None)
+    assert "WANDB_SERVICE" not in os.environ

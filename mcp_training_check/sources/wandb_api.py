@@ -100,13 +100,30 @@ def default_api_factory(ref: RunRef, timeout_seconds: float) -> ApiFactory:
 # --------------------------------------------------------------------------- errors
 
 
+_SERVICE_ENV = "WANDB_SERVICE"
+
+
+@contextlib.contextmanager
+def _private_service() -> Iterator[None]:
+    """wandb.Api starts wandb-core and exports WANDB_SERVICE so that child processes attach to it. A
+    training job we start later (the demo, a test's child) must run its own wandb-core: a shared one does
+    not finish the run's file when that job dies. So the variable is removed again unless it was there."""
+    had = _SERVICE_ENV in os.environ
+    try:
+        yield
+    finally:
+        if not had:
+            os.environ.pop(_SERVICE_ENV, None)
+
+
 @contextlib.contextmanager
 def wandb_errors(*, where: str, timeout_seconds: float, run: str | None = None) -> Iterator[None]:
     """Translate wandb's exceptions into this package's, with what to do about them."""
     from wandb.errors import AuthenticationError, CommError, Error, UsageError
 
     try:
-        yield
+        with _private_service():
+            yield
     except AuthenticationError as exc:
         if _http_status(exc.__cause__) in (401, 403):
             raise SourceUnavailable(
