@@ -25,9 +25,13 @@ Example (every key is optional except ``run`` in each ``[runs.NAME]``)::
     baselines = { "val/acc" = 0.71 }
     log_fallback = "logs/train.log"    # read when the primary source is unreachable
     notes = "notes/bert.md"            # overrides defaults.notes for this run
-    total_steps = 100000               # hint for the judge and the learning-rate schedule check
+    total_steps = 100000               # hints for the judge when the run's own config lacks them:
+    learning_rate = 3e-4               #   peak LR, warmup, schedule name and clipping norm
+    warmup_steps = 2000
+    lr_schedule = "cosine"
+    max_grad_norm = 1.0
     [runs.bert.judge]                  # merged key by key over defaults.judge
-    patience_checks = 5
+    trend_divergence_ratio = 3.0
     [runs.bert.stop]                   # without this table stop_run cannot stop the run locally
     pid_file = "train.pid"             # or: pid = 12345
     signal = "TERM"                    # TERM | INT | KILL
@@ -104,9 +108,7 @@ MAX_GRACE_SECONDS = 3600.0  # longer than any sane checkpoint save; beyond it th
 StopSignal = Literal["TERM", "INT", "KILL"]
 StopMethodName = Literal["local_pid", "wandb"]
 # The role names users may write; the same keys as roles.OVERRIDE_ROLES, which says what each one means.
-RoleName = Literal[
-    "train_loss", "eval", "eval_lower", "eval_higher", "learning_rate", "grad_norm", "other", "ignore"
-]
+RoleName = Literal["train_loss", "eval", "eval_lower", "eval_higher", "learning_rate", "grad_norm", "other", "ignore"]
 JudgeValue = float | int | bool
 
 # --------------------------------------------------------------------------- file schema
@@ -146,9 +148,7 @@ class _Section(BaseModel):
 
 class ReviewSettings(_Section):
     model: str = Field(default=DEFAULT_REVIEW_MODEL, min_length=1)
-    timeout_seconds: float = Field(
-        default=DEFAULT_REVIEW_TIMEOUT_SECONDS, gt=0, le=MAX_REVIEW_TIMEOUT_SECONDS
-    )
+    timeout_seconds: float = Field(default=DEFAULT_REVIEW_TIMEOUT_SECONDS, gt=0, le=MAX_REVIEW_TIMEOUT_SECONDS)
     enabled: bool = True
 
 
@@ -189,6 +189,10 @@ class RunEntry(_Section):
     log_fallback: ConfigPath | None = None
     notes: ConfigPath | None = None
     total_steps: int | None = Field(default=None, gt=0)
+    learning_rate: float | None = Field(default=None, gt=0)
+    warmup_steps: int | None = Field(default=None, ge=0)
+    lr_schedule: str | None = Field(default=None, min_length=1)
+    max_grad_norm: float | None = Field(default=None, gt=0)
     judge: Thresholds = Field(default_factory=dict)
     stop: StopSettings | None = None
 
@@ -214,14 +218,26 @@ class ResolvedRunConfig(BaseModel):
     log_fallback: Path | None = None
     notes: Path
     total_steps: int | None = None
+    learning_rate: float | None = None
+    warmup_steps: int | None = None
+    lr_schedule: str | None = None
+    max_grad_norm: float | None = None
     review: ReviewSettings = ReviewSettings()
     judge: dict[str, JudgeValue] = Field(default_factory=dict)
     stop: StopSettings | None = Field(default=None, description="None: the file says nothing about stopping.")
     wandb_timeout_seconds: float = DEFAULT_WANDB_TIMEOUT_SECONDS
 
-    def judge_hints(self) -> dict[str, int]:
-        """Facts about the run the judge may use like the run's own config (e.g. for the LR schedule)."""
-        return {"total_steps": self.total_steps} if self.total_steps is not None else {}
+    def judge_hints(self) -> dict[str, int | float | str]:
+        """Facts about the run the judge uses like the run's own config (a plain log has none), under
+        the names a training config uses; they win over the run's config, since the owner wrote them."""
+        hints = {
+            "total_steps": self.total_steps,
+            "learning_rate": self.learning_rate,
+            "warmup_steps": self.warmup_steps,
+            "lr_scheduler_type": self.lr_schedule,
+            "max_grad_norm": self.max_grad_norm,
+        }
+        return {key: value for key, value in hints.items() if value is not None}
 
 
 class ProjectConfig(BaseModel):
@@ -264,6 +280,10 @@ class ProjectConfig(BaseModel):
             log_fallback=self._absolute(entry.log_fallback) if entry.log_fallback else None,
             notes=self._absolute(entry.notes or self.defaults.notes),
             total_steps=entry.total_steps,
+            learning_rate=entry.learning_rate,
+            warmup_steps=entry.warmup_steps,
+            lr_schedule=entry.lr_schedule,
+            max_grad_norm=entry.max_grad_norm,
             review=self.defaults.review,
             judge={**self.defaults.judge, **entry.judge},
             stop=stop,
@@ -363,9 +383,7 @@ def load_config(path: Path | None = None, *, cwd: Path | None = None) -> Project
         return ProjectConfig(path=None, base_dir=cwd, cwd=cwd)
     text = _read_text(found)
     parsed = _parse(text, found, cwd)
-    return ProjectConfig(
-        path=found, base_dir=found.parent, cwd=cwd, defaults=parsed.defaults, runs=parsed.runs
-    )
+    return ProjectConfig(path=found, base_dir=found.parent, cwd=cwd, defaults=parsed.defaults, runs=parsed.runs)
 
 
 def _find_config(path: Path | None, cwd: Path) -> Path | None:

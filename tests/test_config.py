@@ -18,6 +18,7 @@ from mcp_training_check.config import (
     load_config,
 )
 from mcp_training_check.errors import ConfigError
+from mcp_training_check.judge.runconfig import parse_run_config
 
 FULL = """\
 [defaults]
@@ -214,6 +215,36 @@ def test_total_steps_is_a_judge_hint(project) -> None:
     assert project.for_run("cloud").judge_hints() == {}
 
 
+def test_schedule_hints_reach_the_judge_under_training_config_names(tmp_path) -> None:
+    _write(
+        tmp_path,
+        "[runs.x]\nrun = 'x.log'\ntotal_steps = 5000\nlearning_rate = 3e-4\nwarmup_steps = 100\n"
+        "lr_schedule = 'cosine'\nmax_grad_norm = 1.0\n",
+    )
+    hints = load_config(cwd=tmp_path).for_run("x").judge_hints()
+    assert hints == {
+        "total_steps": 5000,
+        "learning_rate": 3e-4,
+        "warmup_steps": 100,
+        "lr_scheduler_type": "cosine",
+        "max_grad_norm": 1.0,
+    }
+    parsed = parse_run_config(hints)
+    assert (parsed.total_steps, parsed.peak_lr, parsed.warmup_steps, parsed.schedule, parsed.max_grad_norm) == (
+        5000,
+        3e-4,
+        100,
+        "cosine",
+        1.0,
+    )
+
+
+def test_a_bad_hint_names_its_line(tmp_path) -> None:
+    _write(tmp_path, "[runs.x]\nrun = 'x.log'\nlearning_rate = -1.0\n")
+    with pytest.raises(ConfigError, match=r"training-check.toml:3: runs\.x\.learning_rate"):
+        load_config(cwd=tmp_path)
+
+
 def test_signal_spellings_are_normalised(tmp_path) -> None:
     _write(tmp_path, "[runs.a]\nrun = 'x.log'\nstop = { pid = 4242, signal = 'sigkill' }\n")
     stop = load_config(cwd=tmp_path).for_run("a").stop
@@ -376,9 +407,7 @@ BAD_INPUTS = [
         'runs.bert.baselines."val/acc": expected a number, got True',
         id="bool-is-not-a-number",
     ),
-    pytest.param(
-        "[run.bert]\nrun = 'x'\n", 1, "run: unknown key 'run'; did you mean 'runs'?", id="top-level-typo"
-    ),
+    pytest.param("[run.bert]\nrun = 'x'\n", 1, "run: unknown key 'run'; did you mean 'runs'?", id="top-level-typo"),
 ]
 
 
