@@ -55,7 +55,7 @@ def demo(args: list[str]) -> None:
 
 def test(args: list[str]) -> None:
     ensure_venv("test")
-    run([str(python()), "-m", "ruff", "check", "mcp_training_check", "tests", "benchmarks", "dev.py"])
+    run([str(python()), "-m", "ruff", "check", "mcp_training_check", "tests", "benchmarks", "corpus", "dev.py"])
     run([str(python()), "-m", "mypy"])
     run([str(python()), "-m", "pytest", "-q", *args])
 
