@@ -1,0 +1,265 @@
+"""Line grammars of text training logs: what numbers one line holds, in each format the parser knows.
+
+Pure functions of one line of text, no state: JSON objects (``{"loss": 2.3}``, also after a prefix),
+Hugging Face Trainer dicts printed with Python repr (``{'loss': 2.3, 'epoch': 0.1}``), printed
+``key value`` / ``key: value`` / ``key=value`` lines (Megatron's ``|``-separated segments, tqdm bars
+skipped), and CSV/TSV rows and headers. ``logparse.LogParser`` decides which grammar a line gets and which
+step it lands on.
+"""
+
+from __future__ import annotations
+
+import ast
+import csv
+import json
+import math
+import re
+from collections.abc import Mapping
+from functools import lru_cache
+from typing import Any
+
+from ..models import MetricRole
+from ..roles import infer_role
+
+__all__ = [
+    "HF_TRAIN_KEYS",
+    "IGNORED_KEYS",
+    "STEP_KEYS",
+    "csv_header",
+    "flatten",
+    "hf_dict",
+    "json_dict",
+    "pop_step",
+    "split_row",
+    "text_metrics",
+]
+
+STEP_KEYS = ("step", "_step", "global_step", "iteration", "iter")
+# Keys that may be written as "N/TOTAL" (a progress count is a metric for no other key).
+COUNT_KEYS = frozenset({*STEP_KEYS, "epoch"})
+# Numbers that are not metrics even when a key precedes them.
+IGNORED_KEYS = frozenset({"eta", "date", "datetime", "timestamp", "_timestamp", "rank", "local_rank", "pid"})
+SOURCE_FILE_SUFFIXES = (".py", ".cc", ".cpp", ".cu", ".h")  # "[logging.py:96:log_dist]" is not a metric
+HF_TRAIN_KEYS = frozenset({"loss", "grad_norm", "learning_rate"})
+HF_MARKER_KEYS = HF_TRAIN_KEYS | {"epoch"}
+HF_MARKER_PREFIXES = ("eval_", "test_", "train_")
+MAX_DICT_CHARS = 65536  # longest printed dict handed to ast.literal_eval
+
+_NUMBER = r"[-+]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|(?i:infinity|inf|nan))"
+# One "|"-separated segment that is nothing but "multi word key[:=] number" (Megatron's "lm loss: 2.3E+00").
+_SEGMENT = re.compile(
+    rf"\s*(?P<key>[A-Za-z_][\w./()-]*(?:\s+[A-Za-z_(][\w./()-]*)*?)(?P<sep>\s*[:=]\s*|\s+)"
+    rf"(?P<num>{_NUMBER})(?P<total>\s*/\s*\d+)?\s*"
+)
+_KEY = re.compile(r"[A-Za-z_](?:[\w./-]*\w)?")
+_KEY_OPENERS = "[(|"  # "[step 200]" → "step"
+_VALUE_CLOSERS = ",;)]}|"  # "2.31," "200]" → the number
+_NUMBER_START = frozenset("0123456789+-.nNiI")
+_VALUE_START = _NUMBER_START | {"["}
+_PROGRESS_BAR = re.compile(r"\d{1,3}%\|[^|]*\|[^\[\n]*(?:\[[^\]]*\])?")
+_BARE_NONFINITE = re.compile(r"(:\s*)(-?)(infinity|inf|nan)\b", re.IGNORECASE)
+_NAN_SENTINEL = "'__nan__'"
+_HEADER_FIELD = re.compile(r"[A-Za-z_][\w./@()-]*")
+_KEY_CLEAN = re.compile(r"[()\[\]]")
+_SPACES = re.compile(r"\s+")
+
+
+def _number(value: Any) -> float | None:
+    """A metric value: ints and floats (NaN/Inf kept), never bools or strings."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)
+
+
+def flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, float]:
+    """Numeric leaves of a nested dict, keys joined with "/" (``{"train": {"loss": 1}}`` → ``train/loss``)."""
+    out: dict[str, float] = {}
+    for key, value in data.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            out.update(flatten(value, f"{name}/"))
+        elif (number := _number(value)) is not None:
+            out[name] = number
+    return out
+
+
+def _braced(text: str, opener: str) -> str | None:
+    """The text from the first ``opener`` to the last "}" (what follows a tqdm bar or a prefix)."""
+    start = text.find(opener)
+    end = text.rfind("}")
+    return text[start : end + 1] if 0 <= start < end else None
+
+
+def json_dict(text: str) -> dict[str, Any] | None:
+    body = _braced(text, '{"')
+    if body is None:
+        return None
+    try:
+        data = json.loads(body)  # accepts NaN, Infinity, -Infinity
+    except ValueError:
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _nonfinite_literal(match: re.Match[str]) -> str:
+    colon, sign, word = match.groups()
+    return colon + (_NAN_SENTINEL if word.lower() == "nan" else f"{sign}1e999")
+
+
+def hf_dict(text: str) -> dict[str, float] | None:
+    """A Trainer log dict printed with Python repr; bare ``nan``/``inf`` allowed, only numbers kept."""
+    body = _braced(text, "{'")
+    if body is None or len(body) > MAX_DICT_CHARS:
+        return None
+    try:
+        data = ast.literal_eval(_BARE_NONFINITE.sub(_nonfinite_literal, body))
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return None
+    if not isinstance(data, dict) or not data:
+        return None
+    out: dict[str, float] = {}
+    for key, value in data.items():
+        number = math.nan if value == _NAN_SENTINEL.strip("'") else _number(value)
+        if not isinstance(key, str) or number is None:
+            return None  # a config dump or some other dict, not a Trainer log line
+        out[key] = number
+    if not any(k in HF_MARKER_KEYS or k.startswith(HF_MARKER_PREFIXES) for k in out):
+        return None
+    return out
+
+
+@lru_cache(maxsize=4096)
+def _is_key(token: str) -> bool:
+    return _KEY.fullmatch(token) is not None
+
+
+def _value(raw: str, key: str) -> float | None:
+    """The number a token holds ("2.31," "[0.0001]" "100:" "nan"), or None; "N/TOTAL" only for counts."""
+    text = raw.rstrip(_VALUE_CLOSERS).removeprefix("[")
+    if text.endswith(":") and not text.endswith("::"):
+        text = text[:-1]  # "Step 100: loss=..."
+    if "/" in text:
+        head, _, tail = text.partition("/")
+        if key.lower() not in COUNT_KEYS or not (tail.isdigit() or not tail):
+            return None
+        text = head
+    if not text or text[0] not in _NUMBER_START or "_" in text:
+        return None
+    try:
+        return float(text)  # accepts nan, inf, -inf, Infinity, 1e-4; rejects 12:30, 2024-01-05, 5s, 95%
+    except ValueError:
+        return None
+
+
+Pair = tuple[str, float, bool]  # key, value, written with ":" or "=" (rather than a space)
+
+
+def _split_token(token: str) -> tuple[str, str | None]:
+    """ "loss=2.31" → ("loss", "2.31"); "loss:" → ("loss", ""); "loss" → ("loss", None)."""
+    if "=" in token:
+        key, _, rest = token.partition("=")
+        return key.rpartition(":")[2], rest  # "INFO:root:step=100" (logging's default format)
+    if ":" in token:
+        key, _, rest = token.partition(":")
+        return key, rest
+    return token, None
+
+
+def _lex_pairs(text: str) -> list[Pair]:
+    """``key value``, ``key: value``, ``key=value`` pairs of whitespace-separated tokens.
+
+    A value must be the whole token (up to closing punctuation), so timestamps, dates, ETAs, units and
+    progress counts are not taken; a token that is not a value is left to start the next pair. This is
+    the hot loop on big logs, hence the cheap first-character tests before any parsing.
+    """
+    tokens = text.split()
+    pairs: list[Pair] = []
+    i, n = 0, len(tokens)
+    while i < n:
+        token = tokens[i]
+        i += 1
+        if token[0] in _KEY_OPENERS:
+            token = token.lstrip(_KEY_OPENERS)
+        if not token or not (token[0].isalpha() or token[0] == "_"):
+            continue
+        key, rest = _split_token(token)
+        explicit, from_next = rest is not None, not rest
+        if not rest:
+            if i < n and tokens[i] in ("=", ":"):
+                i, explicit = i + 1, True
+            if i >= n:
+                continue
+            rest = tokens[i]
+        if rest[0] not in _VALUE_START or not _is_key(key):
+            continue
+        value = _value(rest, key)
+        if value is not None:
+            pairs.append((key, value, explicit))
+            i += from_next  # the value token is used up; otherwise it may start the next pair
+    return pairs
+
+
+def _segment_pairs(segment: str) -> list[Pair]:
+    whole = _SEGMENT.fullmatch(segment)
+    if whole is None:
+        return _lex_pairs(segment)
+    key = _SPACES.sub("_", _KEY_CLEAN.sub("", whole["key"]).strip())
+    if whole["total"] and key.lower() not in COUNT_KEYS:
+        return []
+    return [(key, float(whole["num"]), whole["sep"].strip() != "")]
+
+
+def _line_pairs(text: str) -> list[Pair]:
+    if "%|" in text and (bar := _PROGRESS_BAR.search(text)):
+        text = text[bar.end() :]  # a tqdm bar, its description and its postfix are not metrics
+    if "|" not in text:
+        return _lex_pairs(text)
+    return [pair for segment in text.split("|") for pair in _segment_pairs(segment)]
+
+
+def text_metrics(text: str) -> tuple[dict[str, float], int | None] | None:
+    """``key value`` pairs of a printed line and its step, or None when the line is not a metric line.
+
+    A line counts when one pair is written ``key: v`` / ``key=v``, names a step, or names a known role:
+    "Loaded 5 files" holds a pair but no metric.
+    """
+    metrics: dict[str, float] = {}
+    step: int | None = None
+    counts = False
+    for key, value, explicit in _line_pairs(text):
+        low = key.lower()
+        if low in IGNORED_KEYS or low.endswith(SOURCE_FILE_SUFFIXES):
+            continue
+        if low in STEP_KEYS:
+            if step is None and math.isfinite(value) and value == int(value):
+                step = int(value)
+            counts = True
+            continue
+        metrics[key] = value
+        counts = counts or explicit or infer_role(key).role is not MetricRole.OTHER
+    return (metrics, step) if counts and metrics else None
+
+
+def pop_step(metrics: dict[str, float]) -> int | None:
+    """Remove and return the first step key present (``step``, ``_step``, ... in that order)."""
+    for key in STEP_KEYS:
+        if key in metrics:
+            value = metrics.pop(key)
+            return int(value) if math.isfinite(value) and value == int(value) else None
+    return None
+
+
+def split_row(text: str, delim: str) -> list[str]:
+    if '"' in text:
+        return next(csv.reader([text], delimiter=delim))
+    return text.split(delim)
+
+
+def csv_header(text: str, delim: str | None, forced: bool) -> list[str] | None:
+    """A header row: at least two fields, all names (any first row when the format was given)."""
+    if delim is None:
+        return None
+    fields = [f.strip() for f in split_row(text, delim)]
+    if forced or (len(fields) >= 2 and all(_HEADER_FIELD.fullmatch(f) for f in fields)):
+        return fields
+    return None

@@ -1,0 +1,284 @@
+"""The file-free half of the text-log reader: text lines → ``(metric, step, value)`` points.
+
+``LogParser`` picks a format for each line (JSONL, CSV/TSV, Hugging Face Trainer dicts, printed lines; the
+grammars are in ``loglines``) and assigns steps; its state is a small JSON-able dict that travels in a
+cursor. ``parse_lines`` is the one-call entry point. ``ParseNotes`` collects what matters besides numbers:
+fatal and error lines, and lines that could not be parsed. ``logs`` feeds it bytes and files.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import deque
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import ConfigError
+from ..models import MetricRole
+from ..roles import infer_role
+from .base import SeriesBuilder, SeriesChunk
+from .loglines import (
+    HF_TRAIN_KEYS,
+    IGNORED_KEYS,
+    csv_header,
+    flatten,
+    hf_dict,
+    json_dict,
+    pop_step,
+    split_row,
+    text_metrics,
+)
+
+__all__ = [
+    "ERROR_PREFIX",
+    "FATAL_PREFIX",
+    "FORMATS",
+    "MAX_WARNINGS",
+    "LogParser",
+    "ParseNotes",
+    "ParsedLines",
+    "parse_lines",
+]
+
+FORMATS = ("jsonl", "csv", "tsv", "hf", "text")
+SKIP_LINE_MARKERS = ("OVERFLOW!",)  # DeepSpeed fp16 skipped step: normal, and its numbers are not metrics
+FATAL_MARKERS = ("loss scale already at minimum",)
+ERROR_MARKERS = ("Traceback (most recent call last)", "CUDA out of memory", "RuntimeError", "NCCL error")
+FATAL_PREFIX = "fatal: "
+ERROR_PREFIX = "error: "
+PARSER_STATE_VERSION = 1
+UTF8_BOM = "\ufeff"
+MAX_WARNINGS = 20  # per kind and per read; the most recent are kept
+WARNING_LINE_CHARS = 240
+
+_SKIP_LINE = re.compile("|".join(re.escape(m) for m in SKIP_LINE_MARKERS))
+_MAYBE_NUMBER = re.compile(r"\d|nan|inf", re.IGNORECASE)
+_ANY_MARKER = re.compile("|".join(re.escape(m) for m in FATAL_MARKERS + ERROR_MARKERS))
+
+
+# --------------------------------------------------------------------------- notes
+
+
+@dataclass
+class ParseNotes:
+    """What parsing noticed besides numbers: fatal and error lines (the latest kept), malformed lines."""
+
+    fatal: deque[str] = field(default_factory=lambda: deque(maxlen=MAX_WARNINGS))
+    errors: deque[str] = field(default_factory=lambda: deque(maxlen=MAX_WARNINGS))
+    fatal_seen: int = 0
+    errors_seen: int = 0
+    skipped: int = 0
+    extra: list[str] = field(default_factory=list)
+
+    def scan(self, line: str) -> None:
+        if _ANY_MARKER.search(line) is None:  # one C-level scan for the common case
+            return
+        if any(marker in line for marker in FATAL_MARKERS):
+            self.fatal.append(FATAL_PREFIX + line.strip()[:WARNING_LINE_CHARS])
+            self.fatal_seen += 1
+        else:
+            self.errors.append(ERROR_PREFIX + line.strip()[:WARNING_LINE_CHARS])
+            self.errors_seen += 1
+
+    def warnings(self) -> list[str]:
+        out = [*self.fatal, *self.errors, *self.extra]
+        hidden = self.fatal_seen - len(self.fatal) + self.errors_seen - len(self.errors)
+        if hidden:
+            out.append(f"note: {hidden} earlier fatal/error lines not shown (only the latest are kept)")
+        return out
+
+
+# --------------------------------------------------------------------------- parser
+
+
+class LogParser:
+    """Per-file parse state: format, CSV header, and the counters that stand in for a missing step.
+
+    Steps: a line's own step key wins. A training line without one takes the next counter value (or the
+    latest explicit step once the file has shown one); an eval line without one takes the latest step, so
+    ``eval_loss`` lands where the preceding ``loss`` did. ``to_state``/``from_state`` carry this across reads.
+    """
+
+    def __init__(self, fmt: str | None = None) -> None:
+        if fmt is not None and fmt not in FORMATS:
+            raise ConfigError(f"log format {fmt!r} is unknown; use one of: {', '.join(FORMATS)} (or omit it)")
+        self.fmt = fmt
+        self.csv_header: list[str] | None = None
+        self.csv_delim: str | None = {"csv": ",", "tsv": "\t"}.get(fmt or "")
+        self.lines_seen = 0  # non-empty lines
+        self.counter = 0
+        self.eval_counter = 0
+        self.last_step: int | None = None
+        self.explicit_steps = False
+
+    def to_state(self) -> dict[str, Any]:
+        return {
+            "v": PARSER_STATE_VERSION,
+            "fmt": self.fmt,
+            "csv_header": self.csv_header,
+            "csv_delim": self.csv_delim,
+            "lines_seen": self.lines_seen,
+            "counter": self.counter,
+            "eval_counter": self.eval_counter,
+            "last_step": self.last_step,
+            "explicit_steps": self.explicit_steps,
+        }
+
+    @classmethod
+    def from_state(cls, state: Mapping[str, Any], fmt: str | None = None) -> LogParser:
+        """Rebuild from ``to_state``; raises ValueError for a state this version did not write."""
+        if state.get("v") != PARSER_STATE_VERSION:
+            raise ValueError(f"parser state version {state.get('v')!r} is not {PARSER_STATE_VERSION}")
+        try:
+            parser = cls(state.get("fmt") or fmt)
+            header = state.get("csv_header")
+            parser.csv_header = None if header is None else [str(h) for h in header]
+            parser.csv_delim = state.get("csv_delim") or parser.csv_delim
+            parser.lines_seen = int(state["lines_seen"])
+            parser.counter = int(state["counter"])
+            parser.eval_counter = int(state["eval_counter"])
+            last = state.get("last_step")
+            parser.last_step = None if last is None else int(last)
+            parser.explicit_steps = bool(state["explicit_steps"])
+        except (KeyError, TypeError, ValueError, ConfigError) as exc:
+            raise ValueError(f"parser state is malformed: {exc}") from exc
+        return parser
+
+    def feed(self, lines: Iterable[str], sink: SeriesBuilder, notes: ParseNotes) -> None:
+        for line in lines:
+            notes.scan(line)
+            text = line.strip() if self.lines_seen else line.strip().lstrip(UTF8_BOM)
+            if text:
+                self._line(text, sink, notes)
+                self.lines_seen += 1
+
+    # ----------------------------------------------------------------------- per line
+
+    def _line(self, text: str, sink: SeriesBuilder, notes: ParseNotes) -> None:
+        fmt = self.fmt
+        if self.csv_delim is not None and (fmt in ("csv", "tsv") or self.csv_header is not None):
+            self._csv_line(text, sink, notes)
+            return
+        if fmt is None and self.lines_seen == 0 and self._try_header(text):
+            return
+        if not _MAYBE_NUMBER.search(text) or _SKIP_LINE.search(text):
+            return
+        if fmt in (None, "jsonl") and self._json_line(text, sink, notes):
+            return
+        if fmt in (None, "hf") and self._hf_line(text, sink):
+            return
+        if fmt in (None, "text"):
+            found = text_metrics(text)
+            if found is not None:
+                self._emit(found[0], found[1], self._kind(found[0]), sink)
+
+    def _try_header(self, text: str) -> bool:
+        delim = "\t" if "\t" in text else "," if "," in text else None
+        header = csv_header(text, delim, forced=False)
+        if header is not None:
+            self.csv_header, self.csv_delim = header, delim
+        return header is not None
+
+    def _csv_line(self, text: str, sink: SeriesBuilder, notes: ParseNotes) -> None:
+        assert self.csv_delim is not None
+        if self.csv_header is None:
+            self.csv_header = csv_header(text, self.csv_delim, forced=True)
+            return
+        cells = split_row(text, self.csv_delim)
+        missing = len(self.csv_header) - len(cells)
+        if missing > 0 and csv_header(text, self.csv_delim, forced=False) is None:
+            cells += [""] * missing  # trailing empty cells lost to strip() (TSV)
+        if len(cells) != len(self.csv_header):
+            renamed = csv_header(text, self.csv_delim, forced=False)  # a new header (columns added)
+            if renamed is not None:
+                self.csv_header = renamed
+            else:
+                notes.skipped += 1
+            return
+        metrics: dict[str, float] = {}
+        for name, cell in zip(self.csv_header, cells, strict=True):
+            cell = cell.strip()
+            if not cell or name.lower() in IGNORED_KEYS:
+                continue
+            try:
+                metrics[name] = float(cell)  # accepts nan, inf, -inf, Infinity
+            except ValueError:
+                continue
+        step = pop_step(metrics)
+        self._emit(metrics, step, self._kind(metrics), sink)
+
+    def _json_line(self, text: str, sink: SeriesBuilder, notes: ParseNotes) -> bool:
+        if '{"' not in text:
+            return False
+        data = json_dict(text)
+        if data is None:
+            if text.startswith("{"):
+                notes.skipped += 1  # a torn or corrupt JSONL record
+                return True
+            return False
+        metrics = {k: v for k, v in flatten(data).items() if k.lower() not in IGNORED_KEYS}
+        step = pop_step(metrics)
+        self._emit(metrics, step, self._kind(metrics), sink)
+        return True
+
+    def _hf_line(self, text: str, sink: SeriesBuilder) -> bool:
+        if "{'" not in text:
+            return False
+        metrics = hf_dict(text)
+        if metrics is None:
+            return False
+        step = pop_step(metrics)
+        kind = "train" if HF_TRAIN_KEYS.intersection(metrics) else "eval"
+        self._emit(metrics, step, kind, sink)
+        return True
+
+    @staticmethod
+    def _kind(metrics: Mapping[str, float]) -> str:
+        """Kind "eval" when the line holds eval metrics and nothing train-side, else "train"."""
+        roles = {infer_role(name).role for name in metrics}
+        trainish = roles & {MetricRole.TRAIN_LOSS, MetricRole.LEARNING_RATE, MetricRole.GRAD_NORM}
+        return "eval" if MetricRole.EVAL in roles and not trainish else "train"
+
+    def _step_for(self, step: int | None, kind: str) -> int:
+        if step is not None:
+            self.last_step, self.explicit_steps = step, True
+            return step
+        if kind == "train" and not (self.explicit_steps and self.last_step is not None):
+            self.counter += 1
+            self.last_step = self.counter
+            return self.counter
+        if self.last_step is not None:
+            return self.last_step
+        self.eval_counter += 1
+        return self.eval_counter
+
+    def _emit(self, metrics: Mapping[str, float], step: int | None, kind: str, sink: SeriesBuilder) -> None:
+        if not metrics:
+            return
+        at = self._step_for(step, kind)
+        for name, value in metrics.items():
+            sink.add(name, at, value)
+
+
+@dataclass
+class ParsedLines:
+    """What ``parse_lines`` found: new points, the parser state to pass next time, and notable lines."""
+
+    series: dict[str, SeriesChunk]
+    state: dict[str, Any]
+    warnings: list[str]
+    skipped_lines: int = 0
+
+    @property
+    def fatal_lines(self) -> list[str]:
+        return [w.removeprefix(FATAL_PREFIX) for w in self.warnings if w.startswith(FATAL_PREFIX)]
+
+
+def parse_lines(lines: Iterable[str], state: Mapping[str, Any] | None = None, *, fmt: str | None = None) -> ParsedLines:
+    """Parse text lines (no files involved); ``state`` is the previous ``ParsedLines.state`` or None."""
+    parser = LogParser.from_state(state, fmt) if state is not None else LogParser(fmt)
+    notes = ParseNotes()
+    sink = SeriesBuilder()
+    parser.feed(lines, sink, notes)
+    return ParsedLines(sink.build(), parser.to_state(), notes.warnings(), notes.skipped)
