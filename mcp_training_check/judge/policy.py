@@ -2,7 +2,8 @@
 
 Detectors only emit ``critical`` for confirmed evidence (NaN at once; divergence over several points
 or a second consecutive check; evals over ``confirm_evals``). The policy adds what needs two
-detectors: an unexpected LR jump or exploding grad norm followed by a rising loss becomes critical.
+detectors: an unexpected LR jump or exploding grad norm followed by a rising loss, or by a collapsed
+eval, becomes critical.
 """
 
 from __future__ import annotations
@@ -95,23 +96,49 @@ _WHY = {
     SignalKind.GRAD_EXPLODING: "with the grad norm",
     SignalKind.EVAL_DEGRADING: "the eval collapsed too",
 }
+_AFTER = {
+    SignalKind.LR_ANOMALY: "right after the LR left its schedule",
+    SignalKind.GRAD_EXPLODING: "with the grad norm exploding",
+}
+
+
+def _is_optimizer_cause(s: Signal) -> bool:
+    """A cause inside the optimizer (LR off its schedule, exploding grad norm), not another symptom."""
+    return _is_cause(s) and s.kind is not SignalKind.EVAL_DEGRADING
+
+
+def _first_cause(effect: Signal, causes: list[Signal]) -> Signal | None:
+    """The first cause that began at or before ``effect``'s step."""
+    for cause in causes:
+        cause_step = cause.evidence.get("since_step", cause.step)
+        if effect.step is not None and cause_step is not None and cause_step <= effect.step:
+            return cause
+    return None
 
 
 def combine(signals: list[Signal], train_loss: str | None) -> list[Signal]:
-    """A rising or diverging train loss with a cause behind it (`_is_cause`) is critical.
+    """An effect with a cause behind it is critical: two detectors seeing one failure.
 
-    The trend detector reports a modest rise (Mann–Kendall z below its warning level) as info: alone it
-    is noise on an autocorrelated curve, after an LR jump it is the start of the divergence.
+    - A rising or diverging train loss after any `_is_cause`. The trend detector reports a modest rise
+      (Mann–Kendall z below its warning level) as info: alone it is noise on an autocorrelated curve,
+      after an LR jump it is the start of the divergence.
+    - A collapsed eval seen on fewer than ``confirm_evals`` evals after an optimizer cause (the LR off
+      its schedule, an exploding grad norm) at or before it. One collapsed eval alone may be a bad eval
+      batch, so the eval detector waits for a second; one right after the LR left its schedule is that
+      LR's damage, and waiting an eval period only lets it continue.
     """
     causes = [s for s in signals if _is_cause(s)]
+    optimizer = [s for s in causes if _is_optimizer_cause(s)]
     out = []
     for s in signals:
-        if s.kind is SignalKind.DIVERGENCE and s.severity is not Severity.CRITICAL and s.metric == train_loss:
-            for cause in causes:
-                cause_step = cause.evidence.get("since_step", cause.step)
-                if s.step is not None and cause_step is not None and cause_step <= s.step:
-                    s = _upgrade(s, cause, _WHY[cause.kind])
-                    break
+        if s.severity is not Severity.CRITICAL:
+            cause = None
+            if s.kind is SignalKind.DIVERGENCE and s.metric == train_loss:
+                cause = _first_cause(s, causes)
+            elif s.kind is SignalKind.EVAL_DEGRADING and "collapsed_evals" in s.evidence:
+                cause = _first_cause(s, optimizer)
+            if cause is not None:
+                s = _upgrade(s, cause, _WHY[cause.kind] if s.kind is SignalKind.DIVERGENCE else _AFTER[cause.kind])
         out.append(s)
     return out
 
