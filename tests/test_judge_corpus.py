@@ -105,6 +105,33 @@ def test_eval_collapse_is_critical(corpus):
     assert collapse.severity is Severity.CRITICAL and "collapsed" in collapse.message
 
 
+def test_eval_collapse_right_after_an_lr_jump_stops_at_once(corpus):
+    """b10: the LR is 200× for a few steps from 1200 (all ReLUs die); the eval at 1200 already collapsed.
+    One collapsed eval alone waits for a second; after an LR jump it is that jump's damage."""
+    *_, last = checks(corpus["b10"], [1100, 1200])
+    collapse = found(last, SignalKind.EVAL_DEGRADING, "eval/loss")
+    assert collapse.evidence["collapsed_evals"] == 1
+    assert collapse.severity is Severity.CRITICAL and "right after the LR left its schedule" in collapse.message
+    assert last.decision is Decision.STOP
+
+
+def test_eval_collapse_without_a_cause_waits_for_a_second_eval(corpus):
+    """b13: blank eval inputs and a train spike at step 1200, no LR or grad-norm cause: one eval is not enough."""
+    *_, last = checks(corpus["b13"], [1100, 1200])
+    assert found(last, SignalKind.EVAL_DEGRADING, "eval/loss").severity is Severity.WARNING
+    assert last.decision is Decision.UNSURE
+
+
+def test_lr_running_away_from_a_constant_schedule_stops_before_the_loss_moves(corpus):
+    """b06: from step 1000 the LR of a constant schedule grows 1 % a step; at 1080 it is 2.2× its
+    configured value and the loss has not moved yet."""
+    *_, last = checks(corpus["b06"], [990, 1080])
+    lr = found(last, SignalKind.LR_ANOMALY, "train/lr")
+    assert lr.severity is Severity.CRITICAL and "running away" in lr.message and lr.evidence["since_step"] == 1000
+    assert last.decision is Decision.STOP
+    assert not any(s.kind is SignalKind.DIVERGENCE and s.severity is not Severity.INFO for s in last.signals)
+
+
 def test_noisy_shard_lifts_the_loss_for_two_checks_without_a_stop(corpus):
     """h17: 400 steps of 60 % corrupted labels: train loss 3× higher, then back."""
     verdicts = checks(corpus["h17"], range(1400, 2401, 200))

@@ -19,6 +19,12 @@ def _jumped(lr: np.ndarray, at: int, factor: float) -> np.ndarray:
     return out
 
 
+def _compounding_from(lr: np.ndarray, at: int, rate: float) -> np.ndarray:
+    out = lr.copy()
+    out[at:] = out[at] * rate ** np.arange(1, out.size - at + 1)
+    return out
+
+
 def _dead_from(lr: np.ndarray, at: int) -> np.ndarray:
     out = lr.copy()
     out[at:] = 0.0
@@ -38,6 +44,12 @@ TABLE = [
     ("LR ~0 at the very end", np.full(N, 1e-9), {"max_steps": N * 10, "learning_rate": 3e-4}, None),
     ("dead LR, total unknown", _dead_from(warmup_cosine_lr(N), N - 30), None, "warning"),
     ("LR 2× the configured peak", np.full(N, 6e-4), {"learning_rate": 3e-4}, "warning"),
+    ("LR compounding past 2× the peak", _compounding_from(np.full(N, 3e-4), 500, 1.02), {"learning_rate": 3e-4},
+     "critical"),
+    ("LR compounding, peak not configured", _compounding_from(np.full(N, 3e-4), 500, 1.02), None, "warning"),
+    ("warmup overshooting a misread peak", np.linspace(1e-5, 3e-3, N), {"learning_rate": 3e-4}, "warning"),
+    ("climb not yet 2× the peak", _compounding_from(np.full(N, 3e-4), 570, 1.02), {"learning_rate": 3e-4},
+     "warning"),
     ("LR NaN now", np.append(warmup_cosine_lr(N - 1), np.nan), None, "critical"),
 ]  # fmt: skip
 

@@ -43,6 +43,13 @@ class LrDetector(Detector):
       the end of warmup, or the first LR) → warning; 1.5 because schedules never exceed their peak, SGDR
       restarts return to it (≤ ``restart_peak_ratio``), and 50 % is far beyond rounding or per-group
       scaling.
+    - ``runaway_ratio``: with a peak LR in the run config, an LR that climbed at every logged point, from
+      within the schedule (≤ ``restart_peak_ratio`` × the peak) after warmup, to ≥ 2× that peak is a
+      runaway schedule → critical on its own, like a non-finite LR. After warmup no schedule rises
+      past its configured peak (restarts return to it, a rescaled or misread LR is constant, a warmup
+      that overshoots a misread peak started its climb inside warmup), so the cause is certain; and
+      an LR compounding past 2× its peak only ends in divergence, which it would take one more check
+      to see in the loss. 2× is the departure ``jump_ratio`` calls a jump, reached gradually here.
     - ``dead_ratio``: an LR ≤ this × the peak is dead (1e-3: updates a thousand times smaller than at
       the peak do not train).
     - ``dead_before_fraction``: a dead LR before this share of the configured total steps → warning;
@@ -54,6 +61,7 @@ class LrDetector(Detector):
     jump_window_points: int = Field(default=3, ge=1)
     restart_peak_ratio: float = Field(default=1.25, ge=1)
     above_peak_ratio: float = Field(default=1.5, gt=1)
+    runaway_ratio: float = Field(default=2.0, gt=1)
     dead_ratio: float = Field(default=1e-3, gt=0, lt=1)
     dead_before_fraction: float = Field(default=0.9, gt=0, le=1)
     dead_points: int = Field(default=20, ge=1)
@@ -119,12 +127,35 @@ class LrDetector(Detector):
             return []
         msg = (
             f"{series.name} {fmt(lr[-1])} at step {fmt_step(int(steps[-1]))} is "
-            f"{fmt_ratio(lr[-1] / peak)} {what} {fmt(peak)} (threshold {fmt_ratio(self.above_peak_ratio)})."
+            f"{fmt_ratio(lr[-1] / peak)} {what} {fmt(peak)} (threshold {fmt_ratio(self.above_peak_ratio)})"
         )
+        since = self._runaway_since(ctx, steps, lr, peak) if ctx.config.peak_lr else None
+        if since is None:
+            severity, tail = Severity.WARNING, "."
+        else:
+            severity = Severity.CRITICAL
+            tail = (
+                f", climbing at every point since step {fmt_step(since)}, where it was within the schedule "
+                f"(runaway at {fmt_ratio(self.runaway_ratio)}): the schedule is running away."
+            )
         return [
-            signal(SignalKind.LR_ANOMALY, Severity.WARNING, msg, metric=series.name, step=int(steps[-1]),
-                   ratio=lr[-1] / peak)
+            signal(SignalKind.LR_ANOMALY, severity, msg + tail, metric=series.name, step=int(steps[-1]),
+                   ratio=lr[-1] / peak, since_step=since)
         ]  # fmt: skip
+
+    def _runaway_since(self, ctx: JudgeContext, steps: np.ndarray, lr: np.ndarray, peak: float) -> int | None:
+        """Step where an unbroken climb to ≥ ``runaway_ratio`` × ``peak`` began, if it began after warmup
+        at an LR within the schedule; else None."""
+        if lr[-1] < self.runaway_ratio * peak:
+            return None
+        climb = trailing_run(np.diff(lr) > 0)
+        start = lr.size - 1 - climb
+        warmup_end = ctx.lr_events.warmup_end
+        if climb < 2 or lr[start] > self.restart_peak_ratio * peak:
+            return None
+        if warmup_end is not None and steps[start] < warmup_end:
+            return None
+        return int(steps[start])
 
     def _jump(self, series: MetricSeries, ctx: JudgeContext, step: int, ratio: float) -> Signal:
         sched = ctx.config.schedule
