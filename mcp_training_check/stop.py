@@ -1,4 +1,4 @@
-"""Stop a local training process, and write the incident into the project's Markdown notes.
+"""Stop a local training process (the incident it leaves in the notes is written by ``incidents``).
 
 `stop_local_process` sends one signal (TERM by default), waits up to ``grace_seconds`` for the process
 to exit, escalates to KILL when allowed, and reports whether the process is verifiably gone. It is
@@ -12,24 +12,22 @@ careful because it kills things:
 - "gone" means reaped (our own child is reaped with ``waitpid(WNOHANG)``), absent, or a zombie
   (``/proc/<pid>/stat`` state ``Z``): a zombie has stopped running and only waits for its parent.
 
-`write_incident_note` appends one Markdown entry per incident to the notes file, never rewriting it.
+`Incident` and `write_incident_note` live in ``incidents`` and stay importable from here.
 """
 
 from __future__ import annotations
 
-import fcntl
-import hashlib
-import math
 import os
 import pwd
 import signal
 import time
 from pathlib import Path
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field
 
-from .errors import StateError, StopError
-from .models import Decision, MetricSnapshot, Signal, StopMethod, StopOutcome
+from .errors import StopError
+from .incidents import Incident, KeyMetric, render_incident, write_incident_note
+from .models import StopOutcome
 
 __all__ = [
     "Incident",
@@ -77,9 +75,7 @@ def stop_local_process(
     """
     first = _signal_number(signal_name)
     if grace_seconds < 0 or poll_seconds <= 0:
-        raise StopError(
-            f"grace_seconds={grace_seconds} and poll_seconds={poll_seconds}: use grace ≥ 0, poll > 0."
-        )
+        raise StopError(f"grace_seconds={grace_seconds} and poll_seconds={poll_seconds}: use grace ≥ 0, poll > 0.")
     target = _target_pid(pid, pid_file)
     _refuse_unsafe(target)
     if _is_gone(target):
@@ -110,17 +106,13 @@ def stop_local_process(
 
 def _already_stopped(pid: int, sent: list[str]) -> StopAttempt:
     message = f"pid {pid} was not running; nothing to stop."
-    return StopAttempt(
-        outcome=StopOutcome.ALREADY_STOPPED, verified=True, signals_sent=sent, pid=pid, message=message
-    )
+    return StopAttempt(outcome=StopOutcome.ALREADY_STOPPED, verified=True, signals_sent=sent, pid=pid, message=message)
 
 
 def _stopped(pid: int, sent: list[str]) -> StopAttempt:
     via = " then ".join(f"SIG{name}" for name in sent)
     message = f"pid {pid} stopped after {via}; verified gone."
-    return StopAttempt(
-        outcome=StopOutcome.STOPPED, verified=True, signals_sent=sent, pid=pid, message=message
-    )
+    return StopAttempt(outcome=StopOutcome.STOPPED, verified=True, signals_sent=sent, pid=pid, message=message)
 
 
 def _not_confirmed(pid: int, sent: list[str], grace_seconds: float) -> StopAttempt:
@@ -129,9 +121,7 @@ def _not_confirmed(pid: int, sent: list[str], grace_seconds: float) -> StopAttem
         "(kill_after_grace is false). It may still be saving a checkpoint: check again later, "
         f"set kill_after_grace = true in training-check.toml, or run `kill -KILL {pid}`."
     )
-    return StopAttempt(
-        outcome=StopOutcome.REQUESTED, verified=False, signals_sent=sent, pid=pid, message=message
-    )
+    return StopAttempt(outcome=StopOutcome.REQUESTED, verified=False, signals_sent=sent, pid=pid, message=message)
 
 
 # --------------------------------------------------------------------------- which pid, and may we
@@ -160,10 +150,7 @@ def _target_pid(pid: int | None, pid_file: Path | None) -> int:
 
 def _read_pid_file(path: Path) -> int:
     """The pid written by the training script; anything else is an error that quotes the file."""
-    fix = (
-        "the training script should write its pid at start, "
-        f"e.g. Path({str(path)!r}).write_text(str(os.getpid()))"
-    )
+    fix = f"the training script should write its pid at start, e.g. Path({str(path)!r}).write_text(str(os.getpid()))"
     try:
         with path.open("rb") as handle:
             raw = handle.read(PID_FILE_MAX_BYTES + 1)
@@ -290,153 +277,3 @@ def _start_time(pid: int) -> float | None:
         if line.startswith("btime "):
             return int(line.split()[1]) + ticks / os.sysconf("SC_CLK_TCK")
     return None
-
-
-# --------------------------------------------------------------------------- incident notes
-
-
-class KeyMetric(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    last: float | None = None
-    best: float | None = None
-
-
-class Incident(BaseModel):
-    """One stop (or attempted stop), as recorded in the notes file."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    incident_id: int | None = Field(default=None, description="From the state database; dedupes notes.")
-    run: str
-    run_url: str | None = None
-    reason: str
-    decision: Decision | None = Field(default=None, description="The last verdict's decision, if any.")
-    summary: str
-    key_metrics: dict[str, KeyMetric] = Field(default_factory=dict, description="Name → last and best value.")
-    signals: list[Signal] = Field(default_factory=list)
-    stopped_at: AwareDatetime
-    method: StopMethod
-    outcome: StopOutcome
-    verified: bool
-    pid: int | None = None
-
-    @property
-    def marker(self) -> str:
-        """An HTML comment (invisible when rendered) that identifies this incident's entry."""
-        if self.incident_id is not None:
-            key = str(self.incident_id)
-        else:
-            key = hashlib.sha256(f"{self.run}|{self.stopped_at.isoformat()}".encode()).hexdigest()[:16]
-        return f"<!-- training-check incident {key} -->"
-
-    @staticmethod
-    def metrics_from(snapshot: MetricSnapshot) -> dict[str, KeyMetric]:
-        """The last and best value of every metric in a snapshot."""
-        return {m.name: KeyMetric(last=m.last, best=m.best) for m in snapshot.metrics}
-
-
-_OUTCOME_TEXT = {
-    StopOutcome.STOPPED: "stopped",
-    StopOutcome.ALREADY_STOPPED: "already stopped",
-    StopOutcome.REQUESTED: "stop requested, not confirmed",
-    StopOutcome.FAILED: "stop failed",
-}
-
-
-def render_incident(incident: Incident) -> str:
-    """The Markdown entry: marker, heading with date and run, facts, metric table, signal bullets."""
-    when = incident.stopped_at.strftime("%Y-%m-%d %H:%M %Z")  # in the zone the caller chose
-    outcome = _OUTCOME_TEXT[incident.outcome]
-    if incident.outcome is StopOutcome.STOPPED:
-        outcome += ", verified" if incident.verified else ", not verified"
-    decision = incident.decision.value if incident.decision else "none"
-    via = incident.method.value + (f", pid {incident.pid}" if incident.pid is not None else "")
-    lines = [
-        incident.marker,
-        f"## {when} — {_inline(incident.run)}",
-        "",
-        f"- **Reason:** {_inline(incident.reason)}",
-        f"- **Decision:** {decision} — {_inline(incident.summary)}",
-        f"- **Outcome:** {outcome} ({via})",
-    ]
-    if incident.run_url:
-        lines.append(f"- **Run:** {_inline(incident.run_url)}")
-    if incident.key_metrics:
-        lines += ["", "| metric | last | best |", "| --- | --- | --- |"]
-        lines += [
-            f"| {_cell(name)} | {_number(m.last)} | {_number(m.best)} |"
-            for name, m in incident.key_metrics.items()
-        ]
-    if incident.signals:
-        lines += ["", "**Signals**", ""]
-        lines += [_signal_bullet(s) for s in incident.signals]
-    return "\n".join(lines) + "\n"
-
-
-def _signal_bullet(item: Signal) -> str:
-    where = " · ".join(
-        part
-        for part in (item.metric and _inline(item.metric), item.step is not None and f"step {item.step:,}")
-        if part
-    )
-    head = f"{item.severity.value} {item.kind.value}" + (f" ({where})" if where else "")
-    return f"- {head}: {_inline(item.message)}"
-
-
-def _inline(text: str) -> str:
-    """One line, and no HTML comment openers that could forge another entry's marker."""
-    return " ".join(text.split()).replace("<!--", "&lt;!--")
-
-
-def _cell(text: str) -> str:
-    return _inline(text).replace("|", "\\|")
-
-
-def _number(value: float | None) -> str:
-    if value is None:
-        return "—"
-    return f"{value:.6g}" if math.isfinite(value) else str(value).replace("nan", "NaN")
-
-
-def write_incident_note(notes_path: Path, incident: Incident) -> None:
-    """Append the incident's entry unless one with its marker is already there.
-
-    One ``write`` of the whole entry on an ``O_APPEND`` descriptor, then ``fsync``; an exclusive
-    ``flock`` around read-check-write keeps two writers from both adding the same incident.
-    """
-    entry = render_incident(incident)
-    try:
-        notes_path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(notes_path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
-    except OSError as exc:
-        raise StateError(f"notes file {notes_path} cannot be opened ({exc.strerror}); {_NOTES_FIX}") from exc
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        existing = os.pread(fd, os.fstat(fd).st_size, 0).decode("utf-8", errors="replace")
-        if incident.marker in existing:
-            return
-        _write_all(fd, (_separator(existing) + entry).encode("utf-8"))
-        os.fsync(fd)
-    except OSError as exc:
-        raise StateError(f"notes file {notes_path} cannot be written ({exc.strerror}); {_NOTES_FIX}") from exc
-    finally:
-        os.close(fd)  # also releases the lock
-
-
-_NOTES_FIX = "fix `notes` in training-check.toml or the file's permissions"
-
-
-def _separator(existing: str) -> str:
-    """A blank line between the previous content and the new entry."""
-    if not existing or existing.endswith("\n\n"):
-        return ""
-    return "\n" if existing.endswith("\n") else "\n\n"
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    """One write call for a regular file; the loop only guards against a short write."""
-    view = memoryview(data)
-    while view:
-        written = os.write(fd, view)
-        view = view[written:]
