@@ -4,8 +4,8 @@
     judge         stored history → verdict (recorded as a check)
     schedule_next latest check → next interval and CronCreate arguments
     check         all three in one call, for cron fires
-    check_many    `check` over every running run of a W&B sweep or project, bad runs first
-    stop_run      kill the training (local pid or W&B StopRun), verify, keep the evidence
+    check_many    `check` over every running run of a W&B sweep or project, bad runs first (group_check)
+    stop_run      kill the training (local pid or W&B StopRun), verify, keep the evidence (stopping)
 
 `Monitor` holds the two things that live longer than one call: the state store and the project
 config. Everything else is read fresh at every call.
@@ -16,14 +16,24 @@ from __future__ import annotations
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 
 from pydantic import ValidationError
 
 from . import sources
 from .config import ProjectConfig, ResolvedRunConfig, apply_overrides, load_config
-from .errors import ConfigError, RunRefError, SourceError, StopError, TrainingCheckError
+from .errors import ConfigError, SourceError, StopError, TrainingCheckError
+from .group_check import (
+    GROUP_LINES,
+    GROUP_WORKERS,
+    group_report,
+    member_line,
+    member_settings,
+    require_group,
+    unreadable_line,
+)
+from .incidents import Incident, write_incident_note
 from .judge import JudgeSettings, judge
 from .models import (
     CheckReport,
@@ -32,14 +42,11 @@ from .models import (
     GroupReport,
     MetricSnapshot,
     RunInfo,
-    RunKind,
     RunLine,
     RunRef,
     RunStatus,
     Schedule,
     Severity,
-    StopMethod,
-    StopOutcome,
     StopResult,
     Verdict,
 )
@@ -49,28 +56,10 @@ from .schedule import next_schedule
 from .snapshot import build_snapshot
 from .sources.wandb_api import list_running_runs
 from .state import StateStore
-from .stop import Incident, stop_local_process, write_incident_note
-from .stop_wandb import stop_wandb_run
+from .stopping import KEY_METRICS_IN_INCIDENT, SentStop, already_stopped, incident_for, send_stop, stop_result
 
 PREVIOUS_VERDICTS = 5
 """Earlier verdicts handed to the judge as evidence across checks."""
-
-KEY_METRICS_IN_INCIDENT = 6
-"""Metrics copied into an incident: the judged ones come first in a snapshot."""
-
-GROUP_WORKERS = 4
-"""Runs of a sweep or project checked at once (each holds a W&B request and its own run lock)."""
-
-GROUP_LINES = 20
-"""Runs listed in a sweep/project result; the rest are counted in `omitted` (the result stays < ~1,500 tokens)."""
-
-LINE_CHARS = 160
-"""Longest per-run summary in a sweep/project result."""
-
-HEALTHY_LINE_CHARS = 100
-"""Longest summary of a run judged continue: the healthy ones need the least explaining."""
-
-_GROUP_ORDER = {"stop_run": 0, "escalate_review": 1, "continue_monitoring": 2, "end_monitoring": 3, "fix_source": 4}
 
 
 @dataclass
@@ -284,34 +273,21 @@ class Monitor:
     ) -> GroupReport:
         """`check` over every running run of a W&B sweep or project, GROUP_WORKERS at a time."""
         ctx = self.context(run, roles=roles, baselines=baselines)
-        if ctx.ref.kind not in (RunKind.WANDB_SWEEP, RunKind.WANDB_PROJECT):
-            raise RunRefError(
-                f"check_many takes a W&B sweep or project ('entity/project', 'entity/project/sweeps/<id>' or a "
-                f"sweep URL), not {run!r}: call check for a single run."
-            )
+        require_group(ctx.ref, run)
         members = list_running_runs(ctx.ref, timeout_seconds=ctx.settings.wandb_timeout_seconds)
         with ThreadPoolExecutor(max_workers=GROUP_WORKERS) as pool:
             results = list(pool.map(lambda ref: self._check_member(ctx, ref, now), members))
-        return _group_report(ctx, results, now)
+        return group_report(ctx.ref, results, now)
 
     def _check_member(self, group: RunContext, ref: RunRef, now: datetime | None) -> tuple[RunLine, Schedule | None]:
         """One run of a group, with the group's roles, baselines and judge settings (never its stop)."""
-        settings = group.settings.model_copy(update={"alias": None, "run": ref.raw, "log_fallback": None, "stop": None})
-        ctx = RunContext(ref=ref, settings=settings)
+        ctx = RunContext(ref=ref, settings=member_settings(group.settings, ref))
         try:
             with self.store.run_lock(ctx.key):
                 report = self._check(ctx, now)
         except TrainingCheckError as exc:
-            return RunLine(run=ref.raw, decision=None, summary=_clip(str(exc)), next_action="fix_source"), None
-        decision = report.verdict.decision if report.verdict else None
-        head = report.verdict.summary if report.verdict else report.snapshot.summary
-        if report.snapshot.data_source is DataSource.UNREACHABLE:
-            head = "; ".join(report.snapshot.warnings) or head
-        if decision is not None and head.upper().startswith(f"{decision.value.upper()}:"):
-            head = head[len(decision.value) + 1 :]  # the line's `decision` already says it
-        limit = HEALTHY_LINE_CHARS if decision is Decision.CONTINUE else LINE_CHARS
-        line = RunLine(run=ref.raw, decision=decision, summary=_clip(head, limit), next_action=report.next_action)
-        return line, report.schedule
+            return unreadable_line(ref, exc), None
+        return member_line(ref, report), report.schedule
 
     # ------------------------------------------------------------------ stop
 
@@ -330,66 +306,11 @@ class Monitor:
     def _stop(self, ctx: RunContext, reason: str) -> StopResult:
         previous = self.store.find_incident(ctx.key)
         if previous is not None and previous.get("verified"):
-            return _already_stopped(ctx, previous)
-        stop = ctx.settings.stop
-        if stop is None:
-            raise StopError(_no_stop_configured(ctx))
-        if stop.method == "wandb":
-            return self._stop_wandb(ctx, reason)
-        attempt = stop_local_process(
-            pid=stop.pid,
-            pid_file=stop.pid_file,
-            signal_name=stop.signal,
-            grace_seconds=stop.grace_seconds,
-            kill_after_grace=stop.kill_after_grace,
-        )
-        return self._record_stop(
-            ctx,
-            reason,
-            method=StopMethod.LOCAL_PID,
-            outcome=attempt.outcome,
-            verified=attempt.verified,
-            message=attempt.message,
-            signals_sent=attempt.signals_sent,
-            pid=attempt.pid,
-        )
+            return already_stopped(ctx.ref, previous)
+        return self._record_stop(ctx, reason, send_stop(ctx.ref, ctx.settings))
 
-    def _stop_wandb(self, ctx: RunContext, reason: str) -> StopResult:
-        """StopRun for the entry's own W&B run (the target comes from the config, never from arguments)."""
-        if ctx.ref.kind is not RunKind.WANDB_API:
-            raise StopError(
-                f'[runs.{ctx.settings.alias}.stop] method = "wandb" needs a W&B run (entity/project/run_id or '
-                f"a run URL) as the entry's `run`, not {ctx.settings.run!r}; use pid_file for a local process."
-            )
-        stop = ctx.settings.stop
-        assert stop is not None
-        attempt = stop_wandb_run(
-            ctx.ref, verify_seconds=stop.verify_seconds, timeout_seconds=ctx.settings.wandb_timeout_seconds
-        )
-        return self._record_stop(
-            ctx,
-            reason,
-            method=StopMethod.WANDB,
-            outcome=attempt.outcome,
-            verified=attempt.verified,
-            message=attempt.message,
-            signals_sent=attempt.signals_sent,
-            pid=None,
-        )
-
-    def _record_stop(
-        self,
-        ctx: RunContext,
-        reason: str,
-        *,
-        method: StopMethod,
-        outcome: StopOutcome,
-        verified: bool,
-        message: str,
-        signals_sent: list[str],
-        pid: int | None,
-    ) -> StopResult:
-        incident = self._incident(ctx, reason, method=method, outcome=outcome, verified=verified, pid=pid)
+    def _record_stop(self, ctx: RunContext, reason: str, sent: SentStop) -> StopResult:
+        incident = self._incident(ctx, reason, sent)
         incident_id = self.store.record_incident(ctx.key, incident.model_dump(mode="json"))
         notes_path = ctx.settings.notes
         write_incident_note(notes_path, incident.model_copy(update={"incident_id": incident_id}))
@@ -398,30 +319,11 @@ class Monitor:
             verdict=None,
             data_source="stop",
             interval_minutes=None,
-            monitoring=not verified,
+            monitoring=not sent.verified,
         )
-        return StopResult(
-            run=ctx.ref.raw,
-            summary=_stop_summary(outcome, message, notes_path),
-            outcome=outcome,
-            method=method,
-            verified=verified,
-            signals_sent=signals_sent,
-            incident_id=incident_id,
-            notes_path=str(notes_path),
-            run_url=incident.run_url,
-        )
+        return stop_result(ctx.ref, sent, incident, incident_id, notes_path)
 
-    def _incident(
-        self,
-        ctx: RunContext,
-        reason: str,
-        *,
-        method: StopMethod,
-        outcome: StopOutcome,
-        verified: bool,
-        pid: int | None,
-    ) -> Incident:
+    def _incident(self, ctx: RunContext, reason: str, sent: SentStop) -> Incident:
         history = self.store.load_history(ctx.key)
         info = self.store.load_info(ctx.key) or RunInfo()
         roles = self._roles(ctx, history.metrics)
@@ -430,20 +332,7 @@ class Monitor:
         snapshot = build_snapshot(
             run=ctx.ref.raw, history=history, roles=roles, data_source=DataSource.LOG, info=info, new_points=0
         )
-        return Incident(
-            run=ctx.ref.raw,
-            run_url=info.url or (ctx.ref.path and f"file://{ctx.ref.path}"),
-            reason=reason,
-            decision=verdict.decision if verdict else None,
-            summary=verdict.summary if verdict else snapshot.summary,
-            key_metrics=dict(list(Incident.metrics_from(snapshot).items())[:KEY_METRICS_IN_INCIDENT]),
-            signals=verdict.signals if verdict else [],
-            stopped_at=datetime.now(UTC),
-            method=method,
-            outcome=outcome,
-            verified=verified,
-            pid=pid,
-        )
+        return incident_for(ctx.ref, reason, sent, snapshot=snapshot, verdict=verdict, url=info.url)
 
 
 def _is_anomaly(verdict: Verdict | None) -> bool:
@@ -481,95 +370,4 @@ def _report(run: str, snapshot: MetricSnapshot, verdict: Verdict | None, schedul
     )
 
 
-def _already_stopped(ctx: RunContext, incident: Mapping[str, object]) -> StopResult:
-    return StopResult(
-        run=ctx.ref.raw,
-        summary=f"already stopped at {incident.get('stopped_at')} (incident #{incident.get('incident_id')}); "
-        "nothing sent",
-        outcome=StopOutcome.ALREADY_STOPPED,
-        method=StopMethod(str(incident.get("method", StopMethod.LOCAL_PID.value))),
-        verified=True,
-        incident_id=incident.get("incident_id"),  # type: ignore[arg-type]
-        run_url=incident.get("run_url"),  # type: ignore[arg-type]
-    )
-
-
-def _stop_summary(outcome: StopOutcome, message: str, notes_path: Path) -> str:
-    return f"{outcome.value}: {message}; evidence appended to {notes_path}"
-
-
-def _no_stop_configured(ctx: RunContext) -> str:
-    if ctx.ref.kind is RunKind.WANDB_API:
-        return (
-            f"no way to stop W&B run {ctx.ref.raw!r} is configured: add to training-check.toml a [runs.<name>] "
-            f'entry with run = "{ctx.ref.entity}/{ctx.ref.project}/{ctx.ref.run_id}" and a [runs.<name>.stop] '
-            'table with method = "wandb" (W&B\'s StopRun), or pid_file = "..." to kill its local process. '
-            "Stop settings come only from that file, so a tool argument can never pick which run is stopped."
-        )
-    return (
-        f"no way to stop run {ctx.ref.raw!r} is configured: add a [runs.<name>.stop] table with "
-        'pid_file = "..." or pid = N to training-check.toml (stop settings come only from that file).'
-    )
-
-
-def _clip(text: str, limit: int = LINE_CHARS) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
-
-
-def _group_report(ctx: RunContext, results: list[tuple[RunLine, Schedule | None]], now: datetime | None) -> GroupReport:
-    """Bad runs first; one schedule for the group: the shortest interval of any run still monitored."""
-    what = "sweep" if ctx.ref.kind is RunKind.WANDB_SWEEP else "project"
-    lines = sorted((line for line, _ in results), key=lambda line: (_GROUP_ORDER[line.next_action], line.run))
-    counts: dict[str, int] = {}
-    for line in lines:
-        label = line.decision.value if line.decision else ("unreadable" if line.next_action == "fix_source" else "none")
-        counts[label] = counts.get(label, 0) + 1
-    live = [s for _, s in results if s is not None and s.monitoring and s.interval_minutes]
-    schedule = _group_schedule(ctx, live, len(results), what, now)
-    tally = ", ".join(f"{n} {label}" for label, n in sorted(counts.items())) or "none"
-    head = f"{len(lines)} running run(s) in {what} {ctx.ref.raw}: {tally}"
-    if lines and lines[0].next_action == "stop_run":
-        head += f"; stop {lines[0].run} first"
-    return GroupReport(
-        run=ctx.ref.raw,
-        summary=f"{head}; {schedule.summary}",
-        runs=lines[:GROUP_LINES],
-        omitted=max(len(lines) - GROUP_LINES, 0),
-        counts=counts,
-        schedule=schedule,
-    )
-
-
-def _group_schedule(ctx: RunContext, live: list[Schedule], checked: int, what: str, now: datetime | None) -> Schedule:
-    if not live:
-        why = "no running runs" if not checked else "no run left to watch"
-        return Schedule(
-            summary=f"stop monitoring: {why} in the {what}; delete the cron job",
-            monitoring=False,
-            reason=f"{why.capitalize()} in {what} {ctx.ref.raw}. Delete its cron job with CronDelete (find the id "
-            "with CronList); start again when new runs start.",
-        )
-    shortest = min(live, key=lambda s: s.interval_minutes or 0)
-    interval = shortest.interval_minutes or 0
-    schedule = next_schedule(
-        run=ctx.ref.raw,
-        decision=None,
-        previous_interval_minutes=interval,
-        anomaly=False,
-        review_wait=True,  # "unchanged": keep the shortest interval the runs asked for
-        read_failed=False,
-        run_ended=False,
-        now=now,
-    )
-    return schedule.model_copy(
-        update={
-            "summary": f"next check in {interval} min (the shortest over {len(live)} run(s))"
-            + (f" at {schedule.next_check_at:%H:%M %Z}".rstrip() if schedule.next_check_at else ""),
-            "reason": f"One cron job for the whole {what}: the shortest interval any of its runs needs; replace the "
-            "previous job: CronDelete, then CronCreate(cron_create).",
-        }
-    )
-
-
-__all__ = ["GROUP_LINES", "GROUP_WORKERS", "Monitor", "SourceError"]
+__all__ = ["GROUP_LINES", "GROUP_WORKERS", "KEY_METRICS_IN_INCIDENT", "Monitor", "SourceError"]

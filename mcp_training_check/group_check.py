@@ -1,0 +1,131 @@
+"""`check_many`'s pieces: one short line per run of a W&B sweep or project, and the group's one report.
+
+`service.Monitor.check_many` lists the running runs and checks each with `Monitor.check`'s path; this
+module turns those reports into ``RunLine`` rows (bad runs first, summaries clipped so the result stays
+small) and picks one schedule for the whole group: the shortest interval any run still monitored needs.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from .config import ResolvedRunConfig
+from .errors import RunRefError, TrainingCheckError
+from .models import CheckReport, DataSource, Decision, GroupReport, RunKind, RunLine, RunRef, Schedule
+from .schedule import next_schedule
+
+__all__ = [
+    "GROUP_LINES",
+    "GROUP_WORKERS",
+    "group_report",
+    "member_line",
+    "member_settings",
+    "require_group",
+    "unreadable_line",
+]
+
+GROUP_WORKERS = 4
+"""Runs of a sweep or project checked at once (each holds a W&B request and its own run lock)."""
+
+GROUP_LINES = 20
+"""Runs listed in a sweep/project result; the rest are counted in `omitted` (the result stays < ~1,500 tokens)."""
+
+LINE_CHARS = 160
+"""Longest per-run summary in a sweep/project result."""
+
+HEALTHY_LINE_CHARS = 100
+"""Longest summary of a run judged continue: the healthy ones need the least explaining."""
+
+_GROUP_ORDER = {"stop_run": 0, "escalate_review": 1, "continue_monitoring": 2, "end_monitoring": 3, "fix_source": 4}
+
+MemberResult = tuple[RunLine, Schedule | None]
+
+
+def require_group(ref: RunRef, run: str) -> None:
+    """Refuse a single run: check_many takes a W&B sweep or project."""
+    if ref.kind not in (RunKind.WANDB_SWEEP, RunKind.WANDB_PROJECT):
+        raise RunRefError(
+            f"check_many takes a W&B sweep or project ('entity/project', 'entity/project/sweeps/<id>' or a "
+            f"sweep URL), not {run!r}: call check for a single run."
+        )
+
+
+def member_settings(group: ResolvedRunConfig, ref: RunRef) -> ResolvedRunConfig:
+    """One run of a group, with the group's roles, baselines and judge settings (never its stop)."""
+    return group.model_copy(update={"alias": None, "run": ref.raw, "log_fallback": None, "stop": None})
+
+
+def unreadable_line(ref: RunRef, exc: TrainingCheckError) -> RunLine:
+    return RunLine(run=ref.raw, decision=None, summary=_clip(str(exc)), next_action="fix_source")
+
+
+def member_line(ref: RunRef, report: CheckReport) -> RunLine:
+    """The run's verdict (or why it could not be read) in one clipped line."""
+    decision = report.verdict.decision if report.verdict else None
+    head = report.verdict.summary if report.verdict else report.snapshot.summary
+    if report.snapshot.data_source is DataSource.UNREACHABLE:
+        head = "; ".join(report.snapshot.warnings) or head
+    if decision is not None and head.upper().startswith(f"{decision.value.upper()}:"):
+        head = head[len(decision.value) + 1 :]  # the line's `decision` already says it
+    limit = HEALTHY_LINE_CHARS if decision is Decision.CONTINUE else LINE_CHARS
+    return RunLine(run=ref.raw, decision=decision, summary=_clip(head, limit), next_action=report.next_action)
+
+
+def _clip(text: str, limit: int = LINE_CHARS) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def group_report(group: RunRef, results: list[MemberResult], now: datetime | None) -> GroupReport:
+    """Bad runs first; one schedule for the group: the shortest interval of any run still monitored."""
+    what = "sweep" if group.kind is RunKind.WANDB_SWEEP else "project"
+    lines = sorted((line for line, _ in results), key=lambda line: (_GROUP_ORDER[line.next_action], line.run))
+    counts: dict[str, int] = {}
+    for line in lines:
+        label = line.decision.value if line.decision else ("unreadable" if line.next_action == "fix_source" else "none")
+        counts[label] = counts.get(label, 0) + 1
+    live = [s for _, s in results if s is not None and s.monitoring and s.interval_minutes]
+    schedule = _group_schedule(group, live, len(results), what, now)
+    tally = ", ".join(f"{n} {label}" for label, n in sorted(counts.items())) or "none"
+    head = f"{len(lines)} running run(s) in {what} {group.raw}: {tally}"
+    if lines and lines[0].next_action == "stop_run":
+        head += f"; stop {lines[0].run} first"
+    return GroupReport(
+        run=group.raw,
+        summary=f"{head}; {schedule.summary}",
+        runs=lines[:GROUP_LINES],
+        omitted=max(len(lines) - GROUP_LINES, 0),
+        counts=counts,
+        schedule=schedule,
+    )
+
+
+def _group_schedule(group: RunRef, live: list[Schedule], checked: int, what: str, now: datetime | None) -> Schedule:
+    if not live:
+        why = "no running runs" if not checked else "no run left to watch"
+        return Schedule(
+            summary=f"stop monitoring: {why} in the {what}; delete the cron job",
+            monitoring=False,
+            reason=f"{why.capitalize()} in {what} {group.raw}. Delete its cron job with CronDelete (find the id "
+            "with CronList); start again when new runs start.",
+        )
+    shortest = min(live, key=lambda s: s.interval_minutes or 0)
+    interval = shortest.interval_minutes or 0
+    schedule = next_schedule(
+        run=group.raw,
+        decision=None,
+        previous_interval_minutes=interval,
+        anomaly=False,
+        review_wait=True,  # "unchanged": keep the shortest interval the runs asked for
+        read_failed=False,
+        run_ended=False,
+        now=now,
+    )
+    return schedule.model_copy(
+        update={
+            "summary": f"next check in {interval} min (the shortest over {len(live)} run(s))"
+            + (f" at {schedule.next_check_at:%H:%M %Z}".rstrip() if schedule.next_check_at else ""),
+            "reason": f"One cron job for the whole {what}: the shortest interval any of its runs needs; replace the "
+            "previous job: CronDelete, then CronCreate(cron_create).",
+        }
+    )
