@@ -7,7 +7,8 @@ files written by wandb 0.31.0 itself, see tests/test_wandb_file.py):
 * a 7-byte header ``:W&B`` + uint16 LE 0xBEE1 + uint8 version 0;
 * LevelDB-log framing in 32 KiB blocks counted from file offset 0 (the header sits in block 0): each
   chunk is crc32 (uint32 LE, IEEE, over type byte + payload), length (uint16 LE), type (1 FULL,
-  2 FIRST, 3 MIDDLE, 4 LAST), payload; a block tail shorter than a chunk header is zero padding;
+  2 FIRST, 3 MIDDLE, 4 LAST), payload; a block tail shorter than a chunk header is zero padding
+  (read by ``wandb_framing``);
 * each record is a serialized ``wandb_internal_pb2.Record``.
 
 Damage is never fatal: a chunk with a bad CRC, type or length is counted in ``skipped_chunks`` and
@@ -22,9 +23,7 @@ import importlib
 import json
 import os
 import re
-import struct
 import zlib
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -35,6 +34,7 @@ from ..errors import RunNotFound, SourceError, SourceUnavailable
 from ..models import RunInfo, RunStatus
 from .base import Cursor, ReadBatch, SeriesBuilder
 from .wandb_dir import is_wandb_path, resolve_wandb_path
+from .wandb_framing import BLOCK_SIZE, FILE_HEADER, Framer, frame_records
 
 # the generated module re-exports one of three versioned builds with `import *`: no static types
 pb: Any = importlib.import_module("wandb.proto.wandb_internal_pb2")
@@ -48,14 +48,6 @@ __all__ = [
     "resolve_wandb_path",
 ]
 
-FILE_HEADER = b":W&B" + struct.pack("<HB", 0xBEE1, 0)
-BLOCK_SIZE = 32 * 1024
-CHUNK_HEADER = struct.Struct("<IHB")  # crc32, payload length, chunk type
-CHUNK_HEADER_SIZE = CHUNK_HEADER.size
-FULL, FIRST, MIDDLE, LAST = 1, 2, 3, 4
-# crc32 of the type byte alone: the chunk CRC continues from it over the payload
-_TYPE_SEED = {kind: zlib.crc32(bytes([kind])) for kind in (FULL, FIRST, MIDDLE, LAST)}
-READ_WINDOW_BYTES = 256 * BLOCK_SIZE  # 8 MiB per read(): few syscalls, bounded memory
 HEAD_CHECK_BYTES = 4096  # identity check: a replaced file differs in its first bytes
 
 # Record field tags (field << 3 | wire type 2) whose records never carry metrics, run info or exit
@@ -64,98 +56,6 @@ HEAD_CHECK_BYTES = 4096  # identity check: a replaced file differs in its first 
 _SKIPPED_FIELDS = (3, 4, 6, 7, 8, 9, 10, 11, 12, 13)
 _SKIPPED_TAGS = frozenset((number << 3) | 2 for number in _SKIPPED_FIELDS)
 _NUM_TAG = 0x08  # Record.num, varint, written first when non-zero
-
-
-# --------------------------------------------------------------------------- framing
-
-
-@dataclass
-class Framer:
-    """Reassembles records from block-aligned windows of the file, carrying a split record across them.
-
-    ``resume`` is the file offset where the next read must start: the first chunk of an unfinished
-    record, or the end of what was consumed.
-    """
-
-    resume: int
-    skipped_chunks: int = 0
-    _parts: list[bytes] = field(default_factory=list)
-    _record_start: int | None = None
-
-    def frames(self, buf: bytes, base: int, at_eof: bool) -> list[bytes]:
-        """Whole record payloads in ``buf`` (which starts at file offset ``base``)."""
-        out: list[bytes] = []
-        pos, size = 0, len(buf)
-        unpack, crc32, seeds = CHUNK_HEADER.unpack_from, zlib.crc32, _TYPE_SEED
-        while pos < size:
-            block_left = BLOCK_SIZE - (base + pos) % BLOCK_SIZE
-            if block_left < CHUNK_HEADER_SIZE:
-                pos += block_left  # padding
-                continue
-            if pos + CHUNK_HEADER_SIZE > size:
-                break  # header not written yet
-            crc, length, kind = unpack(buf, pos)
-            end = pos + CHUNK_HEADER_SIZE + length
-            seed = seeds.get(kind)
-            if seed is None or length > block_left - CHUNK_HEADER_SIZE:
-                if at_eof and buf.count(0, pos) == size - pos:
-                    break  # zeros up to the end: space reserved but not yet written
-                pos = self._corrupt(pos, block_left)
-                continue
-            if end > size:
-                break  # payload not written yet
-            payload = buf[pos + CHUNK_HEADER_SIZE : end]
-            if crc32(payload, seed) != crc:
-                pos = self._corrupt(pos, block_left)
-                continue
-            if kind == FULL:
-                self._drop_partial()
-                out.append(payload)
-            elif kind == FIRST:
-                self._drop_partial()
-                self._parts, self._record_start = [payload], base + pos
-            elif self._record_start is None:
-                self.skipped_chunks += 1  # MIDDLE/LAST whose start was lost
-            elif kind == MIDDLE:
-                self._parts.append(payload)
-            else:
-                self._parts.append(payload)
-                out.append(b"".join(self._parts))
-                self._parts, self._record_start = [], None
-            pos = end
-        stop = base + min(pos, size)
-        if BLOCK_SIZE - stop % BLOCK_SIZE < CHUNK_HEADER_SIZE:
-            stop += BLOCK_SIZE - stop % BLOCK_SIZE  # in padding: the next record starts at the next block
-        self.resume = stop if self._record_start is None else self._record_start
-        return out
-
-    def _corrupt(self, pos: int, block_left: int) -> int:
-        """Count the bad chunk, forget the record it belonged to, resync at the next block."""
-        self.skipped_chunks += 1
-        self._parts, self._record_start = [], None
-        return pos + block_left
-
-    def _drop_partial(self) -> None:
-        if self._record_start is not None:
-            self.skipped_chunks += 1  # a record started but never finished
-            self._parts, self._record_start = [], None
-
-
-def frame_records(handle: BinaryIO, start: int, framer: Framer) -> Iterator[list[bytes]]:
-    """Yield lists of whole record payloads from ``start`` to the end of ``handle``, window by window.
-
-    Windows end on block boundaries, so no chunk is cut by a window edge except at end of file.
-    """
-    handle.seek(start)
-    offset = start
-    while True:
-        want = READ_WINDOW_BYTES - offset % BLOCK_SIZE
-        buf = handle.read(want)
-        at_eof = len(buf) < want
-        yield framer.frames(buf, offset, at_eof)
-        offset += len(buf)
-        if at_eof:
-            return
 
 
 # --------------------------------------------------------------------------- decoding
