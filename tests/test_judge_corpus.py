@@ -140,6 +140,15 @@ def test_noisy_shard_lifts_the_loss_for_two_checks_without_a_stop(corpus):
     assert verdicts[-1].decision is Decision.CONTINUE
 
 
+def test_eval_worse_after_a_noisy_shard_is_not_called_overfitting(corpus):
+    """h16: 60 % label noise over steps 1000–1300 worsens the evals at 1100–1300; the train loss was
+    worse then too, so the train change is measured from the points the best eval (1000) had seen."""
+    *_, last = checks(corpus["h16"], [950, 1050, 1200, 1351])
+    degrading = found(last, SignalKind.EVAL_DEGRADING, "eval/loss")
+    assert degrading.severity is Severity.WARNING and "overfitting" not in degrading.message
+    assert degrading.evidence["train_change"] > 0
+
+
 def test_eval_below_baseline_is_a_warning(corpus):
     """a12: the given baseline accuracy (0.872) is never reached."""
     *_, last = checks(corpus["a12"], [1000, 2000])

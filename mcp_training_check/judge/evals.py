@@ -209,7 +209,8 @@ class EvalDetector(Detector):
 
     @staticmethod
     def _train_change(ctx: JudgeContext, since_step: int) -> float | None:
-        """Relative change of the train loss (median of 5 points) from ``since_step`` to now."""
+        """Relative change of the train loss (median of 5 points) from ``since_step`` to now; the level at
+        ``since_step`` is that of the points up to it, which the eval there had seen."""
         loss = ctx.train_loss
         if loss is None:
             return None
@@ -217,8 +218,8 @@ class EvalDetector(Detector):
         if values.size < 10:
             return None
         y = positive_log(values)
-        i = int(np.searchsorted(steps, since_step))
+        i = int(np.searchsorted(steps, since_step, side="right"))
         if i >= values.size - 5:
             return None
-        before = float(np.median(y[max(0, i - 2) : i + 3]))
+        before = float(np.median(y[max(0, i - 5) : max(i, 1)]))
         return float(np.expm1(float(np.median(y[-5:])) - before))
