@@ -50,7 +50,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, ClassVar
 
 __all__ = ["FakeRun", "FakeWandb", "GraphQLError"]
 
@@ -277,13 +277,17 @@ def _bind(value: Any, variables: dict[str, Any]) -> Any:
 
 
 class _Node:
-    """An object type: `resolve_<field>(**args)` methods answer fields; unknown fields are null."""
+    """An object type: `resolve_<field>(**args)` methods answer fields, `fixed` holds the fields whose
+    answer never changes; unknown fields are null."""
 
     typename = "Object"
+    fixed: ClassVar[dict[str, Any]] = {}
 
     def resolve(self, name: str, args: dict[str, Any]) -> Any:
         if name == "__typename":
             return self.typename
+        if name in self.fixed:
+            return self.fixed[name]
         method = getattr(self, f"resolve_{name}", None)
         if method is None:
             return None
@@ -555,21 +559,36 @@ def _field_value(run: FakeRun, key: str) -> Any:
 
 class _RunNode(_Node):
     typename = "Run"
+    fixed: ClassVar[dict[str, Any]] = {
+        "systemMetrics": "{}",
+        "readOnly": False,
+        "eventsLineCount": 0,
+        "eventsTail": "[]",
+        "events": [],
+    }
+    # fields answered by an attribute of the FakeRun as it is now
+    run_attributes: ClassVar[dict[str, str]] = {
+        "id": "storage_id",
+        "name": "run_id",
+        "displayName": "name",
+        "state": "state",
+        "sweepName": "sweep",
+        "group": "group",
+        "jobType": "job_type",
+        "notes": "notes",
+        "description": "notes",
+        "stopped": "stopped",
+        "shouldStop": "stopped",
+        "exitcode": "exitcode",
+    }
 
     def __init__(self, server: FakeWandb, run: FakeRun, op: str):
         self.s, self.run, self.op = server, run, op
 
-    def resolve_id(self):
-        return self.run.storage_id
-
-    def resolve_name(self):
-        return self.run.run_id
-
-    def resolve_displayName(self):
-        return self.run.name
-
-    def resolve_state(self):
-        return self.run.state
+    def resolve(self, name: str, args: dict[str, Any]) -> Any:
+        if name in self.run_attributes:
+            return getattr(self.run, self.run_attributes[name])
+        return super().resolve(name, args)
 
     def resolve_config(self):
         return self.run.config_json()
@@ -577,38 +596,17 @@ class _RunNode(_Node):
     def resolve_summaryMetrics(self):
         return _dumps(self.run.summary)
 
-    def resolve_systemMetrics(self):
-        return "{}"
-
     def resolve_historyLineCount(self):
         return len(self.run.rows)
 
     def resolve_historyKeys(self, **_):
         return self.run.history_keys()
 
-    def resolve_sweepName(self):
-        return self.run.sweep
-
     def resolve_projectId(self):
         return self.s.project_internal_id(self.run.entity, self.run.project)
 
     def resolve_tags(self):
         return list(self.run.tags)
-
-    def resolve_group(self):
-        return self.run.group
-
-    def resolve_jobType(self):
-        return self.run.job_type
-
-    def resolve_notes(self):
-        return self.run.notes
-
-    def resolve_description(self):
-        return self.run.notes
-
-    def resolve_readOnly(self):
-        return False
 
     def resolve_createdAt(self):
         return _iso(self.run.created_at)
@@ -622,15 +620,6 @@ class _RunNode(_Node):
     def resolve_user(self):
         return {"name": self.s.username, "username": self.s.username, "id": _storage_id("User", "1")}
 
-    def resolve_stopped(self):
-        return self.run.stopped
-
-    def resolve_shouldStop(self):
-        return self.run.stopped
-
-    def resolve_exitcode(self):
-        return self.run.exitcode
-
     def resolve_running(self):
         return self.run.state == "running"
 
@@ -640,14 +629,8 @@ class _RunNode(_Node):
     def resolve_logLineCount(self):
         return len(self.run.console)
 
-    def resolve_eventsLineCount(self):
-        return 0
-
     def resolve_historyTail(self):
         return _dumps([_dumps(r) for r in self.run.rows[-10:]])
-
-    def resolve_eventsTail(self):
-        return "[]"
 
     def resolve_wandbConfig(self, keys=None):
         return _dumps({})
@@ -680,9 +663,6 @@ class _RunNode(_Node):
         self.s.count_rows(self.op, len(rows))
         return [_dumps(r) for r in rows]
 
-    def resolve_events(self, samples=500, **_):
-        return []
-
     def resolve_parquetHistory(self, liveKeys=None, **_):
         # Nothing is ever exported to parquet here: every row is "live". wandb-core asks only for
         # liveKeys=["_step"] and then reads the rows through HistoryPage / SampledHistoryPage.
@@ -694,6 +674,7 @@ class _RunNode(_Node):
 
 class _SweepNode(_Node):
     typename = "Sweep"
+    fixed: ClassVar[dict[str, Any]] = {"displayName": None, "method": "random", "runCountExpected": None}
 
     def __init__(self, server: FakeWandb, entity: str, project: str, sweep_id: str, op: str):
         self.s, self.entity, self.project, self.sweep_id, self.op = server, entity, project, sweep_id, op
@@ -707,12 +688,6 @@ class _SweepNode(_Node):
     def resolve_name(self):
         return self.sweep_id
 
-    def resolve_displayName(self):
-        return None
-
-    def resolve_method(self):
-        return "random"
-
     def resolve_state(self):
         return "RUNNING" if any(r.state == "running" for r in self._runs()) else "FINISHED"
 
@@ -721,9 +696,6 @@ class _SweepNode(_Node):
 
     def resolve_runCount(self):
         return len(self._runs())
-
-    def resolve_runCountExpected(self):
-        return None
 
     def resolve_createdAt(self):
         return _iso(time.time())
@@ -737,6 +709,7 @@ class _SweepNode(_Node):
 
 class _ProjectNode(_Node):
     typename = "Project"
+    fixed: ClassVar[dict[str, Any]] = {"readOnly": False}
 
     def __init__(self, server: FakeWandb, entity: str, project: str, op: str):
         self.s, self.entity, self.project, self.op = server, entity, project, op
@@ -749,9 +722,6 @@ class _ProjectNode(_Node):
 
     def resolve_internalId(self):
         return str(self.s.project_internal_id(self.entity, self.project))
-
-    def resolve_readOnly(self):
-        return False
 
     def resolve_entity(self):
         return {"id": _storage_id("Entity", self.entity), "name": self.entity}
