@@ -82,6 +82,14 @@ def build_server(monitor: Monitor | None = None) -> MCPServer:
     """The server with its tools bound to ``monitor`` (a fresh one on the default state dir if None)."""
     mon = monitor or Monitor()
     server = MCPServer(name="training-check", version=__version__, instructions=INSTRUCTIONS)
+    _add_step_tools(server, mon)
+    _add_check_tools(server, mon)
+    _add_stop_tool(server, mon)
+    return server
+
+
+def _add_step_tools(server: MCPServer, mon: Monitor) -> None:
+    """The three steps of a check, one tool each: read_metrics, judge, schedule_next."""
 
     @server.tool(annotations=_READ_ONLY)
     @_translate_errors
@@ -116,6 +124,10 @@ def build_server(monitor: Monitor | None = None) -> MCPServer:
         CronCreate arguments, or monitoring=false once the run has ended or was stopped (delete the job)."""
         return mon.schedule_next(run, review=review)
 
+
+def _add_check_tools(server: MCPServer, mon: Monitor) -> None:
+    """The three steps in one call: check for one run, check_many for a W&B sweep or project."""
+
     @server.tool(annotations=_READ_ONLY)
     @_translate_errors
     def check(run: RunArg, roles: RolesArg = None, baselines: BaselinesArg = None) -> CheckReport:
@@ -132,6 +144,10 @@ def build_server(monitor: Monitor | None = None) -> MCPServer:
         interval). Then call stop_run / check with a line's `run` as its next_action says, and pass
         `schedule.cron_create` to CronCreate."""
         return mon.check_many(run, roles=roles, baselines=baselines)
+
+
+def _add_stop_tool(server: MCPServer, mon: Monitor) -> None:
+    """stop_run, the one destructive tool."""
 
     @server.tool(
         annotations=ToolAnnotations(
@@ -152,8 +168,6 @@ def build_server(monitor: Monitor | None = None) -> MCPServer:
         may come back `requested_not_confirmed`: the run was flagged but not seen to end. Stopping twice is
         harmless."""
         return mon.stop_run(run, confirm=confirm, reason=reason)
-
-    return server
 
 
 def bearer_guard(app: Callable[..., Awaitable[None]], token: str) -> Callable[..., Awaitable[None]]:
