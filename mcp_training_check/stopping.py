@@ -18,8 +18,8 @@ from .config import ResolvedRunConfig
 from .errors import StopError
 from .incidents import Incident
 from .models import MetricSnapshot, RunKind, RunRef, StopMethod, StopOutcome, StopResult, Verdict
-from .stop import stop_local_process
-from .stop_wandb import stop_wandb_run
+from .stop import StopAttempt, stop_local_process
+from .stop_wandb import WandbStopAttempt, stop_wandb_run
 
 __all__ = ["KEY_METRICS_IN_INCIDENT", "SentStop", "already_stopped", "incident_for", "send_stop", "stop_result"]
 
@@ -38,6 +38,17 @@ class SentStop:
     signals_sent: list[str]
     pid: int | None
 
+    @classmethod
+    def of(cls, method: StopMethod, attempt: StopAttempt | WandbStopAttempt, *, pid: int | None) -> SentStop:
+        return cls(
+            method=method,
+            outcome=attempt.outcome,
+            verified=attempt.verified,
+            message=attempt.message,
+            signals_sent=attempt.signals_sent,
+            pid=pid,
+        )
+
 
 def send_stop(ref: RunRef, settings: ResolvedRunConfig) -> SentStop:
     """Stop the run the way its config entry says; StopError when it says nothing usable."""
@@ -53,14 +64,7 @@ def send_stop(ref: RunRef, settings: ResolvedRunConfig) -> SentStop:
         grace_seconds=stop.grace_seconds,
         kill_after_grace=stop.kill_after_grace,
     )
-    return SentStop(
-        method=StopMethod.LOCAL_PID,
-        outcome=attempt.outcome,
-        verified=attempt.verified,
-        message=attempt.message,
-        signals_sent=attempt.signals_sent,
-        pid=attempt.pid,
-    )
+    return SentStop.of(StopMethod.LOCAL_PID, attempt, pid=attempt.pid)
 
 
 def _send_wandb_stop(ref: RunRef, settings: ResolvedRunConfig) -> SentStop:
@@ -73,14 +77,7 @@ def _send_wandb_stop(ref: RunRef, settings: ResolvedRunConfig) -> SentStop:
     stop = settings.stop
     assert stop is not None
     attempt = stop_wandb_run(ref, verify_seconds=stop.verify_seconds, timeout_seconds=settings.wandb_timeout_seconds)
-    return SentStop(
-        method=StopMethod.WANDB,
-        outcome=attempt.outcome,
-        verified=attempt.verified,
-        message=attempt.message,
-        signals_sent=attempt.signals_sent,
-        pid=None,
-    )
+    return SentStop.of(StopMethod.WANDB, attempt, pid=None)
 
 
 def incident_for(
