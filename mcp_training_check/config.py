@@ -50,19 +50,18 @@ file, so the file means the same thing whatever directory a tool runs in. Symlin
 
 Every mistake is reported as ``FILE:LINE: table.key: what is wrong and how to fix it``. tomllib gives line
 numbers only for syntax errors, so `key_lines` (in ``toml_lines``) scans the text for table headers, dotted
-keys and inline tables and maps the location of a pydantic error back to the line that wrote it.
+keys and inline tables and maps the location of a pydantic error back to the line that wrote it; the
+messages themselves are written by ``config_messages``.
 """
 
 from __future__ import annotations
 
-import difflib
 import math
 import os
 import re
 import tomllib
 from pathlib import Path
-from types import UnionType
-from typing import Annotated, Any, Literal, Union, cast, get_args, get_origin
+from typing import Annotated, Any, Literal, cast, get_args
 
 from pydantic import (
     BaseModel,
@@ -74,8 +73,9 @@ from pydantic import (
     model_validator,
 )
 
+from .config_messages import syntax_message, validation_message
 from .errors import ConfigError
-from .toml_lines import BARE_KEY, key_lines
+from .toml_lines import key_lines
 
 __all__ = [
     "CONFIG_ENV",
@@ -421,11 +421,11 @@ def _parse(text: str, path: Path, cwd: Path) -> _ConfigFile:
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(_syntax_message(str(exc), shown, text)) from exc
+        raise ConfigError(syntax_message(str(exc), shown, text)) from exc
     try:
         return _ConfigFile.model_validate(data)
     except ValidationError as exc:
-        raise ConfigError(_validation_message(exc, shown, key_lines(text))) from exc
+        raise ConfigError(validation_message(exc, shown, key_lines(text), _ConfigFile)) from exc
 
 
 def _display(path: Path, cwd: Path) -> str:
@@ -433,91 +433,3 @@ def _display(path: Path, cwd: Path) -> str:
         return str(path.relative_to(cwd))
     except ValueError:
         return str(path)
-
-
-_TOML_POSITION = re.compile(r"\s*\(at line (\d+), column (\d+)\)$")
-
-
-def _syntax_message(message: str, shown: str, text: str) -> str:
-    match = _TOML_POSITION.search(message)
-    if match:
-        line, column = match.groups()
-        return f"{shown}:{line}:{column}: {message[: match.start()]}; fix the TOML syntax there."
-    end_line = text.count("\n") + 1
-    return f"{shown}:{end_line}: {message.removesuffix(' (at end of document)')}; fix the TOML syntax."
-
-
-# --------------------------------------------------------------------------- error messages
-
-_TYPE_WORDS = {
-    "float_type": "a number",
-    "int_type": "an integer",
-    "bool_type": "true or false",
-    "string_type": "a string",
-    "dict_type": "a table",
-    "model_type": "a table",
-    "path_type": "a path string",
-}
-
-
-def _validation_message(exc: ValidationError, shown: str, lines: dict[tuple[str, ...], int]) -> str:
-    entries = []
-    for error in exc.errors(include_url=False):
-        loc = tuple(str(part) for part in error["loc"])
-        line = _line_for(loc, lines)
-        where = f"{shown}:{line}" if line else shown
-        entries.append((line or 0, f"{where}: {_dotted(loc)}: {_describe(error, loc)}"))
-    return "\n".join(message for _, message in sorted(entries))
-
-
-def _describe(error: Any, loc: tuple[str, ...]) -> str:
-    kind, value = error["type"], error.get("input")
-    if kind == "extra_forbidden":
-        allowed = _allowed_keys(loc[:-1])
-        close = difflib.get_close_matches(loc[-1], allowed, n=1)
-        hint = f"did you mean {close[0]!r}? " if close else ""
-        return f"unknown key {loc[-1]!r}; {hint}allowed keys: {', '.join(allowed)}."
-    if kind == "missing":
-        return f"required key {loc[-1]!r} is missing; add it."
-    if kind == "literal_error":
-        choices = re.findall(r"'([^']*)'", error["ctx"]["expected"])
-        return f"{value!r} is not one of {', '.join(choices)}."
-    if kind in _TYPE_WORDS:
-        return f"expected {_TYPE_WORDS[kind]}, got {value!r}; change the value."
-    message = str(error["msg"]).removeprefix("Value error, ").removeprefix("Input ")
-    return f"{message}, got {value!r}." if kind != "value_error" else f"{message}."
-
-
-def _dotted(loc: tuple[str, ...]) -> str:
-    return ".".join(part if BARE_KEY.fullmatch(part) else f'"{part}"' for part in loc)
-
-
-def _allowed_keys(loc: tuple[str, ...]) -> list[str]:
-    """The field names of the model found at ``loc`` (dict keys in ``loc`` are stepped over)."""
-    annotation: Any = _ConfigFile
-    for part in loc:
-        annotation = _unwrap(annotation)
-        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-            annotation = annotation.model_fields[part].annotation
-        elif get_origin(annotation) is dict:
-            annotation = get_args(annotation)[1]
-    annotation = _unwrap(annotation)
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return list(annotation.model_fields)
-    return []
-
-
-def _unwrap(annotation: Any) -> Any:
-    """``X | None`` → ``X``."""
-    if get_origin(annotation) in (Union, UnionType):
-        members = [arg for arg in get_args(annotation) if arg is not type(None)]
-        return members[0] if len(members) == 1 else annotation
-    return annotation
-
-
-def _line_for(loc: tuple[str, ...], lines: dict[tuple[str, ...], int]) -> int | None:
-    """The line of the longest prefix of ``loc`` the text defines (a missing key → its table)."""
-    for end in range(len(loc), 0, -1):
-        if loc[:end] in lines:
-            return lines[loc[:end]]
-    return None
