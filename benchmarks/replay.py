@@ -12,8 +12,9 @@ How a run is replayed
   - ``monitor``: the run is written as a JSONL log that grows between checks, a `training-check.toml`
     entry carries its baselines and ``total_steps``, and `Monitor.check` does read → judge → schedule.
   ``--config full`` (default) gives the judge the run's training config as a W&B run records it
-  (learning rate, warmup, schedule, max_grad_norm, total steps); ``hints`` only what `training-check.toml`
-  carries today (``total_steps``), which is what a plain JSONL log gets through `Monitor`.
+  (learning rate, warmup, schedule, max_grad_norm, total steps); ``hints`` only what a `training-check.toml`
+  run entry can state (the same five facts under its own names), which is what a plain JSONL log gets
+  through `Monitor`.
 
 What the figures mean (per split: "train" = seeds not divisible by 3, "holdout" = seeds divisible by 3)
   - false STOP (healthy): checks of healthy runs decided ``stop`` / all checks of healthy runs.
@@ -61,7 +62,8 @@ DEFAULT_CHECKS = 20  # ≥ 15 checks per run, as the issue asks; 20 = one check 
 HOLDOUT_SEED_MODULUS = 3  # runs whose seed is divisible by this are held out (about a third of each class)
 TRAIN_KEYS = ("train/loss", "train/grad_norm", "train/lr")
 EVAL_KEYS = ("eval/loss", "eval/acc")
-CONFIG_HINT_KEYS = ("total_steps",)  # what training-check.toml can carry for a run besides baselines
+# what a training-check.toml run entry can state besides baselines (config.RunEntry's judge hints)
+CONFIG_HINT_KEYS = ("total_steps", "learning_rate", "warmup_steps", "lr_scheduler_type", "max_grad_norm")
 
 Series = tuple[np.ndarray, np.ndarray]
 
@@ -213,11 +215,31 @@ def jsonl_lines(run: Run, lo: int | None, hi: int) -> list[str]:
     return lines
 
 
+def toml_hints(config: dict[str, Any]) -> dict[str, Any]:
+    """The run's schedule facts as a training-check.toml entry states them (typed as the file is)."""
+    hints: dict[str, Any] = {
+        "total_steps": _int_or_none(config.get("total_steps")),
+        "learning_rate": _float_or_none(config.get("learning_rate")),
+        "warmup_steps": _int_or_none(config.get("warmup_steps")),
+        "lr_schedule": config.get("lr_scheduler_type") or None,
+        "max_grad_norm": _float_or_none(config.get("max_grad_norm")),
+    }
+    return {key: value for key, value in hints.items() if value is not None}
+
+
+def _int_or_none(value: Any) -> int | None:
+    return int(value) if isinstance(value, int | float) and value > 0 else None
+
+
+def _float_or_none(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and value > 0 else None
+
+
 def replay_monitor(run: Run, cuts: Sequence[int], workdir: Path) -> list[Verdict]:
     """The whole pipeline: a JSONL log growing between checks, read and judged by `Monitor.check`."""
     log = workdir / f"{run.id}.jsonl"
     log.write_text("")
-    entry = RunEntry(run=str(log), baselines=run.baselines, total_steps=run.config.get("total_steps"))
+    entry = RunEntry(run=str(log), baselines=run.baselines, **toml_hints(run.config))
     config = ProjectConfig(path=None, base_dir=workdir, cwd=workdir, runs={run.id: entry})
     monitor = Monitor(home=workdir / "home", config=config)
     verdicts = []
