@@ -6,7 +6,6 @@ from __future__ import annotations
 import base64
 import json
 import math
-import os
 import subprocess
 import sys
 import textwrap
@@ -17,6 +16,7 @@ import wandb
 from wandb.errors import AuthenticationError, CommError
 
 from tests.fake_wandb import FakeWandb
+from tests.wandb_api_fixtures import online_child_env
 
 TIMEOUT = 5
 
@@ -289,14 +289,7 @@ CHILD = textwrap.dedent(
 
 def test_online_training_process_logs_and_is_stopped(server, tmp_path):
     # Not WANDB_SERVICE: the child must start its own wandb-core, as a real training job does.
-    env = {k: v for k, v in os.environ.items() if k != "WANDB_SERVICE"}
-    env |= {
-        "WANDB_MODE": "online",
-        "WANDB_BASE_URL": server.url,
-        "WANDB_API_KEY": server.api_key,
-        "WANDB_DIR": str(tmp_path),
-        "WANDB_SILENT": "true",
-    }
+    env = online_child_env(server, tmp_path)
     # Output to a file, not a pipe: the child's wandb-core inherits it and may outlive the child.
     log = tmp_path / "child.log"
     with log.open("w") as out:

@@ -10,24 +10,18 @@ import pytest
 from mcp import Client
 
 from mcp_training_check.cli import main
-from mcp_training_check.config import load_config
 from mcp_training_check.errors import RunNotFound, RunRefError
 from mcp_training_check.models import Decision, GroupReport, RunKind
 from mcp_training_check.runref import parse_run
 from mcp_training_check.server import build_server
 from mcp_training_check.service import GROUP_LINES, Monitor
+from tests import wandb_api_fixtures
 from tests.fake_wandb import FakeWandb
+from tests.wandb_api_fixtures import TIMEOUT, wandb_monitor
 
-TIMEOUT = 3
+server = wandb_api_fixtures.server  # the fake W&B server fixture
+
 MAX_RESULT_TOKENS = 1500
-
-
-@pytest.fixture
-def server(monkeypatch):
-    with FakeWandb() as fake:
-        monkeypatch.setenv("WANDB_BASE_URL", fake.url)
-        monkeypatch.setenv("WANDB_API_KEY", fake.api_key)
-        yield fake
 
 
 def healthy(run, steps: int = 300, seed: int = 0) -> None:
@@ -51,9 +45,7 @@ def sweep(server: FakeWandb) -> None:
 
 
 def monitor(tmp_path) -> Monitor:
-    config = tmp_path / "training-check.toml"
-    config.write_text(f"[defaults]\nwandb_timeout_seconds = {TIMEOUT}\n")
-    return Monitor(config=load_config(config))
+    return wandb_monitor(tmp_path)
 
 
 @pytest.mark.parametrize(

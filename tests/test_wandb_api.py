@@ -14,18 +14,10 @@ from mcp_training_check.runref import parse_run
 from mcp_training_check.sources import WandbApiSource
 from mcp_training_check.sources.base import ReadBatch
 from mcp_training_check.state import StateStore
-from tests.fake_wandb import FakeWandb
+from tests import wandb_api_fixtures
+from tests.wandb_api_fixtures import SLACK_SECONDS, TIMEOUT
 
-TIMEOUT = 3
-SLACK_SECONDS = 8  # wandb-core start-up, retries' last round, process scheduling
-
-
-@pytest.fixture
-def server(monkeypatch):
-    with FakeWandb() as fake:
-        monkeypatch.setenv("WANDB_BASE_URL", fake.url)
-        monkeypatch.setenv("WANDB_API_KEY", fake.api_key)
-        yield fake
+server = wandb_api_fixtures.server  # the fake W&B server fixture
 
 
 def source(run: str = "ent/proj/run1", timeout: float = TIMEOUT) -> WandbApiSource:

@@ -7,7 +7,6 @@ run a real training child process with `wandb.init(mode="online")`.
 from __future__ import annotations
 
 import math
-import os
 import subprocess
 import sys
 import textwrap
@@ -15,25 +14,16 @@ import time
 from pathlib import Path
 
 import anyio
-import pytest
 from mcp import Client
 
-from mcp_training_check.config import load_config
 from mcp_training_check.models import CheckReport, DataSource, Decision, StopResult
 from mcp_training_check.server import build_server
 from mcp_training_check.service import Monitor
+from tests import wandb_api_fixtures
 from tests.fake_wandb import FakeWandb
+from tests.wandb_api_fixtures import SLACK_SECONDS, TIMEOUT, online_child_env, wandb_monitor
 
-TIMEOUT = 3
-SLACK_SECONDS = 8
-
-
-@pytest.fixture
-def server(monkeypatch):
-    with FakeWandb() as fake:
-        monkeypatch.setenv("WANDB_BASE_URL", fake.url)
-        monkeypatch.setenv("WANDB_API_KEY", fake.api_key)
-        yield fake
+server = wandb_api_fixtures.server  # the fake W&B server fixture
 
 
 def call(server, tool: str, arguments: dict):
@@ -52,9 +42,7 @@ def healthy(run, steps, start: int = 0) -> None:
 
 
 def monitor(tmp_path: Path, body: str = "") -> Monitor:
-    config = tmp_path / "training-check.toml"
-    config.write_text(f"[defaults]\nwandb_timeout_seconds = {TIMEOUT}\nnotes = 'notes.md'\n{body}")
-    return Monitor(config=load_config(config))
+    return wandb_monitor(tmp_path, defaults="notes = 'notes.md'\n", body=body)
 
 
 def check(mcp_server, run: str) -> CheckReport:
@@ -193,14 +181,7 @@ CHILD = textwrap.dedent(
 
 
 def start_child(server: FakeWandb, tmp_path: Path, run_id: str, mode: str) -> tuple[subprocess.Popen, Path]:
-    env = {k: v for k, v in os.environ.items() if k != "WANDB_SERVICE"}
-    env |= {
-        "WANDB_MODE": "online",
-        "WANDB_BASE_URL": server.url,
-        "WANDB_API_KEY": server.api_key,
-        "WANDB_DIR": str(tmp_path),
-        "WANDB_SILENT": "true",
-    }
+    env = online_child_env(server, tmp_path)
     log = tmp_path / f"{run_id}.log"
     with log.open("w") as out:  # a file, not a pipe: the child's wandb-core may outlive it
         child = subprocess.Popen(
