@@ -1128,9 +1128,19 @@ class _Handler(BaseHTTPRequestHandler):
         return user == "api" and key == self.fake.api_key
 
     def _handle(self) -> None:
-        fake = self.fake
-        body = self._body()
         path = self.path.split("?", 1)[0]
+        record, payload = self._record(path)
+        if self._answered_without_auth(path, record):
+            return
+        if not self._authorized():
+            record.status = 401
+            self._send(401, {"errors": [{"message": "user is not logged in"}]})
+            return
+        self._route(path, payload, record)
+
+    def _record(self, path: str) -> tuple[Request, Any]:
+        """Log the request (with its GraphQL operation) and return it with its JSON body, if any."""
+        body = self._body()
         record = Request(self.command, path)
         payload: Any = None
         if path == "/graphql" or path.endswith("/file_stream"):
@@ -1142,13 +1152,17 @@ class _Handler(BaseHTTPRequestHandler):
             record.query = payload.get("query")
             record.variables = payload.get("variables") or {}
             record.operation = _operation_name(payload)
-        with fake.lock:
-            fake.requests.append(record)
+        with self.fake.lock:
+            self.fake.requests.append(record)
+        return record, payload
 
+    def _answered_without_auth(self, path: str, record: Request) -> bool:
+        """Telemetry, an injected hang or HTTP 500, and file uploads: answered before any key check."""
+        fake = self.fake
         if path.startswith("/sdk/otel/"):
             record.status = 200
             self._send(200, b"", "application/x-protobuf")
-            return
+            return True
         if fake.hang:
             with fake.lock:
                 event = fake.release
@@ -1156,27 +1170,26 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
             with contextlib.suppress(OSError):
                 self.connection.shutdown(2)
-            return
+            return True
         if fake.fail_with_500:
             record.status = 500
             self._send(500, b"Internal Server Error\n", "text/plain")
-            return
+            return True
         if path.startswith("/upload/"):
             record.status = 200
             fake.uploads.append(path[len("/upload/") :])
             self._send(200, b"", "text/plain")
-            return
-        if not self._authorized():
-            record.status = 401
-            self._send(401, {"errors": [{"message": "user is not logged in"}]})
-            return
+            return True
+        return False
 
+    def _route(self, path: str, payload: Any, record: Request) -> None:
+        """An authorized request: GraphQL, a run's file_stream, or 404."""
         if path == "/graphql" and self.command == "POST":
             if not isinstance(payload, dict):
                 record.status = 400
                 self._send(400, {"errors": [{"message": "invalid JSON body"}]})
                 return
-            status, out = fake.graphql(payload, record)
+            status, out = self.fake.graphql(payload, record)
             record.status = status
             self._send(status, out)
             return
@@ -1185,10 +1198,10 @@ class _Handler(BaseHTTPRequestHandler):
         if m and self.command == "POST" and isinstance(payload, dict):
             record.body = payload
             record.status = 200
-            self._send(200, fake.file_stream(*m.groups(), payload))
+            self._send(200, self.fake.file_stream(*m.groups(), payload))
             return
 
-        fake.unknown_paths.append(f"{self.command} {path}")
+        self.fake.unknown_paths.append(f"{self.command} {path}")
         record.status = 404
         self._send(404, {"errors": [{"message": f"no route for {self.command} {path}"}]})
 
