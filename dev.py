@@ -3,7 +3,7 @@
 
     python3 dev.py demo      create .venv, install, run the built-in demo (no account, no network)
     python3 dev.py test      create .venv, install with test extras, run ruff, mypy and the test suite
-    python3 dev.py bench     run the benchmarks in benchmarks/
+    python3 dev.py bench     run the benchmarks in benchmarks/ (speed, size, and the judge replay)
 
 The virtual environment is reused while pyproject.toml is unchanged (a hash stamp in .venv).
 """
@@ -62,7 +62,8 @@ def test(args: list[str]) -> None:
 
 def bench(args: list[str]) -> None:
     ensure_venv("test")
-    for script in sorted((ROOT / "benchmarks").glob("bench_*.py")):
+    scripts = [*sorted((ROOT / "benchmarks").glob("bench_*.py")), ROOT / "benchmarks" / "replay.py"]
+    for script in scripts:
         print(f"== {script.name}", flush=True)
         run([str(python()), str(script), *args])
 
