@@ -287,6 +287,8 @@ class StopResult(Strict):
 
 # --------------------------------------------------------------------------- whole check
 
+NextAction = Literal["continue_monitoring", "stop_run", "escalate_review", "fix_source", "end_monitoring"]
+
 
 class CheckReport(Strict):
     """read → judge → schedule in one result (what a cron fire needs)."""
@@ -296,12 +298,10 @@ class CheckReport(Strict):
     snapshot: MetricSnapshot
     verdict: Verdict | None = Field(default=None, description="None when nothing could be read.")
     schedule: Schedule
-    next_action: Literal["continue_monitoring", "stop_run", "escalate_review", "fix_source", "end_monitoring"]
+    next_action: NextAction
 
 
 # --------------------------------------------------------------------------- whole sweep / project
-
-NextAction = Literal["continue_monitoring", "stop_run", "escalate_review", "fix_source", "end_monitoring"]
 
 
 class RunLine(Strict):

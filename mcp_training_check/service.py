@@ -13,7 +13,7 @@ config. Everything else is read fresh at every call.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
@@ -41,6 +41,7 @@ from .models import (
     Decision,
     GroupReport,
     MetricSnapshot,
+    NextAction,
     RunInfo,
     RunLine,
     RunRef,
@@ -53,13 +54,25 @@ from .models import (
 from .roles import RoleInfo, assign_roles
 from .runref import parse_run
 from .schedule import next_schedule
+from .series import RunHistory
 from .snapshot import build_snapshot
 from .sources.wandb_api import list_running_runs
-from .state import StateStore
+from .state import CheckRecord, StateStore
 from .stopping import KEY_METRICS_IN_INCIDENT, SentStop, already_stopped, incident_for, send_stop, stop_result
 
 PREVIOUS_VERDICTS = 5
 """Earlier verdicts handed to the judge as evidence across checks."""
+
+INTERVAL_LOOKBACK_CHECKS = 50
+"""Recent check records searched for the last interval (judge-only and stop rows carry none)."""
+
+
+@dataclass
+class Stored:
+    """A run's stored history and info (stop status applied), loaded once per call."""
+
+    history: RunHistory
+    info: RunInfo
 
 
 @dataclass
@@ -114,36 +127,40 @@ class Monitor:
     ) -> MetricSnapshot:
         ctx = self.context(run, roles=roles, baselines=baselines)
         with self.store.run_lock(ctx.key):
-            return self._read(ctx)
+            return self._read(ctx)[0]
 
-    def _read(self, ctx: RunContext) -> MetricSnapshot:
+    def _read(self, ctx: RunContext) -> tuple[MetricSnapshot, Stored]:
         outcome = sources.read_with_fallback(ctx.ref, ctx.settings, self.store.get_cursor(ctx.key))
         if outcome.batch is not None:
             self.store.apply_batch(ctx.key, outcome.batch)
-        history = self.store.load_history(ctx.key)
-        info = self.store.load_info(ctx.key) or RunInfo()
-        info = self._with_stop_status(ctx, info)
+        stored = self._load(ctx)
         batch = outcome.batch
-        return build_snapshot(
+        snapshot = build_snapshot(
             run=ctx.ref.raw,
-            history=history,
-            roles=self._roles(ctx, history.metrics),
+            history=stored.history,
+            roles=self._roles(ctx, stored.history.metrics),
             data_source=outcome.data_source,
-            info=info,
+            info=stored.info,
             new_points=batch.new_points if batch else 0,
             skipped_chunks=batch.skipped_chunks if batch else 0,
             restarted=batch.restarted if batch else False,
             warnings=outcome.warnings,
         )
+        return snapshot, stored
 
-    def _roles(self, ctx: RunContext, names: Mapping[str, object]) -> dict[str, RoleInfo]:
-        return assign_roles(names, ctx.settings.roles)
+    def _load(self, ctx: RunContext) -> Stored:
+        return Stored(self.store.load_history(ctx.key), self._info(ctx))
 
-    def _with_stop_status(self, ctx: RunContext, info: RunInfo) -> RunInfo:
+    def _info(self, ctx: RunContext) -> RunInfo:
+        """The stored run info; a run this tool stopped (verified) counts as stopped."""
+        info = self.store.load_info(ctx.key) or RunInfo()
         incident = self.store.find_incident(ctx.key)
         if incident is not None and incident.get("verified"):
             return info.model_copy(update={"status": RunStatus.STOPPED})
         return info
+
+    def _roles(self, ctx: RunContext, names: Mapping[str, object]) -> dict[str, RoleInfo]:
+        return assign_roles(names, ctx.settings.roles)
 
     # ------------------------------------------------------------------ judge
 
@@ -156,24 +173,23 @@ class Monitor:
     ) -> Verdict:
         ctx = self.context(run, roles=roles, baselines=baselines)
         with self.store.run_lock(ctx.key):
-            if self.store.get_cursor(ctx.key) is None:
-                self._read(ctx)
-            verdict = self._judge(ctx)
+            stored = self._read(ctx)[1] if self.store.get_cursor(ctx.key) is None else self._load(ctx)
+            checks = self.store.recent_checks(ctx.key, limit=PREVIOUS_VERDICTS)
+            verdict = self._judge(ctx, stored, checks)
             self.store.record_check(
                 ctx.key, verdict=verdict, data_source="stored", interval_minutes=None, monitoring=True
             )
             return verdict
 
-    def _judge(self, ctx: RunContext) -> Verdict:
-        history = self.store.load_history(ctx.key)
-        info = self.store.load_info(ctx.key) or RunInfo()
-        previous = [c.verdict for c in self.store.recent_checks(ctx.key, limit=PREVIOUS_VERDICTS) if c.verdict]
+    def _judge(self, ctx: RunContext, stored: Stored, checks: Sequence[CheckRecord]) -> Verdict:
+        """``checks``: the run's recent checks, most recent first; their verdicts are evidence."""
+        previous = [c.verdict for c in checks[:PREVIOUS_VERDICTS] if c.verdict]
         return judge(
-            history,
-            self._roles(ctx, history.metrics),
+            stored.history,
+            self._roles(ctx, stored.history.metrics),
             baselines=ctx.settings.baselines,
             previous=previous,
-            run_config={**info.config, **ctx.settings.judge_hints()},
+            run_config={**stored.info.config, **ctx.settings.judge_hints()},
             settings=self._judge_settings(ctx),
         )
 
@@ -194,10 +210,12 @@ class Monitor:
         """Next check after the latest one; ``review`` is the reviewer's STOP/CONTINUE/WAIT if any."""
         ctx = self.context(run)
         with self.store.run_lock(ctx.key):
-            checks = self.store.recent_checks(ctx.key, limit=PREVIOUS_VERDICTS)
-            latest = next((c.verdict for c in checks if c.verdict), None)
+            checks = self.store.recent_checks(ctx.key, limit=INTERVAL_LOOKBACK_CHECKS)
+            latest = next((c.verdict for c in checks[:PREVIOUS_VERDICTS] if c.verdict), None)
             read_failed = bool(checks) and checks[0].data_source == DataSource.UNREACHABLE.value
-            schedule = self._schedule(ctx, latest, review=review, read_failed=read_failed, now=now)
+            schedule = self._schedule(
+                ctx, latest, self._info(ctx), checks, review=review, read_failed=read_failed, now=now
+            )
             self.store.record_check(
                 ctx.key,
                 verdict=None,
@@ -211,16 +229,15 @@ class Monitor:
         self,
         ctx: RunContext,
         verdict: Verdict | None,
+        info: RunInfo,
+        checks: Sequence[CheckRecord],
         *,
         review: str | None,
         read_failed: bool,
         now: datetime | None,
     ) -> Schedule:
-        info = self._with_stop_status(ctx, self.store.load_info(ctx.key) or RunInfo())
-        previous_interval = next(
-            (c.interval_minutes for c in self.store.recent_checks(ctx.key, limit=50) if c.interval_minutes),
-            None,
-        )
+        """``checks``: the run's recent checks, most recent first; the last interval comes from them."""
+        previous_interval = next((c.interval_minutes for c in checks if c.interval_minutes), None)
         return next_schedule(
             run=ctx.ref.raw,
             decision=verdict.decision if verdict else None,
@@ -248,10 +265,11 @@ class Monitor:
             return self._check(ctx, now)
 
     def _check(self, ctx: RunContext, now: datetime | None) -> CheckReport:
-        snapshot = self._read(ctx)
+        snapshot, stored = self._read(ctx)
+        checks = self.store.recent_checks(ctx.key, limit=INTERVAL_LOOKBACK_CHECKS)
         readable = snapshot.data_source is not DataSource.UNREACHABLE
-        verdict = self._judge(ctx) if readable and snapshot.metrics else None
-        schedule = self._schedule(ctx, verdict, review=None, read_failed=not readable, now=now)
+        verdict = self._judge(ctx, stored, checks) if readable and snapshot.metrics else None
+        schedule = self._schedule(ctx, verdict, stored.info, checks, review=None, read_failed=not readable, now=now)
         self.store.record_check(
             ctx.key,
             verdict=verdict,
@@ -324,15 +342,16 @@ class Monitor:
         return stop_result(ctx.ref, sent, incident, incident_id, notes_path)
 
     def _incident(self, ctx: RunContext, reason: str, sent: SentStop) -> Incident:
-        history = self.store.load_history(ctx.key)
-        info = self.store.load_info(ctx.key) or RunInfo()
-        roles = self._roles(ctx, history.metrics)
+        stored = self._load(ctx)
+        roles = self._roles(ctx, stored.history.metrics)
         checks = self.store.recent_checks(ctx.key, limit=PREVIOUS_VERDICTS)
         verdict = next((c.verdict for c in checks if c.verdict), None)
+        # the incident takes only the metric summaries from this snapshot, not its data_source
         snapshot = build_snapshot(
-            run=ctx.ref.raw, history=history, roles=roles, data_source=DataSource.LOG, info=info, new_points=0
-        )
-        return incident_for(ctx.ref, reason, sent, snapshot=snapshot, verdict=verdict, url=info.url)
+            run=ctx.ref.raw, history=stored.history, roles=roles, data_source=DataSource.LOG, info=stored.info,
+            new_points=0,
+        )  # fmt: skip
+        return incident_for(ctx.ref, reason, sent, snapshot=snapshot, verdict=verdict, url=stored.info.url)
 
 
 def _is_anomaly(verdict: Verdict | None) -> bool:
@@ -343,7 +362,7 @@ def _is_anomaly(verdict: Verdict | None) -> bool:
     return any(s.severity is not Severity.INFO for s in verdict.signals)
 
 
-def _next_action(snapshot: MetricSnapshot, verdict: Verdict | None, schedule: Schedule) -> str:
+def _next_action(snapshot: MetricSnapshot, verdict: Verdict | None, schedule: Schedule) -> NextAction:
     if not schedule.monitoring:
         return "end_monitoring"
     if snapshot.data_source is DataSource.UNREACHABLE:
@@ -366,7 +385,7 @@ def _report(run: str, snapshot: MetricSnapshot, verdict: Verdict | None, schedul
         snapshot=snapshot,
         verdict=verdict,
         schedule=schedule,
-        next_action=action,  # type: ignore[arg-type]
+        next_action=action,
     )
 
 
