@@ -16,6 +16,7 @@ import json
 import os
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 
@@ -23,6 +24,9 @@ from . import __version__
 from .errors import TrainingCheckError
 from .models import CheckReport, GroupReport, MetricSnapshot, RunKind, Schedule, StopResult, Verdict
 from .roles import parse_baselines, parse_role_overrides
+
+if TYPE_CHECKING:  # the service imports wandb; `serve --help` and `demo` should not wait for it
+    from .service import Monitor
 
 EXIT_ERROR = 2
 
@@ -101,7 +105,7 @@ def _dispatch(args: argparse.Namespace) -> int:
     return 0
 
 
-def _run_command(monitor, args: argparse.Namespace) -> BaseModel:  # type: ignore[no-untyped-def]
+def _run_command(monitor: Monitor, args: argparse.Namespace) -> BaseModel:
     if args.command == "schedule":
         return monitor.schedule_next(args.source, review=args.review)
     if args.command == "stop":
@@ -111,8 +115,11 @@ def _run_command(monitor, args: argparse.Namespace) -> BaseModel:  # type: ignor
     group_kinds = (RunKind.WANDB_SWEEP, RunKind.WANDB_PROJECT)
     if args.command == "check" and monitor.context(args.source).ref.kind in group_kinds:
         return monitor.check_many(args.source, roles=roles, baselines=baselines)
-    operation = {"check": monitor.check, "read": monitor.read_metrics, "judge": monitor.judge}[args.command]
-    return operation(args.source, roles=roles, baselines=baselines)
+    if args.command == "read":
+        return monitor.read_metrics(args.source, roles=roles, baselines=baselines)
+    if args.command == "judge":
+        return monitor.judge(args.source, roles=roles, baselines=baselines)
+    return monitor.check(args.source, roles=roles, baselines=baselines)
 
 
 def _serve(args: argparse.Namespace) -> int:

@@ -47,7 +47,9 @@ def init_params(rng: np.random.Generator) -> dict[str, np.ndarray]:
     }
 
 
-def forward_backward(params: dict[str, np.ndarray], x: np.ndarray, y: np.ndarray):  # type: ignore[no-untyped-def]
+def forward_backward(
+    params: dict[str, np.ndarray], x: np.ndarray, y: np.ndarray
+) -> tuple[float, dict[str, np.ndarray], np.ndarray]:
     """Cross-entropy loss and gradients. The log-softmax is written naively on purpose: it overflows
     to Inf/NaN once the weights blow up, exactly like hand-written training code does."""
     hidden = np.maximum(0, x @ params["w1"] + params["b1"])
