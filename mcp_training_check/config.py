@@ -75,6 +75,7 @@ from pydantic import (
 
 from .config_messages import syntax_message, validation_message
 from .errors import ConfigError
+from .runref import RUN_ID, WANDB_RUN_PATH
 from .toml_lines import key_lines
 
 __all__ = [
@@ -335,10 +336,10 @@ def _checked_baselines(baselines: dict[str, float]) -> dict[str, float]:
 
 
 # --------------------------------------------------------------------------- run strings
+# Spellings are normalised here, not by parse_run: that one rejects a path that does not exist yet,
+# and a run whose log is not written yet must still find its entry.
 
-_RUN_ID = r"[A-Za-z0-9_\-.]+"
-_WANDB_PATH = re.compile(rf"^({_RUN_ID})/({_RUN_ID})/(?:runs/)?({_RUN_ID})$")
-_WANDB_URL = re.compile(rf"^https?://[^/]+/({_RUN_ID})/({_RUN_ID})/runs/({_RUN_ID})(?:[/?#].*)?$")
+_WANDB_URL = re.compile(rf"^https?://[^/]+/({RUN_ID})/({RUN_ID})/runs/({RUN_ID})(?:[/?#].*)?$")
 
 
 def _absolute(text: str, base: Path) -> Path:
@@ -350,7 +351,7 @@ def _is_local(text: str, base: Path) -> bool:
     """A local path unless it is a URL, a ``wandb:`` reference or an entity/project/id with no such file."""
     if "://" in text or text.startswith("wandb:"):
         return False
-    if _WANDB_PATH.match(text.strip("/")) and not text.startswith(("/", "~", ".")):
+    if WANDB_RUN_PATH.match(text.strip("/")) and not text.startswith(("/", "~", ".")):
         return os.path.lexists(_absolute(text, base))
     return True
 
@@ -366,7 +367,7 @@ def _run_key(text: str, base: Path) -> str:
     if _is_local(text, base):
         return f"file:{_absolute(text, base)}"
     bare = text.removeprefix("wandb:").strip("/")
-    match = _WANDB_URL.match(text) or _WANDB_PATH.match(bare)
+    match = _WANDB_URL.match(text) or WANDB_RUN_PATH.match(bare)
     if match:
         return "wandb:{}/{}/{}".format(*match.groups())
     return text.rstrip("/")

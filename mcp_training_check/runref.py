@@ -27,11 +27,11 @@ from urllib.parse import urlparse
 from .errors import RunNotFound, RunRefError
 from .models import RunKind, RunRef
 
-_RUN_ID = r"[A-Za-z0-9_\-.]+"
-_WANDB_PATH = re.compile(rf"^({_RUN_ID})/({_RUN_ID})/(?:runs/)?({_RUN_ID})$")
-_URL_RUN = re.compile(rf"^/(?:wandb/)?({_RUN_ID})/({_RUN_ID})/(runs|sweeps)/({_RUN_ID})(?:/.*)?$")
-_WANDB_SWEEP = re.compile(rf"^({_RUN_ID})/({_RUN_ID})/sweeps/({_RUN_ID})$")
-_WANDB_PROJECT = re.compile(rf"^({_RUN_ID})/({_RUN_ID})$")
+RUN_ID = r"[A-Za-z0-9_\-.]+"
+WANDB_RUN_PATH = re.compile(rf"^({RUN_ID})/({RUN_ID})/(?:runs/)?({RUN_ID})$")
+_URL_RUN = re.compile(rf"^/(?:wandb/)?({RUN_ID})/({RUN_ID})/(runs|sweeps)/({RUN_ID})(?:/.*)?$")
+_WANDB_SWEEP = re.compile(rf"^({RUN_ID})/({RUN_ID})/sweeps/({RUN_ID})$")
+_WANDB_PROJECT = re.compile(rf"^({RUN_ID})/({RUN_ID})$")
 _SAAS_HOSTS = ("wandb.ai", "forge.coreweave.com")
 _BARE_ID = re.compile(r"^[a-z0-9]{6,16}$")
 
@@ -60,7 +60,7 @@ def parse_run(raw: str, *, base_dir: Path | None = None) -> RunRef:
             f"`run` {raw!r}: no such file or directory (resolved against {base_dir or Path.cwd()}). "
             "Check the path, or pass an absolute one."
         )
-    if _WANDB_PATH.match(text.strip("/")) or _WANDB_SWEEP.match(text.strip("/")):
+    if WANDB_RUN_PATH.match(text.strip("/")) or _WANDB_SWEEP.match(text.strip("/")):
         return _parse_wandb_path(raw, text.strip("/"))
     if _WANDB_PROJECT.match(text.strip("/")):
         entity, project = text.strip("/").split("/")
@@ -144,7 +144,7 @@ def _parse_wandb_path(raw: str, path: str) -> RunRef:
     if sweep:
         entity, project, sweep_id = sweep.groups()
         return RunRef(raw=raw, kind=RunKind.WANDB_SWEEP, entity=entity, project=project, sweep_id=sweep_id)
-    match = _WANDB_PATH.match(path)
+    match = WANDB_RUN_PATH.match(path)
     if not match:
         raise RunRefError(f"`run` {raw!r}: a W&B run is written 'entity/project/run_id' (the 8-character id).")
     entity, project, run_id = match.groups()
