@@ -7,9 +7,17 @@ process at full speed, so the files are exactly what wandb 0.31 writes for a rea
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
+
+
+def default_sigint() -> None:
+    """``preexec_fn`` for a child whose reaction to SIGINT is under test. A launcher in the
+    background (``nohup cmd &``, some CI runners) ignores SIGINT, children inherit that, and Python
+    then installs no KeyboardInterrupt handler: reset it, as a job started from a terminal has it."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def child_env(**extra: str) -> dict[str, str]:

@@ -16,6 +16,7 @@ import wandb
 from wandb.errors import AuthenticationError, CommError
 
 from tests.fake_wandb import FakeWandb
+from tests.runs import default_sigint
 from tests.wandb_api_fixtures import online_child_env
 
 TIMEOUT = 5
@@ -296,6 +297,7 @@ def test_online_training_process_logs_and_is_stopped(server, tmp_path):
         child = subprocess.Popen(
             [sys.executable, "-c", CHILD, "proj", "ent", "child1"],
             env=env,
+            preexec_fn=default_sigint,
             cwd=tmp_path,
             stdout=out,
             stderr=subprocess.STDOUT,

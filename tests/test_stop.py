@@ -35,16 +35,14 @@ from mcp_training_check.stop import (
     stop_local_process,
     write_incident_note,
 )
+from tests.runs import default_sigint
 
 TEST_GRACE_SECONDS = 1.0
 FAST_POLL_SECONDS = 0.02
 
 SLEEPER = "import time\nprint('ready', flush=True)\ntime.sleep(600)\n"
 IGNORES_TERM = (
-    "import signal, time\n"
-    "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
-    "print('ready', flush=True)\n"
-    "time.sleep(600)\n"
+    "import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\nprint('ready', flush=True)\ntime.sleep(600)\n"
 )
 # The parent never waits for its child, so the killed grandchild stays a zombie we cannot reap.
 PARENT_OF_SLEEPER = (
@@ -61,7 +59,9 @@ def spawn() -> Iterator:
     started: list[subprocess.Popen[str]] = []
 
     def start(code: str) -> tuple[subprocess.Popen[str], str]:
-        proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(
+            [sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, preexec_fn=default_sigint
+        )
         started.append(proc)
         assert proc.stdout is not None
         return proc, proc.stdout.readline().strip()
@@ -404,9 +404,7 @@ def test_key_metrics_from_a_snapshot() -> None:
         summary="2 metrics",
         data_source=DataSource.LOG,
         metrics=[
-            MetricSummary(
-                name="loss", role=MetricRole.TRAIN_LOSS, direction=Direction.LOWER, last=2.5, best=2.1
-            ),
+            MetricSummary(name="loss", role=MetricRole.TRAIN_LOSS, direction=Direction.LOWER, last=2.5, best=2.1),
             MetricSummary(name="acc", role=MetricRole.EVAL, direction=Direction.HIGHER, last=None),
         ],
     )

@@ -21,6 +21,7 @@ from mcp_training_check.server import build_server
 from mcp_training_check.service import Monitor
 from tests import wandb_api_fixtures
 from tests.fake_wandb import FakeWandb
+from tests.runs import default_sigint
 from tests.wandb_api_fixtures import SLACK_SECONDS, TIMEOUT, online_child_env, wandb_monitor
 
 server = wandb_api_fixtures.server  # the fake W&B server fixture
@@ -187,6 +188,7 @@ def start_child(server: FakeWandb, tmp_path: Path, run_id: str, mode: str) -> tu
         child = subprocess.Popen(
             [sys.executable, "-c", CHILD, "proj", "ent", run_id, mode],
             env=env,
+            preexec_fn=default_sigint,
             cwd=tmp_path,
             stdout=out,
             stderr=subprocess.STDOUT,
