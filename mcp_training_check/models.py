@@ -45,9 +45,12 @@ class Decision(StrEnum):
 
 
 class Severity(StrEnum):
-    """How much a signal weighs: ``critical`` alone is enough to stop."""
+    """How much a signal weighs: ``critical`` alone is enough to stop; ``warning`` makes the verdict
+    unsure (worth a review); ``watch`` is an anomaly that the next checks will settle (a spike not back
+    yet, a loss episode seen once): the verdict stays continue, but the interval drops back to 10 min."""
 
     INFO = "info"
+    WATCH = "watch"
     WARNING = "warning"
     CRITICAL = "critical"
 

@@ -51,6 +51,11 @@ TABLE = [
     ("climb not yet 2× the peak", _compounding_from(np.full(N, 3e-4), 570, 1.02), {"learning_rate": 3e-4},
      "warning"),
     ("LR NaN now", np.append(warmup_cosine_lr(N - 1), np.nan), None, "critical"),
+    ("jump from the schedule to 10× the peak", _jumped(np.full(N, 3e-4), 590, 10.0), {"learning_rate": 3e-4},
+     "critical"),
+    ("10× jump landing at the peak", _jumped(np.full(N, 3e-5), 590, 10.0), {"learning_rate": 3e-4}, "warning"),
+    ("jump from above a misread peak", _jumped(np.full(N, 9e-4), 590, 10.0), {"learning_rate": 3e-4},
+     "warning"),
 ]  # fmt: skip
 
 
@@ -79,6 +84,15 @@ def test_divergence_after_an_lr_jump_stops_the_run():
     div = verdict.signals[0]
     assert div.kind is SignalKind.DIVERGENCE and div.severity is Severity.CRITICAL
     assert "the LR left its schedule before it" in div.message
+
+
+def test_a_jump_far_past_the_configured_peak_stops_before_the_loss_reacts():
+    lr = _jumped(np.full(N, 3e-4), 598, 20.0)
+    verdict = run_judge(make_series("loss", LOSS), make_series("learning_rate", lr), run_config={"learning_rate": 3e-4})
+    assert verdict.decision is Decision.STOP, verdict.summary
+    sig = verdict.signals[0]
+    assert sig.kind is SignalKind.LR_ANOMALY and sig.severity is Severity.CRITICAL
+    assert sig.evidence["ratio"] == pytest.approx(20.0) and "set the new peak as learning_rate" in sig.message
 
 
 def test_lr_jump_with_a_healthy_loss_is_only_unsure():

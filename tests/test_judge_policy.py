@@ -63,7 +63,7 @@ def test_previous_verdicts_survive_a_json_round_trip():
     loss[500:] *= 2.6
     two_checks = JudgeSettings.model_validate({"confirm_checks": 2, "confirm_share": 0.0})
     first = run_judge(make_series("loss", loss[:506], new_points=6), settings=two_checks)
-    assert kinds(first).get(SignalKind.DIVERGENCE) == "warning", first.summary
+    assert kinds(first).get(SignalKind.DIVERGENCE) == "watch", first.summary
     stored = Verdict.model_validate_json(first.model_dump_json())
     second = run_judge(make_series("loss", loss[:508], new_points=2), previous=[stored], settings=two_checks)
     assert second.decision is Decision.STOP, second.summary

@@ -39,10 +39,10 @@ TABLE = [
         Decision.STOP,
     ),
     (
-        "2.5× for 5 points: seen",
+        "2.5× for 5 points: watched",
         _jump(decay_loss(N), 5, 2.5),
-        {SignalKind.DIVERGENCE: "warning"},
-        Decision.UNSURE,
+        {SignalKind.DIVERGENCE: "watch"},
+        Decision.CONTINUE,
     ),
     (
         "12× for 6 points: blow-up",
@@ -50,7 +50,8 @@ TABLE = [
         {SignalKind.DIVERGENCE: "critical"},
         Decision.STOP,
     ),
-    ("rising 40 % slowly", _ramp(_flat(), 100, 1.4), {SignalKind.DIVERGENCE: "warning"}, Decision.UNSURE),
+    # first seen: the rise is watched; the flat start before it still makes the run unsure
+    ("rising 40 % slowly, first seen", _ramp(_flat(), 100, 1.4), {SignalKind.DIVERGENCE: "watch"}, Decision.UNSURE),
 ]
 
 
@@ -61,7 +62,7 @@ def test_trend_table(loss, expected, decision):
     for kind, severity in expected.items():
         assert found.get(kind) == severity, verdict.summary
     assert verdict.decision is decision, verdict.summary
-    if decision is Decision.CONTINUE:
+    if decision is Decision.CONTINUE and SignalKind.DIVERGENCE not in expected:
         assert SignalKind.DIVERGENCE not in found
         assert found.get(SignalKind.FLAT) in (None, "info")
 
@@ -77,7 +78,7 @@ def test_divergence_message_carries_the_numbers():
 
 
 def test_a_step_divergence_alone_is_confirmed_on_the_third_check_once_it_lasted():
-    """2.5× from point 400 on and no cause: a shard-like step, warning until three checks saw it over ≥ 25 %
+    """2.5× from point 400 on and no cause: a shard-like step, watched until three checks saw it over ≥ 25 %
     of the judged steps (two checks are not enough; the third, at point 600, sees it over a third of the run)."""
     loss = decay_loss(N, seed=1)
     loss[400:] *= 2.5
@@ -87,17 +88,23 @@ def test_a_step_divergence_alone_is_confirmed_on_the_third_check_once_it_lasted(
         verdict = run_judge(make_series("loss", loss[:end], new_points=10), previous=previous)
         found.append(kinds(verdict).get(SignalKind.DIVERGENCE))
         previous.insert(0, verdict)
-    assert found == ["warning", "warning", "critical"], found
+    assert found == ["watch", "watch", "critical"], found
+    assert [v.decision for v in reversed(previous)] == [Decision.CONTINUE, Decision.CONTINUE, Decision.STOP]
     div = next(s for s in previous[0].signals if s.kind is SignalKind.DIVERGENCE)
     assert "confirmed on 3 consecutive checks" in div.message and previous[0].decision is Decision.STOP
+
+
+def found_divergence(verdict):
+    return next(s for s in verdict.signals if s.kind is SignalKind.DIVERGENCE)
 
 
 def test_previous_check_without_new_points_does_not_confirm():
     loss = _jump(decay_loss(N), 5, 2.5)
     first = run_judge(make_series("loss", loss, new_points=10))
     again = run_judge(make_series("loss", loss, new_points=0), previous=[first])
-    assert kinds(again)[SignalKind.DIVERGENCE] == "warning"
-    assert again.decision is Decision.UNSURE
+    assert kinds(again)[SignalKind.DIVERGENCE] == "watch"
+    assert "seen on 1 consecutive check" in found_divergence(again).message
+    assert again.decision is Decision.UNSURE and again.signals[0].kind is SignalKind.NO_NEW_DATA  # a stall itself
 
 
 def test_a_loss_falling_back_after_an_excursion_is_not_confirmed():
@@ -105,7 +112,7 @@ def test_a_loss_falling_back_after_an_excursion_is_not_confirmed():
     loss[-20:] *= np.linspace(4.0, 2.3, 20)  # high but coming down fast
     verdict = run_judge(make_series("loss", loss))
     div = next(s for s in verdict.signals if s.kind is SignalKind.DIVERGENCE)
-    assert div.severity is Severity.WARNING and "falling again" in div.message
+    assert div.severity is Severity.WATCH and "falling again" in div.message
 
 
 def test_warmup_instability_is_ignored_with_warmup_steps_in_the_config():
@@ -133,11 +140,29 @@ def test_sgdr_restart_bumps_are_not_divergence_when_the_lr_explains_them():
         assert SignalKind.DIVERGENCE not in kinds(verdict), verdict.summary
 
 
-def test_the_same_bump_without_an_lr_restart_is_a_warning():
+def test_the_same_bump_without_an_lr_restart_is_watched():
     loss, _ = _sgdr_run()
     verdict = run_judge(make_series("loss", loss[:615]))
-    assert verdict.decision is Decision.UNSURE, verdict.summary
-    assert {SignalKind.DIVERGENCE, SignalKind.SPIKE} & set(kinds(verdict)), verdict.summary
+    assert verdict.decision is Decision.CONTINUE and verdict.summary.startswith("CONTINUE (watching)"), verdict.summary
+    watched = {k for k, sev in kinds(verdict).items() if sev == "watch"}
+    assert {SignalKind.DIVERGENCE, SignalKind.SPIKE} & watched, verdict.summary
+
+
+def test_a_rise_seen_on_two_checks_in_a_row_is_a_warning():
+    """A bad batch or clipping lifts 100 points once; a rise that the previous check saw too is a drift."""
+    loss = _ramp(_flat(), 100, 1.4)
+    first = run_judge(make_series("loss", loss[:-20], new_points=20))
+    assert kinds(first).get(SignalKind.DIVERGENCE) == "watch", first.summary
+    again = run_judge(make_series("loss", loss, new_points=20), previous=[first])
+    assert kinds(again).get(SignalKind.DIVERGENCE) == "warning", again.summary
+    assert again.decision is Decision.UNSURE and "rising at the previous check too" in again.summary
+
+
+def test_a_previous_check_without_new_points_does_not_make_a_rise_a_warning():
+    loss = _ramp(_flat(), 100, 1.4)
+    first = run_judge(make_series("loss", loss, new_points=20))
+    again = run_judge(make_series("loss", loss, new_points=0), previous=[first])
+    assert kinds(again).get(SignalKind.DIVERGENCE) == "watch", again.summary
 
 
 @pytest.mark.parametrize("points", [0, 3, 9])

@@ -35,7 +35,8 @@ class LrEvents:
     warmup_end: int | None = None  # step where warmup ends (config or inferred)
     peak: float | None = None  # peak learning rate (config or observed)
     restarts: tuple[int, ...] = ()  # steps of rises that fit the schedule (SGDR restarts)
-    jumps: tuple[tuple[int, float], ...] = ()  # (step, ratio) of rises that do not fit it
+    # (step, ratio, LR before, LR after) of rises that do not fit it
+    jumps: tuple[tuple[int, float, float, float], ...] = ()
 
 
 @dataclass

@@ -38,7 +38,9 @@ class EvalDetector(Detector):
     - ``degrade_margin`` / ``patience_evals``: the median of the last 3 evals ≥ 5 % worse than the best
       median of 3, which is ≥ 3 evals old, with none of the last 3 evals back at it → warning
       (Lightning EarlyStopping's patience counts evals too); overfitting when the train loss kept
-      falling meanwhile.
+      falling meanwhile. When the train loss rose by ``degrade_margin`` or more since that best, the
+      eval only mirrors a train-loss episode (a noisy shard, a divergence): ``watch``, and the trend
+      detector, which sees it on every step instead of every eval, decides.
     - ``degrade_noise_z``: and the gap must be ≥ 4 × the eval's own noise (robust σ of consecutive
       differences, relative to the best; the median of 3 still carries ~0.7 σ of it): on a dense eval
       series of a small eval set, 5 % is within reach of noise alone. Evals before the latest SGDR
@@ -181,11 +183,13 @@ class EvalDetector(Detector):
         if since_best < self.patience_evals or gap < margin or float(recent.min()) <= 0:
             return []
         train = self._train_change(ctx, best_step)
-        why = (
-            f" while the train loss fell {fmt_pct(-train)} (overfitting)"
-            if train is not None and train < 0
-            else ""
-        )
+        with_train = train is not None and train >= self.degrade_margin
+        if train is not None and train < 0:
+            why = f" while the train loss fell {fmt_pct(-train)} (overfitting)"
+        elif with_train:
+            why = f"; the train loss rose {fmt_pct(train)} since then too, so the train-loss trend judges it"
+        else:
+            why = ""
         msg = (
             f"{series.name} at step {fmt_step(int(steps[-1]))}: median of the last 3 evals "
             f"{fmt(float(level[-1]))} is {fmt_pct(gap)} worse than its best {fmt(best)} at step "
@@ -196,7 +200,7 @@ class EvalDetector(Detector):
         return [
             signal(
                 SignalKind.EVAL_DEGRADING,
-                Severity.WARNING,
+                Severity.WATCH if with_train else Severity.WARNING,
                 msg,
                 metric=series.name,
                 step=int(steps[-1]),

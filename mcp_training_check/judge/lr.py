@@ -50,6 +50,9 @@ class LrDetector(Detector):
       that overshoots a misread peak started its climb inside warmup), so the cause is certain; and
       an LR compounding past 2× its peak only ends in divergence, which it would take one more check
       to see in the loss. 2× is the departure ``jump_ratio`` calls a jump, reached gradually here.
+      The same holds for a sudden jump from within the schedule to ≥ 2× the configured peak (a resumed
+      run that rescaled its LR, a unit slip): critical at the jump, before the loss has had time to
+      show it. A jump that stays below 2× the peak is a warning.
     - ``dead_ratio``: an LR ≤ this × the peak is dead (1e-3: updates a thousand times smaller than at
       the peak do not train).
     - ``dead_before_fraction``: a dead LR before this share of the configured total steps → warning;
@@ -96,7 +99,7 @@ class LrDetector(Detector):
             if fits:
                 restarts.append(int(steps[start + 1]))
             else:
-                jumps.append((int(steps[start + 1]), float(ratio[start:end].max())))
+                jumps.append((int(steps[start + 1]), float(ratio[start:end].max()), float(lr[start]), float(cur[i])))
         return LrEvents(warmup_end=warmup_end, peak=peak, restarts=tuple(restarts), jumps=tuple(jumps))
 
     def check(self, ctx: JudgeContext) -> list[Signal]:
@@ -107,7 +110,7 @@ class LrDetector(Detector):
         steps, lr = finite_xy(series.steps, series.values)
         if lr.size == 0:
             return out
-        out += [self._jump(series, ctx, step, ratio) for step, ratio in ctx.lr_events.jumps[-2:]]
+        out += [self._jump(series, ctx, *jump) for jump in ctx.lr_events.jumps[-2:]]
         if not ctx.lr_events.jumps:
             out += self._above_peak(series, ctx, steps, lr)
         out += self._dead(series, ctx, steps, lr)
@@ -157,7 +160,9 @@ class LrDetector(Detector):
             return None
         return int(steps[start])
 
-    def _jump(self, series: MetricSeries, ctx: JudgeContext, step: int, ratio: float) -> Signal:
+    def _jump(
+        self, series: MetricSeries, ctx: JudgeContext, step: int, ratio: float, before: float, after: float
+    ) -> Signal:
         sched = ctx.config.schedule
         why = (
             f"not expected for a '{sched}' schedule"
@@ -166,10 +171,20 @@ class LrDetector(Detector):
         )
         msg = (
             f"{series.name} jumped {fmt_ratio(ratio)} at step {fmt_step(step)} outside warmup "
-            f"(threshold {fmt_ratio(self.jump_ratio)}), {why}."
+            f"(threshold {fmt_ratio(self.jump_ratio)}), {why}"
         )
+        peak = ctx.config.peak_lr
+        runaway = bool(peak) and before <= self.restart_peak_ratio * peak and after >= self.runaway_ratio * peak
+        if runaway:
+            msg += (
+                f", from within the schedule to {fmt(after)}, {fmt_ratio(after / peak)} the configured peak "
+                f"{fmt(peak)} (critical at {fmt_ratio(self.runaway_ratio)}): no schedule goes there. If the LR was "
+                f"raised on purpose, set the new peak as learning_rate in the run's config."
+            )
+        severity = Severity.CRITICAL if runaway else Severity.WARNING
+        evidence = {"ratio": after / peak} if runaway and peak else {}
         return signal(
-            SignalKind.LR_ANOMALY, Severity.WARNING, msg, metric=series.name, step=step, jump_ratio=ratio
+            SignalKind.LR_ANOMALY, severity, msg + ".", metric=series.name, step=step, jump_ratio=ratio, **evidence
         )
 
     def _non_finite(self, series: MetricSeries) -> list[Signal]:

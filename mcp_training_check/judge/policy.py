@@ -1,5 +1,10 @@
 """From signals to a decision: confirmed critical → stop, any warning → unsure, otherwise continue.
 
+A ``watch`` signal (an anomaly the next checks will settle: a spike not back yet, a loss episode seen
+on fewer than ``confirm_checks`` checks) keeps the decision at continue and only shortens the interval.
+Asking a reviewer about it would cost a call whose only sound answer is WAIT; the next check, 10
+minutes later, either sees it recover or confirms it.
+
 Detectors only emit ``critical`` for confirmed evidence (NaN at once; divergence over several points
 or a second consecutive check; evals over ``confirm_evals``). The policy adds what needs two
 detectors: an unexpected LR jump or exploding grad norm followed by a rising loss, or by a collapsed
@@ -13,7 +18,7 @@ from .context import JudgeContext, signal
 from .settings import PolicySettings
 from .stats import fmt_step
 
-_SEVERITY_RANK = {Severity.CRITICAL: 0, Severity.WARNING: 1, Severity.INFO: 2}
+_SEVERITY_RANK = {Severity.CRITICAL: 0, Severity.WARNING: 1, Severity.WATCH: 2, Severity.INFO: 3}
 _KIND_RANK = {
     kind: i
     for i, kind in enumerate(
@@ -82,7 +87,7 @@ def _upgrade(div: Signal, cause: Signal, why: str) -> Signal:
 def _is_cause(s: Signal) -> bool:
     """A signal that explains a rising train loss: an LR jump or an LR above its configured peak, an
     exploding grad norm, or a collapsed eval (another detector seeing the same failure)."""
-    if s.step is None or s.severity is Severity.INFO:
+    if s.step is None or s.severity in (Severity.INFO, Severity.WATCH):
         return False
     if s.kind is SignalKind.LR_ANOMALY:
         return "jump_ratio" in s.evidence or "ratio" in s.evidence
@@ -175,10 +180,13 @@ def _summary(decision: Decision, signals: list[Signal], ended: bool) -> str:
         return f"{head}: no problems found."
     main = signals[0]
     if decision is Decision.CONTINUE:
-        early = next((s for s in signals if s.kind is SignalKind.TOO_FEW_POINTS), None)
-        if early is not None:
-            return f"{head}: too early to judge; {early.message}"
-        main = next((s for s in signals if s.kind is SignalKind.IMPROVING), main)
+        if main.severity is Severity.WATCH:
+            head = f"{head} (watching)"
+        else:
+            early = next((s for s in signals if s.kind is SignalKind.TOO_FEW_POINTS), None)
+            if early is not None:
+                return f"{head}: too early to judge; {early.message}"
+            main = next((s for s in signals if s.kind is SignalKind.IMPROVING), main)
     others = sum(1 for s in signals[1:] if s.severity is main.severity and main.severity is not Severity.INFO)
     more = f" (+{others} more {main.severity.value})" if others else ""
     note = (

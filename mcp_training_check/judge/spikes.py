@@ -52,8 +52,9 @@ class SpikeDetector(Detector):
       gradients every few hundred steps; a stop-relevant loss spike must be much rarer).
     - ``min_ratio``: and ≥ 1.25× the median, so a very smooth loss does not turn jitter into spikes.
     - ``recover_z``: back to normal = within 3 σ of the pre-spike median. A spike that came back is
-      info whatever it took (never a stop); one not back yet is a warning, and the trend detector
-      turns it into divergence when it is sustained.
+      info whatever it took (never a stop); one not back yet is ``watch`` (continue, next check in 10
+      minutes: whether it recovers is the evidence), and the trend detector turns it into divergence
+      when it is sustained.
     - ``min_log_sigma``: σ floor of 0.01 (1 %), for losses logged with few digits.
     - ``grad_z``: a grad-norm z ≥ 3.5 at the same steps is a co-spike, reported as evidence.
     - ``restart_grace_points``: a spike starting within 10 points after an expected LR restart is the
@@ -157,7 +158,7 @@ class SpikeDetector(Detector):
         start = int(s.steps[e.first])
         after_restart = [r for r in ctx.lr_events.restarts if r <= start]
         elevated = s.z.size - e.first
-        severity = Severity.WARNING
+        severity = Severity.WATCH
         if after_restart:
             restart_idx = int(np.searchsorted(s.steps, after_restart[-1]))
             if e.first - restart_idx <= self.restart_grace_points:

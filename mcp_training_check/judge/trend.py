@@ -55,6 +55,8 @@ class TrendDetector(Detector):
     - ``confirm_checks``: divergence seen alone (no LR jump, grad-norm explosion or eval collapse behind
       it, not a blow-up) becomes critical only when this many consecutive checks (3) saw the same episode
       and it is not falling: a corrupted shard lifts the train loss 3× for hundreds of steps and recovers.
+      Until then it is ``watch`` (continue, next check in 10 minutes): a reviewer asked about one
+      check's episode could only answer WAIT.
       With a cause, the policy makes it critical at once.
       A divergence still climbing within its episode (rising medians of its thirds, ≥
       ``rising_min_change`` and ``rising_z`` errors from first to last) is a runaway: critical at once.
@@ -63,7 +65,9 @@ class TrendDetector(Detector):
     - ``trend_window_points``: the slope is measured over the last this many points (100).
     - ``rising_min_change``: a rise of at least 10 % over the window (by the slope and by the medians of
       its first and last thirds) and a recent level 10 % above the best so far is "rising".
-    - ``rising_z``: "rising" is a warning when the autocorrelation-corrected Mann–Kendall z is ≥ 3; between
+    - ``rising_z``: "rising" when the autocorrelation-corrected Mann–Kendall z is ≥ 3 — watch at the first
+      check that sees it, a warning when the previous check saw the loss rising or diverging too (a
+      bad batch or clipping lifts 100 points once; a drift goes on); between
       the ``confidence_z`` band and 3 it is info ("possibly rising"), which an LR jump or a grad-norm
       explosion before it still turns critical. Noisy, autocorrelated healthy curves reach z ≈ 2.2 over a
       100-point window; real divergence shows z ≥ 4.
@@ -215,9 +219,9 @@ class TrendDetector(Detector):
             f"{fmt_ratio(float(np.exp(margin)))}) for {above} smoothed points since step "
             f"{fmt_step(since)}; {how}."
         )
-        severity = Severity.CRITICAL if confirmed else Severity.WARNING
         return [
-            signal(SignalKind.DIVERGENCE, severity, msg, metric=loss.name, step=int(steps[-1]), ratio=ratio,
+            signal(SignalKind.DIVERGENCE, self._severity(confirmed), msg, metric=loss.name,
+                   step=int(steps[-1]), ratio=ratio,
                    reference=reference, points_above=above, since_step=since)
         ]  # fmt: skip
 
@@ -259,10 +263,32 @@ class TrendDetector(Detector):
                 f"confirmed on {seen} consecutive checks over {fmt_pct(share)} of the judged steps (thresholds "
                 f"{self.confirm_checks} checks, {fmt_pct(self.confirm_share)})"
             )
+        if seen >= self.confirm_checks:
+            return False, (
+                f"seen on {seen} consecutive checks but over only {fmt_pct(share)} of the judged steps "
+                f"(confirmed at {fmt_pct(self.confirm_share)}), so still watched"
+            )
         return False, (
             f"seen on {seen} consecutive check(s); critical on {self.confirm_checks}, or at once with an LR "
             f"jump, a grad-norm explosion or an eval collapse"
         )
+
+    @staticmethod
+    def _severity(confirmed: bool) -> Severity:
+        """Critical when confirmed; until then watch: the next checks, 10 minutes apart, either see the
+        episode fall back or confirm it, and a reviewer asked in between could only answer WAIT."""
+        return Severity.CRITICAL if confirmed else Severity.WATCH
+
+    @staticmethod
+    def _rising_before(ctx: JudgeContext, name: str) -> bool:
+        """The previous check (with points since) already saw this loss rising or diverging."""
+        if not ctx.previous:
+            return False
+        return any(
+            s.kind is SignalKind.DIVERGENCE and s.metric == name and s.severity is not Severity.INFO
+            and s.step is not None and ctx.last_step is not None and s.step < ctx.last_step
+            for s in ctx.previous[0].signals
+        )  # fmt: skip
 
     def _slope(self, ctx: JudgeContext, loss: MetricSeries, steps: np.ndarray, y: np.ndarray) -> list[Signal]:
         """Improving or rising over the last ``trend_window_points``; else the not-learning test."""
@@ -292,7 +318,12 @@ class TrendDetector(Detector):
                 f"+{fmt_pct(self.rising_min_change)}) {span}, Mann–Kendall z {trend.z:.1f} (warning at "
                 f"{self.rising_z:g}), {fmt_pct(above_best)} above the best median {fmt(best)}."
             )
-            severity = Severity.WARNING if strong else Severity.INFO
+            if not strong:
+                severity = Severity.INFO
+            elif self._rising_before(ctx, name):
+                severity, msg = Severity.WARNING, msg[:-1] + "; rising at the previous check too."
+            else:
+                severity, msg = Severity.WATCH, msg[:-1] + "; first seen at this check, watched."
             rising = signal(SignalKind.DIVERGENCE, severity, msg, metric=name, step=step, since_step=int(xs[0]), **ev)
             return [rising, *not_learning]
         if not_learning:
