@@ -186,7 +186,7 @@ class EvalDetector(Detector):
         with_train = train is not None and train >= self.degrade_margin
         if train is not None and train < 0:
             why = f" while the train loss fell {fmt_pct(-train)} (overfitting)"
-        elif with_train:
+        elif train is not None and with_train:
             why = f"; the train loss rose {fmt_pct(train)} since then too, so the train-loss trend judges it"
         else:
             why = ""

@@ -91,7 +91,7 @@ class LrDetector(Detector):
             rising &= steps[1:] > warmup_end
         running_peak = np.maximum.accumulate(lr)[:-1]
         restarts: list[int] = []
-        jumps: list[tuple[int, float]] = []
+        jumps: list[tuple[int, float, float, float]] = []
         allow_restarts = config.restarts_expected is not False
         for start, end in runs(rising):
             i = start + int(np.argmax(cur[start:end]))
@@ -174,18 +174,16 @@ class LrDetector(Detector):
             f"(threshold {fmt_ratio(self.jump_ratio)}), {why}"
         )
         peak = ctx.config.peak_lr
-        runaway = bool(peak) and before <= self.restart_peak_ratio * peak and after >= self.runaway_ratio * peak
-        if runaway:
+        if peak and before <= self.restart_peak_ratio * peak and after >= self.runaway_ratio * peak:
             msg += (
                 f", from within the schedule to {fmt(after)}, {fmt_ratio(after / peak)} the configured peak "
                 f"{fmt(peak)} (critical at {fmt_ratio(self.runaway_ratio)}): no schedule goes there. If the LR was "
                 f"raised on purpose, set the new peak as learning_rate in the run's config."
             )
-        severity = Severity.CRITICAL if runaway else Severity.WARNING
-        evidence = {"ratio": after / peak} if runaway and peak else {}
-        return signal(
-            SignalKind.LR_ANOMALY, severity, msg + ".", metric=series.name, step=step, jump_ratio=ratio, **evidence
-        )
+            return signal(SignalKind.LR_ANOMALY, Severity.CRITICAL, msg + ".", metric=series.name, step=step,
+                          jump_ratio=ratio, ratio=after / peak)  # fmt: skip
+        return signal(SignalKind.LR_ANOMALY, Severity.WARNING, msg + ".", metric=series.name, step=step,
+                      jump_ratio=ratio)  # fmt: skip
 
     def _non_finite(self, series: MetricSeries) -> list[Signal]:
         raw = series.raw_values
