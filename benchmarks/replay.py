@@ -17,16 +17,21 @@ How a run is replayed
   through `Monitor`.
 
 What the figures mean (per split: "train" = seeds not divisible by 3, "holdout" = seeds divisible by 3)
+  The first ``stop`` of a run ends it, as ``stop_run`` would: what a rule says after that counts only in the
+  per-check rates of healthy runs, which judge every check as if the stop had been ignored.
   - false STOP (healthy): checks of healthy runs decided ``stop`` / all checks of healthy runs.
+  - healthy runs stopped: healthy runs with at least one ``stop`` (the runs a rule would have killed).
   - escalated (healthy): checks of healthy runs decided ``unsure`` / all checks of healthy runs.
-  - STOP recall (bad): bad runs with a ``stop`` at or after the check where the fault became *visible* —
-    the first check whose data include at least one point at or after ``fault_step``.
-  - delay: checks from that visible check to the first ``stop`` (0 = stopped at the visible check);
-    "max delay" is over the bad runs that were stopped.
-  - early STOP (bad): bad runs stopped *before* their fault was visible (a false stop of their healthy part).
-  - flagged (ambiguous): ambiguous runs with at least one ``unsure`` or ``stop`` check among the checks
-    whose data include a point at or after ``fault_step`` (every check when the corpus gives no fault step
-    or step 0, i.e. the run is ambiguous from its start).
+  - STOP recall (bad): bad runs whose first ``stop`` came at or after the check where the fault became
+    *visible* — the first check whose data include at least one point at or after ``fault_step``.
+  - delay: checks from that visible check to that first ``stop`` (0 = stopped at the visible check);
+    max and mean are over the recalled runs. A second table compares each baseline's delays with ours on
+    the bad runs both recalled, so a rule that caught one run is not judged on that run alone.
+  - early STOP (bad): bad runs first stopped *before* their fault was visible: killed for noise in their
+    healthy part, so the fault itself was never caught.
+  - flagged (ambiguous): ambiguous runs, not stopped before their ambiguity began, with at least one
+    ``unsure`` or ``stop`` check among the checks whose data include a point at or after ``fault_step``
+    (every check when the corpus gives no fault step or step 0, i.e. the run is ambiguous from its start).
 """
 
 from __future__ import annotations
@@ -272,12 +277,18 @@ class RunResult:
         return next((i for i, d in enumerate(self.decisions) if d is Decision.STOP), None)
 
     @property
-    def stop_after_visible(self) -> int | None:
-        """Index of the first ``stop`` at or after the visible check."""
-        return next((i for i, d in enumerate(self.decisions) if d is Decision.STOP and i >= self.visible), None)
+    def caught_at(self) -> int | None:
+        """Index of the first ``stop`` when it came at or after the visible check, else None: the first
+        stop kills the run (``stop_run``), so a run stopped before its fault was visible never reaches it."""
+        first = self.first_stop
+        return first if first is not None and first >= self.visible else None
 
     @property
     def flagged_after_visible(self) -> bool:
+        """An unsure or stop once the ambiguity began, in a run not killed before it began."""
+        first = self.first_stop
+        if first is not None and first < self.visible:
+            return False
         return any(d is not Decision.CONTINUE for d in self.decisions[self.visible :])
 
     def code(self) -> str:
@@ -292,14 +303,14 @@ def score(results: Iterable[RunResult]) -> dict[str, Any]:
     bad = [r for r in results if r.run.label == "bad"]
     ambiguous = [r for r in results if r.run.label == "ambiguous"]
     h_checks = [d for r in healthy for d in r.decisions]
-    stopped = [r for r in bad if r.stop_after_visible is not None]
-    delays = [r.stop_after_visible - r.visible for r in stopped if r.stop_after_visible is not None]
+    delays = [r.caught_at - r.visible for r in bad if r.caught_at is not None]
     return {
         "runs": {"healthy": len(healthy), "bad": len(bad), "ambiguous": len(ambiguous)},
         "healthy_checks": len(h_checks),
         "false_stop_rate": _share(sum(d is Decision.STOP for d in h_checks), len(h_checks)),
+        "healthy_runs_stopped": _share(sum(r.first_stop is not None for r in healthy), len(healthy)),
         "escalation_rate": _share(sum(d is Decision.UNSURE for d in h_checks), len(h_checks)),
-        "stop_recall": _share(len(stopped), len(bad)),
+        "stop_recall": _share(len(delays), len(bad)),
         "max_delay_checks": max(delays) if delays else None,
         "mean_delay_checks": float(np.mean(delays)) if delays else None,
         "within_one_check": _share(sum(d <= 1 for d in delays), len(bad)),
@@ -360,6 +371,7 @@ def _num(x: float | None) -> str:
 
 COLUMNS = (
     ("false STOP (healthy checks)", "false_stop_rate", _pct),
+    ("healthy runs stopped", "healthy_runs_stopped", _pct),
     ("escalated (healthy checks)", "escalation_rate", _pct),
     ("STOP recall (bad runs)", "stop_recall", _pct),
     ("stopped ≤ 1 check after visible", "within_one_check", _pct),
@@ -382,6 +394,38 @@ def markdown(scores: Mapping[str, Mapping[str, Mapping[str, Any]]]) -> str:
                     assert show is not None
                     cells.append(show(s[key]))
             lines.append(f"| {name} | {split} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def paired_delays(ours: Sequence[RunResult], theirs: Sequence[RunResult]) -> dict[str, Any]:
+    """Mean delay of both rules on the bad runs both recalled: a rule that recalls few runs is otherwise
+    judged on an easier set (or on a single run), which its own mean delay hides."""
+    pairs = [
+        (a.caught_at - a.visible, b.caught_at - b.visible)
+        for a, b in zip(ours, theirs, strict=True)
+        if a.run.label == "bad" and a.caught_at is not None and b.caught_at is not None
+    ]
+    return {
+        "runs": len(pairs),
+        "ours_mean_delay": float(np.mean([a for a, _ in pairs])) if pairs else None,
+        "their_mean_delay": float(np.mean([b for _, b in pairs])) if pairs else None,
+        "ours_later": sum(a > b for a, b in pairs),
+        "theirs_later": sum(b > a for a, b in pairs),
+    }
+
+
+def paired_markdown(table: Mapping[str, Sequence[RunResult]]) -> str:
+    ours_name, *others = table
+    lines = [
+        "| rule | bad runs both recalled | mean delay, ours | mean delay, theirs | ours later / theirs later |",
+        "|---|---|---|---|---|",
+    ]
+    for name in others:
+        p = paired_delays(table[ours_name], table[name])
+        lines.append(
+            f"| {name} | {p['runs']} | {_num(p['ours_mean_delay'])} | {_num(p['their_mean_delay'])} | "
+            f"{p['ours_later']} / {p['theirs_later']} |"
+        )
     return "\n".join(lines)
 
 
@@ -408,9 +452,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     table = run_all(runs, checks=args.checks, config_mode=args.config_mode, pipeline=args.pipeline)
     elapsed = time.perf_counter() - start
     scores = {name: split_scores(results) for name, results in table.items()}
+    ours, *others = table
+    paired = {name: paired_delays(table[ours], table[name]) for name in others}
     if args.json:
         print(json.dumps({"checks_per_run": args.checks, "pipeline": args.pipeline, "config": args.config_mode,
-                          "seconds": round(elapsed, 1), "scores": scores}, indent=2))  # fmt: skip
+                          "seconds": round(elapsed, 1), "scores": scores, "paired_delays": paired},
+                         indent=2))  # fmt: skip
         return
     if args.details:
         for name, results in table.items():
@@ -418,6 +465,8 @@ def main(argv: Sequence[str] | None = None) -> None:
             for r in results:
                 print(f"  {r.run.id} {r.run.label:9s} {r.run.fault:20s} {r.code()}")
     print(markdown(scores))
+    print("\nDelay on the same runs (all splits):\n")
+    print(paired_markdown(table))
     print(
         f"\n{len(runs)} runs × {args.checks} checks, pipeline {args.pipeline}, config {args.config_mode}, "
         f"{elapsed:.0f} s"

@@ -11,13 +11,17 @@ from benchmarks.replay import (
     Run,
     RunResult,
     checkpoints,
+    jsonl_lines,
     load_corpus,
     replay_fast,
     replay_monitor,
     score,
+    toml_hints,
     visible_check,
 )
-from mcp_training_check.models import Decision
+from mcp_training_check.config import ProjectConfig, RunEntry
+from mcp_training_check.models import Decision, Severity
+from mcp_training_check.service import Monitor
 
 CHECKS = 15
 
@@ -39,7 +43,8 @@ def test_fast_path_decides_like_monitor_check(corpus, run_id, tmp_path):
     for i, (a, b) in enumerate(zip(full, fast, strict=True)):
         assert a.decision is b.decision, (i, a.summary, b.summary)
         assert [(s.kind, s.severity, s.step) for s in a.signals] == [(s.kind, s.severity, s.step) for s in b.signals]
-    assert {v.decision for v in full} != {Decision.CONTINUE}, "a run that never raises anything proves little"
+    raised = {s.severity for v in full for s in v.signals} - {Severity.INFO}
+    assert raised, "a run that never raises anything proves little"
 
 
 def test_checkpoints_are_evenly_spaced_and_end_at_the_last_step(corpus):
@@ -62,12 +67,45 @@ def test_score_counts_what_the_docstring_says(corpus):
     c, u, s = Decision.CONTINUE, Decision.UNSURE, Decision.STOP
     results = [
         RunResult(corpus["h01"], [c, c, u, s], visible=0),
-        RunResult(corpus["b10"], [c, s, c, s, s], visible=2),  # early stop, then stopped 1 check after visible
+        RunResult(corpus["h02"], [c, c, c, c], visible=0),
+        RunResult(corpus["b10"], [c, s, c, s, s], visible=2),  # killed by the early stop: the fault never caught
         RunResult(corpus["b11"], [c, c, c, c], visible=1),  # missed
+        RunResult(corpus["b12"], [c, c, u, s], visible=2),  # caught 1 check after visible
+        RunResult(corpus["b13"], [c, s], visible=1),  # caught at the visible check
         RunResult(corpus["a05"], [u, c, c], visible=1),  # flagged only before the ambiguity began
         RunResult(corpus["a06"], [c, c, s], visible=1),
+        RunResult(corpus["a07"], [s, u, u], visible=1),  # killed before its ambiguity began
     ]
     got = score(results)
-    assert got["false_stop_rate"] == 0.25 and got["escalation_rate"] == 0.25
-    assert got["stop_recall"] == 0.5 and got["max_delay_checks"] == 1 and got["early_stops"] == 1
-    assert got["within_one_check"] == 0.5 and got["ambiguous_flagged"] == 0.5
+    assert got["false_stop_rate"] == 1 / 8 and got["escalation_rate"] == 1 / 8
+    assert got["healthy_runs_stopped"] == 0.5
+    assert got["stop_recall"] == 0.5 and got["early_stops"] == 1
+    assert got["max_delay_checks"] == 1 and got["mean_delay_checks"] == 0.5
+    assert got["within_one_check"] == 0.5 and got["ambiguous_flagged"] == 1 / 3
+
+
+def test_a_watched_episode_continues_and_checks_again_in_10_minutes(corpus, tmp_path):
+    """h17 through `Monitor.check` on a growing JSONL log: healthy checks climb the ladder; the check that
+    first sees the noisy shard's 3× loss says continue (watching), drops the interval to 10 min and asks
+    for no review; the ladder climbs again once it is back."""
+    run = corpus["h17"]
+    log = tmp_path / "h17.jsonl"
+    log.write_text("")
+    entry = RunEntry(run=str(log), baselines=run.baselines, **toml_hints(run.config))
+    config = ProjectConfig(path=None, base_dir=tmp_path, cwd=tmp_path, runs={"h17": entry})
+    monitor = Monitor(home=tmp_path / "home", config=config)
+    reports = []
+    try:
+        prev = None
+        for cut in (1000, 1200, 1400, 1601, 2600, 2800):
+            with log.open("a") as fh:
+                fh.writelines(line + "\n" for line in jsonl_lines(run, prev, cut))
+            reports.append(monitor.check("h17"))
+            prev = cut
+    finally:
+        monitor.close()
+    assert [r.verdict.decision for r in reports if r.verdict] == [Decision.CONTINUE] * 6
+    assert [r.schedule.interval_minutes for r in reports] == [10, 20, 30, 10, 20, 30]
+    watched = reports[3]
+    assert watched.verdict is not None and watched.verdict.summary.startswith("CONTINUE (watching)")
+    assert watched.next_action == "continue_monitoring"
