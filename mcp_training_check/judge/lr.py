@@ -178,7 +178,7 @@ class LrDetector(Detector):
             msg += (
                 f", from within the schedule to {fmt(after)}, {fmt_ratio(after / peak)} the configured peak "
                 f"{fmt(peak)} (critical at {fmt_ratio(self.runaway_ratio)}): no schedule goes there. If the LR was "
-                f"raised on purpose, set the new peak as learning_rate in the run's config."
+                f"raised on purpose, set the new peak as learning_rate in the run's config"
             )
             return signal(SignalKind.LR_ANOMALY, Severity.CRITICAL, msg + ".", metric=series.name, step=step,
                           jump_ratio=ratio, ratio=after / peak)  # fmt: skip
