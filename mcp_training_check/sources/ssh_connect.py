@@ -153,19 +153,40 @@ def ssh_client(
                 if Path(path).is_file():
                     client.load_system_host_keys(path)  # "system": paramiko never writes these back
             client.set_missing_host_key_policy(_RejectUnknownHost())
-            client.connect(
-                target.hostname,
-                port=target.port,
-                username=target.user,
-                key_filename=list(target.identity_files) or None,
-                timeout=timeout_seconds,
-                banner_timeout=timeout_seconds,
-                auth_timeout=timeout_seconds,
-                channel_timeout=timeout_seconds,
-            )
+            _connect(client, target, timeout_seconds)
             yield client
     finally:
         client.close()
+
+
+def _connect(client: paramiko.SSHClient, target: SshTarget, timeout_seconds: float) -> None:
+    """``client.connect`` with every stage bounded, raising the transport's own failure.
+
+    When the server never sends its banner, paramiko's transport thread records "Error reading SSH
+    protocol banner", but ``connect`` may stop waiting first (after ``timeout``) and fail with "No existing
+    session" while that thread still waits. Both mean the handshake did not finish in time.
+    """
+    try:
+        client.connect(
+            target.hostname,
+            port=target.port,
+            username=target.user,
+            key_filename=list(target.identity_files) or None,
+            timeout=timeout_seconds,
+            banner_timeout=timeout_seconds,
+            auth_timeout=timeout_seconds,
+            channel_timeout=timeout_seconds,
+        )
+    except (paramiko.AuthenticationException, paramiko.BadHostKeyException, UnknownHostKey):
+        raise
+    except paramiko.SSHException as exc:
+        transport = client.get_transport()
+        cause = (transport.get_exception() if transport is not None else None) or exc
+        if "protocol banner" in str(cause) or "No existing session" in str(cause):
+            raise TimeoutError(f"the SSH handshake did not finish within {timeout_seconds:g} s") from cause
+        if cause is not exc:
+            raise cause from exc
+        raise
 
 
 @contextmanager
