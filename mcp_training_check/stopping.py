@@ -171,6 +171,12 @@ def _no_stop_configured(ref: RunRef) -> str:
             'table with method = "wandb" (W&B\'s StopRun), or pid_file = "..." to kill its local process. '
             "Stop settings come only from that file, so a tool argument can never pick which run is stopped."
         )
+    if ref.kind is RunKind.SSH:
+        return (
+            f"no way to stop run {ref.raw!r} is configured: add to training-check.toml a [runs.<name>] entry with "
+            f'run = "{ref.key}" and a [runs.<name>.stop] table with method = "ssh" and pid_file = "<path on '
+            f'{ref.host}>" (or pid = N). Stop settings come only from that file.'
+        )
     return (
         f"no way to stop run {ref.raw!r} is configured: add a [runs.<name>.stop] table with "
         'pid_file = "..." or pid = N to training-check.toml (stop settings come only from that file).'

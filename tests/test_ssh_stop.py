@@ -206,3 +206,11 @@ def test_mcp_check_of_a_missing_remote_log_is_an_error_naming_it(ssh_home, tmp_p
     assert result.is_error
     text = " ".join(getattr(block, "text", "") for block in result.content)
     assert str(missing) in text and f"127.0.0.1:{ssh_home.port}" in text
+
+
+def test_unconfigured_ssh_run_says_how_to_configure_an_ssh_stop(ssh_home, tmp_path):
+    log = tmp_path / "train.log"
+    log.write_text('{"step": 1, "loss": 2.0}\n')
+    with pytest.raises(StopError) as caught:
+        Monitor().stop_run(ssh_home.url(log), confirm=True, reason="x")
+    assert 'method = "ssh"' in str(caught.value) and f'run = "ssh://trainbox{log}"' in str(caught.value)
