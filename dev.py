@@ -3,6 +3,7 @@
 
     python3 dev.py demo      create .venv, install, run the built-in demo (no account, no network)
     python3 dev.py test      create .venv, install with test extras, run ruff, mypy and the test suite
+                             (the SSH tests start a real OpenSSH sshd: installed with apt-get when root)
     python3 dev.py bench     run the benchmarks in benchmarks/ (speed, size, and the judge replay)
 
 The virtual environment is reused while pyproject.toml is unchanged (a hash stamp in .venv).
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import subprocess
 import sys
 import venv
@@ -21,6 +23,7 @@ ROOT = Path(__file__).resolve().parent
 VENV = ROOT / ".venv"
 STAMP = VENV / ".installed-pyproject-sha256"
 MIN_PYTHON = (3, 11)
+SSHD = Path("/usr/sbin/sshd")  # the SSH tests run a real OpenSSH server on 127.0.0.1
 
 
 def python() -> Path:
@@ -53,8 +56,28 @@ def demo(args: list[str]) -> None:
     run([str(python()), "-m", "mcp_training_check", "demo", *args])
 
 
+def ensure_sshd() -> None:
+    """The SSH tests need OpenSSH's sshd. As root on Debian/Ubuntu (CI on a clean clone) install it;
+    otherwise say what to install and stop, rather than let those tests fail one by one."""
+    if SSHD.exists():
+        return
+    if os.geteuid() == 0 and shutil.which("apt-get"):
+        print("dev.py: installing openssh-server (the SSH tests start a real sshd on 127.0.0.1)", flush=True)
+        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+        for command in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", "openssh-server"]):
+            if subprocess.run(command, env=env).returncode != 0:
+                sys.exit(f"dev.py: `{' '.join(command)}` failed; install openssh-server by hand and rerun")
+        return
+    sys.exit(
+        f"dev.py: {SSHD} is missing; the SSH tests start a real OpenSSH server. Install it "
+        "(Debian/Ubuntu: `sudo apt-get install -y openssh-server`; Fedora: `sudo dnf install openssh-server`) "
+        "and rerun `python3 dev.py test`."
+    )
+
+
 def test(args: list[str]) -> None:
     ensure_venv("test")
+    ensure_sshd()
     run([str(python()), "-m", "ruff", "check", "mcp_training_check", "tests", "benchmarks", "corpus", "dev.py"])
     run([str(python()), "-m", "mypy"])
     run([str(python()), "-m", "pytest", "-q", *args])

@@ -11,6 +11,7 @@ Example (every key is optional except ``run`` in each ``[runs.NAME]``)::
     [defaults]
     notes = "TRAINING_NOTES.md"        # Markdown file incidents are appended to
     wandb_timeout_seconds = 10         # bound on every request to a W&B server (a tool call must not hang)
+    ssh_timeout_seconds = 10           # bound on each SSH step: connect, banner, login, every read or command
     [defaults.review]                  # the external LLM reviewer
     model = "claude-sonnet-4-5"
     timeout_seconds = 60
@@ -44,9 +45,17 @@ Example (every key is optional except ``run`` in each ``[runs.NAME]``)::
     method = "wandb"                   # send W&B's StopRun, then wait for the run to leave `running`
     verify_seconds = 60                # how long to wait before saying "requested, not confirmed"
 
-Relative paths (``run``, ``notes``, ``log_fallback``, ``pid_file``) are relative to the directory of the
-file, so the file means the same thing whatever directory a tool runs in. Symlinks such as
-``wandb/latest-run`` are kept unresolved: they must be followed anew at every check.
+    [runs.remote]                      # a log on another machine, read over SSH (~/.ssh/config applies)
+    run = "ssh://gpu-box/home/me/run1/train.log"
+    [runs.remote.stop]
+    method = "ssh"                     # kill the process on the run's host: pid_file is a path there
+    pid_file = "/home/me/run1/train.pid"
+
+``log_fallback`` may also be an ``ssh://host/path`` URL: a W&B run whose log is on its training machine.
+
+Relative local paths (``run``, ``notes``, ``log_fallback``, ``pid_file`` unless ``method = "ssh"``) are
+relative to the directory of the file, so the file means the same thing whatever directory a tool runs in.
+Symlinks such as ``wandb/latest-run`` are kept unresolved: they must be followed anew at every check.
 
 Every mistake is reported as ``FILE:LINE: table.key: what is wrong and how to fix it``. tomllib gives line
 numbers only for syntax errors, so `key_lines` (in ``toml_lines``) scans the text for table headers, dotted
@@ -62,6 +71,7 @@ import re
 import tomllib
 from pathlib import Path
 from typing import Annotated, Any, Literal, cast, get_args
+from urllib.parse import urlparse
 
 from pydantic import (
     BaseModel,
@@ -102,12 +112,14 @@ MAX_REVIEW_TIMEOUT_SECONDS = 600.0
 DEFAULT_GRACE_SECONDS = 30.0
 DEFAULT_WANDB_TIMEOUT_SECONDS = 10.0  # a tool call must not hang: wandb's own default is 19 s per try
 MAX_WANDB_TIMEOUT_SECONDS = 120.0
+DEFAULT_SSH_TIMEOUT_SECONDS = 10.0  # per SSH step; the same default as ssh_connect's
+MAX_SSH_TIMEOUT_SECONDS = 120.0
 DEFAULT_WANDB_VERIFY_SECONDS = 60.0  # the training process polls its stop flag every ~15 s
 MAX_WANDB_VERIFY_SECONDS = 600.0
 MAX_GRACE_SECONDS = 3600.0  # longer than any sane checkpoint save; beyond it the stop tool would hang
 
 StopSignal = Literal["TERM", "INT", "KILL"]
-StopMethodName = Literal["local_pid", "wandb"]
+StopMethodName = Literal["local_pid", "wandb", "ssh"]
 # The role names users may write; the same keys as roles.OVERRIDE_ROLES, which says what each one means.
 RoleName = Literal["train_loss", "eval", "eval_lower", "eval_higher", "learning_rate", "grad_norm", "other", "ignore"]
 JudgeValue = float | int | bool
@@ -138,6 +150,22 @@ def _non_empty(value: object) -> object:
 
 # Paths are strings in TOML; strict mode would refuse a str for Path, so paths alone are lax.
 ConfigPath = Annotated[Path, BeforeValidator(_non_empty), Field(strict=False)]
+
+
+def _log_fallback(value: object) -> Path | str:
+    """A local log path, or an ``ssh://`` URL kept as written (a Path would fold its ``//``)."""
+    _non_empty(value)
+    if isinstance(value, str) and value.strip().startswith("ssh://"):
+        url = urlparse(value.strip())
+        if not url.hostname or url.path in ("", "/"):
+            raise ValueError(f"{value!r}: an ssh log needs a host and a path, e.g. ssh://gpu-box/home/me/train.log")
+        return value.strip()
+    if not isinstance(value, str | Path):
+        raise ValueError(f"expected a path or an ssh://host/path URL, got {value!r}")
+    return Path(value)
+
+
+LogFallback = Annotated[Path | str, PlainValidator(_log_fallback)]
 Thresholds = dict[str, Annotated[JudgeValue, PlainValidator(_judge_value)]]
 
 
@@ -154,8 +182,10 @@ class ReviewSettings(_Section):
 
 
 class StopSettings(_Section):
-    """How to stop the run: its local process (exactly one of ``pid_file`` or ``pid``), or, with
-    ``method = "wandb"``, W&B's StopRun for the entry's own W&B run (then no pid is taken)."""
+    """How to stop the run: its local process (exactly one of ``pid_file`` or ``pid``); with
+    ``method = "ssh"`` the process on the host of the entry's ``ssh://`` run or log_fallback (``pid_file``
+    is then a path on that host); or, with ``method = "wandb"``, W&B's StopRun for the entry's own W&B run
+    (then no pid is taken)."""
 
     method: StopMethodName = "local_pid"
     pid_file: ConfigPath | None = None
@@ -179,6 +209,7 @@ class StopSettings(_Section):
 class Defaults(_Section):
     notes: ConfigPath = Path(DEFAULT_NOTES)
     wandb_timeout_seconds: float = Field(default=DEFAULT_WANDB_TIMEOUT_SECONDS, gt=0, le=MAX_WANDB_TIMEOUT_SECONDS)
+    ssh_timeout_seconds: float = Field(default=DEFAULT_SSH_TIMEOUT_SECONDS, gt=0, le=MAX_SSH_TIMEOUT_SECONDS)
     review: ReviewSettings = ReviewSettings()
     judge: Thresholds = Field(default_factory=dict)
 
@@ -187,7 +218,7 @@ class RunEntry(_Section):
     run: str = Field(min_length=1)
     roles: dict[str, RoleName] = Field(default_factory=dict)
     baselines: dict[str, float] = Field(default_factory=dict)
-    log_fallback: ConfigPath | None = None
+    log_fallback: LogFallback | None = None
     notes: ConfigPath | None = None
     total_steps: int | None = Field(default=None, gt=0)
     learning_rate: float | None = Field(default=None, gt=0)
@@ -216,7 +247,7 @@ class ResolvedRunConfig(BaseModel):
     config_path: Path | None
     roles: dict[str, RoleName] = Field(default_factory=dict)
     baselines: dict[str, float] = Field(default_factory=dict)
-    log_fallback: Path | None = None
+    log_fallback: Path | str | None = Field(default=None, description="A local path, or an ssh://host/path URL.")
     notes: Path
     total_steps: int | None = None
     learning_rate: float | None = None
@@ -227,6 +258,7 @@ class ResolvedRunConfig(BaseModel):
     judge: dict[str, JudgeValue] = Field(default_factory=dict)
     stop: StopSettings | None = Field(default=None, description="None: the file says nothing about stopping.")
     wandb_timeout_seconds: float = DEFAULT_WANDB_TIMEOUT_SECONDS
+    ssh_timeout_seconds: float = DEFAULT_SSH_TIMEOUT_SECONDS
 
     def judge_hints(self) -> dict[str, int | float | str]:
         """Facts about the run the judge uses like the run's own config (a plain log has none), under
@@ -270,7 +302,7 @@ class ProjectConfig(BaseModel):
 
     def _resolve(self, alias: str | None, run: str, entry: RunEntry) -> ResolvedRunConfig:
         stop = entry.stop
-        if stop is not None and stop.pid_file is not None:
+        if stop is not None and stop.pid_file is not None and stop.method != "ssh":  # ssh: a path on that host
             stop = stop.model_copy(update={"pid_file": self._absolute(stop.pid_file)})
         return ResolvedRunConfig(
             alias=alias,
@@ -278,7 +310,7 @@ class ProjectConfig(BaseModel):
             config_path=self.path,
             roles=dict(entry.roles),
             baselines=dict(entry.baselines),
-            log_fallback=self._absolute(entry.log_fallback) if entry.log_fallback else None,
+            log_fallback=_fallback(entry.log_fallback, self.base_dir),
             notes=self._absolute(entry.notes or self.defaults.notes),
             total_steps=entry.total_steps,
             learning_rate=entry.learning_rate,
@@ -289,6 +321,7 @@ class ProjectConfig(BaseModel):
             judge={**self.defaults.judge, **entry.judge},
             stop=stop,
             wandb_timeout_seconds=self.defaults.wandb_timeout_seconds,
+            ssh_timeout_seconds=self.defaults.ssh_timeout_seconds,
         )
 
     def _absolute(self, path: Path) -> Path:
@@ -316,7 +349,7 @@ def apply_overrides(
     if log_fallback is not None:
         if not str(log_fallback).strip():
             raise ConfigError("argument log_fallback: empty path; pass a log file path or leave it out.")
-        update["log_fallback"] = _absolute(str(log_fallback), Path.cwd())
+        update["log_fallback"] = _fallback(str(log_fallback).strip(), Path.cwd())
     return resolved.model_copy(update=update) if update else resolved
 
 
@@ -345,6 +378,13 @@ _WANDB_URL = re.compile(rf"^https?://[^/]+/({RUN_ID})/({RUN_ID})/runs/({RUN_ID})
 def _absolute(text: str, base: Path) -> Path:
     """Absolute, normalised, symlinks kept (``wandb/latest-run`` must be followed at every read)."""
     return Path(os.path.abspath(Path(base, os.path.expanduser(text))))
+
+
+def _fallback(value: Path | str | None, base: Path) -> Path | str | None:
+    """An ``ssh://`` log fallback as written; a local one made absolute."""
+    if value is None or (isinstance(value, str) and value.startswith("ssh://")):
+        return value
+    return _absolute(str(value), base)
 
 
 def _is_local(text: str, base: Path) -> bool:

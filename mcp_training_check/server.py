@@ -162,7 +162,7 @@ def _add_stop_tool(server: MCPServer, mon: Monitor) -> None:
             str, Field(description="One sentence for the incident record, e.g. the verdict's summary.", max_length=2000)
         ],
     ) -> StopResult:
-        """Stop the training run as training-check.toml configures it (local pid / pid file, or W&B's StopRun
+        """Stop the training run as training-check.toml configures it (local or SSH pid / pid file, or W&B's StopRun
         with method = "wandb"), verify it ended, and record the evidence (run URL, key metrics, signals,
         reason) in an incident and the project's notes. Only after a stop verdict or a STOP review. A W&B stop
         may come back `requested_not_confirmed`: the run was flagged but not seen to end. Stopping twice is

@@ -3,8 +3,9 @@ it, and the incident and result that describe what happened.
 
 Stop settings come only from ``training-check.toml`` (``[runs.<name>.stop]``), never from a tool argument,
 so a call can never pick which process or W&B run is stopped. ``send_stop`` kills the local process
-(``stop.stop_local_process``) or sends W&B's StopRun (``stop_wandb.stop_wandb_run``); the rest builds
-the records ``Monitor`` stores and returns.
+(``stop.stop_local_process``), the process on the run's SSH host (``stop_ssh.stop_remote_process``), or
+sends W&B's StopRun (``stop_wandb.stop_wandb_run``); the rest builds the records ``Monitor`` stores and
+returns.
 """
 
 from __future__ import annotations
@@ -18,7 +19,9 @@ from .config import ResolvedRunConfig
 from .errors import StopError
 from .incidents import Incident
 from .models import MetricSnapshot, RunKind, RunRef, StopMethod, StopOutcome, StopResult, Verdict
+from .runref import parse_run
 from .stop import StopAttempt, stop_local_process
+from .stop_ssh import stop_remote_process
 from .stop_wandb import WandbStopAttempt, stop_wandb_run
 
 __all__ = ["KEY_METRICS_IN_INCIDENT", "SentStop", "already_stopped", "incident_for", "send_stop", "stop_result"]
@@ -57,6 +60,8 @@ def send_stop(ref: RunRef, settings: ResolvedRunConfig) -> SentStop:
         raise StopError(_no_stop_configured(ref))
     if stop.method == "wandb":
         return _send_wandb_stop(ref, settings)
+    if stop.method == "ssh":
+        return _send_ssh_stop(ref, settings)
     attempt = stop_local_process(
         pid=stop.pid,
         pid_file=stop.pid_file,
@@ -80,13 +85,43 @@ def _send_wandb_stop(ref: RunRef, settings: ResolvedRunConfig) -> SentStop:
     return SentStop.of(StopMethod.WANDB, attempt, pid=None)
 
 
+def _send_ssh_stop(ref: RunRef, settings: ResolvedRunConfig) -> SentStop:
+    """Signal the process on the host of the entry's ``ssh://`` run, or else of its ``ssh://`` log_fallback."""
+    stop = settings.stop
+    assert stop is not None
+    attempt = stop_remote_process(
+        _ssh_host(ref, settings),
+        pid=stop.pid,
+        pid_file=str(stop.pid_file) if stop.pid_file is not None else None,
+        signal_name=stop.signal,
+        grace_seconds=stop.grace_seconds,
+        kill_after_grace=stop.kill_after_grace,
+        timeout_seconds=settings.ssh_timeout_seconds,
+    )
+    return SentStop.of(StopMethod.SSH, attempt, pid=attempt.pid)
+
+
+def _ssh_host(ref: RunRef, settings: ResolvedRunConfig) -> str:
+    if ref.kind is RunKind.SSH and ref.host:
+        return ref.host
+    fallback = settings.log_fallback
+    if isinstance(fallback, str) and fallback.startswith("ssh://"):
+        host = parse_run(fallback).host
+        if host:
+            return host
+    raise StopError(
+        f'[runs.{settings.alias}.stop] method = "ssh" needs a machine: make the entry\'s `run` or its '
+        f"log_fallback an ssh://host/path URL (it is {settings.run!r}), or use pid_file for a local process."
+    )
+
+
 def incident_for(
     ref: RunRef, reason: str, sent: SentStop, *, snapshot: MetricSnapshot, verdict: Verdict | None, url: str | None
 ) -> Incident:
     """The incident record: the latest verdict (if any), the key metrics, and how the stop went."""
     return Incident(
         run=ref.raw,
-        run_url=url or (ref.path and f"file://{ref.path}"),
+        run_url=url or (ref.key if ref.kind is RunKind.SSH else ref.path and f"file://{ref.path}"),
         reason=reason,
         decision=verdict.decision if verdict else None,
         summary=verdict.summary if verdict else snapshot.summary,
@@ -135,6 +170,12 @@ def _no_stop_configured(ref: RunRef) -> str:
             f'entry with run = "{ref.entity}/{ref.project}/{ref.run_id}" and a [runs.<name>.stop] '
             'table with method = "wandb" (W&B\'s StopRun), or pid_file = "..." to kill its local process. '
             "Stop settings come only from that file, so a tool argument can never pick which run is stopped."
+        )
+    if ref.kind is RunKind.SSH:
+        return (
+            f"no way to stop run {ref.raw!r} is configured: add to training-check.toml a [runs.<name>] entry with "
+            f'run = "{ref.key}" and a [runs.<name>.stop] table with method = "ssh" and pid_file = "<path on '
+            f'{ref.host}>" (or pid = N). Stop settings come only from that file.'
         )
     return (
         f"no way to stop run {ref.raw!r} is configured: add a [runs.<name>.stop] table with "

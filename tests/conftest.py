@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from .sshd import silent_port, ssh_home, sshd_server  # noqa: F401  (fixtures of the SSH tests)
+
 
 @pytest.fixture(autouse=True)
 def isolated_home(tmp_path, monkeypatch):

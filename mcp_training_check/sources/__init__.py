@@ -1,11 +1,11 @@
 """Where metrics come from, and the fallback chain between those places.
 
-One module per place (`wandb_file`, `logs`, `wandb_api`, later SSH), all behind the `Source`
+One module per place (`wandb_file`, `logs`, `wandb_api`, `ssh`), all behind the `Source`
 protocol in `base`. `read_with_fallback` picks the run's primary source from its `RunRef`, and when
 that place cannot be reached reads the configured log fallback instead, saying so in `data_source`.
 
 The stored cursor is one dict per run holding a sub-cursor per source, so switching to the fallback
-and back never loses either position.
+and back never loses either position. A log fallback is a local path or an ``ssh://host/path`` URL.
 """
 
 from __future__ import annotations
@@ -16,8 +16,11 @@ from typing import TYPE_CHECKING
 
 from ..errors import RunRefError, SourceError, SourceUnavailable
 from ..models import DataSource, RunKind, RunRef
+from ..runref import parse_run
 from .base import Cursor, ReadBatch, SeriesBuilder, SeriesChunk, Source
 from .logs import LogFileSource
+from .ssh import SshLogSource
+from .ssh_connect import DEFAULT_SSH_TIMEOUT_SECONDS
 from .wandb_api import DEFAULT_TIMEOUT_SECONDS, WandbApiSource
 from .wandb_file import WandbFileSource
 
@@ -32,6 +35,7 @@ __all__ = [
     "SeriesBuilder",
     "SeriesChunk",
     "Source",
+    "SshLogSource",
     "WandbApiSource",
     "WandbFileSource",
     "open_primary",
@@ -60,10 +64,13 @@ def open_primary(ref: RunRef, settings: ResolvedRunConfig | None = None) -> tupl
             f"`run` {ref.raw!r} names a whole W&B {ref.kind.value.removeprefix('wandb_')}: call check_many "
             "(CLI: training-check check) for all its running runs, or pass one run as entity/project/run_id."
         )
-    raise SourceUnavailable(
-        f"reading logs over SSH ({ref.host}:{ref.path}) is not available in this version: copy or mount the "
-        "log locally, or set log_fallback for this run in training-check.toml."
-    )
+    if ref.kind is RunKind.SSH:
+        return "ssh", DataSource.SSH, SshLogSource(ref, timeout_seconds=_ssh_timeout(settings))
+    raise SourceUnavailable(f"`run` {ref.raw!r}: no source reads runs of kind {ref.kind.value}.")
+
+
+def _ssh_timeout(settings: ResolvedRunConfig | None) -> float:
+    return settings.ssh_timeout_seconds if settings is not None else DEFAULT_SSH_TIMEOUT_SECONDS
 
 
 def read_with_fallback(ref: RunRef, settings: ResolvedRunConfig, stored: Cursor | None) -> ReadOutcome:
@@ -77,13 +84,21 @@ def read_with_fallback(ref: RunRef, settings: ResolvedRunConfig, stored: Cursor 
             if isinstance(primary_error, SourceUnavailable):
                 return ReadOutcome(None, DataSource.UNREACHABLE, [str(primary_error)])
             raise
-        return _read_fallback(settings.log_fallback, cursors, primary_error)
+        return _read_fallback(settings, cursors, primary_error)
 
 
-def _read_fallback(path: Path, cursors: Cursor, primary_error: SourceError) -> ReadOutcome:
-    reason = f"primary source failed ({primary_error}); read the log fallback {path}"
+def _fallback_source(settings: ResolvedRunConfig) -> Source:
+    """The configured log fallback: a local log, or one on another machine (``ssh://host/path``)."""
+    where = settings.log_fallback
+    if isinstance(where, str) and where.startswith("ssh://"):
+        return SshLogSource(parse_run(where), timeout_seconds=settings.ssh_timeout_seconds)
+    return LogFileSource(Path(str(where)))
+
+
+def _read_fallback(settings: ResolvedRunConfig, cursors: Cursor, primary_error: SourceError) -> ReadOutcome:
+    reason = f"primary source failed ({primary_error}); read the log fallback {settings.log_fallback}"
     try:
-        batch = _read(LogFileSource(Path(path)), "log_fallback", cursors)
+        batch = _read(_fallback_source(settings), "log_fallback", cursors)
     except SourceError as fallback_error:
         return ReadOutcome(
             None,

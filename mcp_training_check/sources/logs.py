@@ -8,9 +8,10 @@ Two layers, so that an SSH source can reuse the second without touching local fi
 - ``read_log_bytes``: appended bytes → complete lines → parser. Only lines ended by ``\\n`` or ``\\r`` are
   consumed (``\\r`` because progress bars rewrite one line with it); a partial last line stays for the next
   read. The cursor's ``"offset"`` is the first byte not consumed.
-- ``LogFileSource``: a local file read in chunks from the cursor's offset. The cursor also keeps the file's
-  identity (inode, device, crc of its head); a file that shrank or was replaced is read again from the
-  start with ``restarted=True``.
+- ``read_open_log``: an open file (local, or remote over SFTP in ``ssh``) read in chunks from the cursor's
+  offset. The cursor also keeps the file's identity (inode, device, size, crc of its head); a file that
+  shrank or was replaced is read again from the start with ``restarted=True``.
+- ``LogFileSource``: a local file through ``read_open_log``.
 
 Log lines that matter but hold no number come back as warnings: ``"fatal: ..."`` for lines that always end
 a run (DeepSpeed's loss scale at its minimum), ``"error: ..."`` for tracebacks, CUDA OOM and RuntimeError.
@@ -49,9 +50,11 @@ __all__ = [
     "LogFileSource",
     "LogParser",
     "ParsedLines",
+    "file_identity",
     "is_log_path",
     "parse_lines",
     "read_log_bytes",
+    "read_open_log",
 ]
 
 LOG_SUFFIXES = frozenset({".log", ".txt", ".out", ".err", ".jsonl", ".ndjson", ".csv", ".tsv"})
@@ -164,26 +167,67 @@ def is_log_path(path: str | Path) -> bool:
     return b"\0" not in head
 
 
-def _identity(st: os.stat_result, head: bytes) -> dict[str, int]:
-    return {
-        "inode": st.st_ino,
-        "dev": st.st_dev,
-        "size": st.st_size,
-        "head_len": len(head),
-        "head_crc": zlib.crc32(head),
-    }
+def file_identity(*, inode: int | None, dev: int | None, size: int, head: bytes) -> dict[str, Any]:
+    """What tells an appended file from a replaced one: inode and device (None when the place cannot
+    say, e.g. over SFTP without a shell), size, and a crc of the first ``HEAD_BYTES``."""
+    return {"inode": inode, "dev": dev, "size": size, "head_len": len(head), "head_crc": zlib.crc32(head)}
 
 
-def _same_file(old: Any, st: os.stat_result, head: bytes, offset: int) -> bool:
+def _same_file(old: Any, new: Mapping[str, Any], head: bytes, offset: int) -> bool:
     """Same file, only appended to: same inode and device, not shorter, same first bytes as before."""
     if not isinstance(old, Mapping):
         return False
     try:
-        if (old["inode"], old["dev"]) != (st.st_ino, st.st_dev) or st.st_size < offset:
+        if (old["inode"], old["dev"]) != (new["inode"], new["dev"]) or new["size"] < offset:
             return False
         return zlib.crc32(head[: int(old["head_len"])]) == old["head_crc"] and len(head) >= old["head_len"]
     except (KeyError, TypeError, ValueError):
         return False
+
+
+def _chunks(fh: Any, end: int | None) -> Iterator[bytes]:
+    """``fh`` from its position in CHUNK_BYTES pieces, up to ``end`` (None: to the end of the file)."""
+    position = fh.tell()
+    while end is None or position < end:
+        chunk = fh.read(CHUNK_BYTES if end is None else min(CHUNK_BYTES, end - position))
+        if not chunk:
+            return
+        position += len(chunk)
+        yield chunk
+
+
+def read_open_log(
+    fh: Any,
+    cursor: Cursor | None,
+    *,
+    identity: Mapping[str, Any],
+    head: bytes,
+    fmt: str | None = None,
+    end: int | None = None,
+) -> ReadBatch:
+    """Read an open log from the cursor's offset: the part shared by local files and SSH.
+
+    ``identity`` (from `file_identity`) and ``head`` describe the file now; when they show it was replaced
+    or truncated it is read from the start with ``restarted=True``. ``fh`` needs ``seek``, ``tell`` and
+    ``read``; ``end`` bounds the read (the size a remote stat reported, so a growing file cannot keep a
+    read going). A partial last line is left for the next read.
+    """
+    offset = int(cursor.get("offset", 0)) if cursor else 0
+    same = cursor is not None and _same_file(cursor.get("identity"), identity, head, offset)
+    parser = _restore(cursor, fmt) if same else None
+    keep = parser is not None  # else read from the start, so that a CSV header is seen again
+    parser = parser or LogParser(fmt)
+    start = offset if keep else 0
+    fh.seek(start)
+    notes = ParseNotes()
+    series, consumed = _consume(_chunks(fh, end), parser, notes)
+    return ReadBatch(
+        series=series,
+        cursor={"offset": start + consumed, "identity": dict(identity), "parser": parser.to_state()},
+        skipped_chunks=notes.skipped,
+        restarted=cursor is not None and not keep,
+        warnings=notes.warnings(),
+    )
 
 
 class LogFileSource:
@@ -221,25 +265,7 @@ class LogFileSource:
     def _read_open(self, fh: Any, cursor: Cursor | None) -> ReadBatch:
         st = os.fstat(fh.fileno())
         head = fh.read(HEAD_BYTES)
-        offset = int(cursor.get("offset", 0)) if cursor else 0
-        same = cursor is not None and _same_file(cursor.get("identity"), st, head, offset)
-        parser = _restore(cursor, self.fmt) if same else None
-        keep = parser is not None  # else read from the start, so that a CSV header is seen again
-        parser = parser or LogParser(self.fmt)
-        start = offset if keep else 0
-        fh.seek(start)
-        notes = ParseNotes()
-        series, consumed = _consume(iter(lambda: fh.read(CHUNK_BYTES), b""), parser, notes)
-        new_cursor = {
-            "offset": start + consumed,
-            "identity": _identity(st, head),
-            "parser": parser.to_state(),
-        }
-        return ReadBatch(
-            series=series,
-            cursor=new_cursor,
-            info=RunInfo(name=self.path.name),
-            skipped_chunks=notes.skipped,
-            restarted=cursor is not None and not keep,
-            warnings=notes.warnings(),
-        )
+        identity = file_identity(inode=st.st_ino, dev=st.st_dev, size=st.st_size, head=head)
+        batch = read_open_log(fh, cursor, identity=identity, head=head, fmt=self.fmt)
+        batch.info = RunInfo(name=self.path.name)
+        return batch

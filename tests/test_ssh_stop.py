@@ -1,0 +1,216 @@
+"""Stopping a training process over SSH (method = "ssh"), against real processes and a real sshd on
+127.0.0.1 (tests/sshd.py), through the real Monitor and the in-process MCP client."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from mcp_training_check.config import load_config
+from mcp_training_check.errors import StopError
+from mcp_training_check.models import CheckReport, StopMethod, StopOutcome, StopResult
+from mcp_training_check.server import build_server
+from mcp_training_check.service import Monitor
+from mcp_training_check.stop_ssh import stop_remote_process
+
+from .runs import default_sigint
+from .sshd import SshServer
+from .test_server import call
+
+# A "training" that writes its pid file, logs, and on SIGTERM saves a checkpoint and exits.
+TRAINING = """
+import json, os, signal, sys, time
+workdir = sys.argv[1]
+def on_term(signum, frame):
+    open(os.path.join(workdir, "checkpoint.saved"), "w").write("ok")
+    sys.exit(0)
+signal.signal(signal.SIGTERM, signal.SIG_IGN if "--ignore-term" in sys.argv else on_term)
+with open(os.path.join(workdir, "train.log"), "w") as log:
+    for step in range(300):
+        log.write(json.dumps({"step": step, "loss": 3.0 / (1 + step / 50)}) + "\\n")
+open(os.path.join(workdir, "train.pid"), "w").write(str(os.getpid()))
+print("ready", flush=True)
+time.sleep(600)
+"""
+GRACE_SECONDS = 1.0
+POLL_SECONDS = 0.05
+
+
+def reset_term() -> None:
+    """Default SIGINT and SIGTERM, whatever the launcher of the test run left ignored."""
+    default_sigint()
+    import signal
+
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+@pytest.fixture
+def training(tmp_path: Path) -> Iterator:
+    """Start a training child in ``tmp_path``; every child is killed at teardown."""
+    started: list[subprocess.Popen[str]] = []
+
+    def start(*flags: str) -> subprocess.Popen[str]:
+        child = subprocess.Popen(
+            [sys.executable, "-c", TRAINING, str(tmp_path), *flags],
+            stdout=subprocess.PIPE,
+            text=True,
+            preexec_fn=reset_term,
+        )
+        started.append(child)
+        assert child.stdout is not None and child.stdout.readline().strip() == "ready"
+        return child
+
+    yield start
+    for child in started:
+        if child.poll() is None:
+            child.kill()
+        child.wait(timeout=10)
+
+
+def monitor_for(tmp_path: Path, server: SshServer, stop: str) -> Monitor:
+    (tmp_path / "training-check.toml").write_text(
+        f'[runs.remote]\nrun = "{server.url(tmp_path / "train.log")}"\nnotes = "notes.md"\n'
+        f'[runs.remote.stop]\nmethod = "ssh"\n{stop}\n'
+    )
+    return Monitor(config=load_config(tmp_path / "training-check.toml"))
+
+
+def test_term_stops_the_remote_training_and_records_the_incident(ssh_home, tmp_path, training):
+    child = training()
+    monitor = monitor_for(tmp_path, ssh_home, f'pid_file = "{tmp_path / "train.pid"}"\ngrace_seconds = 10')
+    monitor.check("remote")
+    result = monitor.stop_run("remote", confirm=True, reason="loss diverged at step 299")
+    assert result.outcome is StopOutcome.STOPPED and result.verified
+    assert result.method is StopMethod.SSH and result.signals_sent == ["TERM"]
+    assert child.wait(timeout=5) == 0 and (tmp_path / "checkpoint.saved").exists(), "TERM let it save and exit"
+    incident = monitor.store.find_incident(monitor.context("remote").key)
+    assert incident is not None and incident["method"] == "ssh" and incident["verified"]
+    assert incident["pid"] == child.pid and incident["run_url"] == ssh_home.url(tmp_path / "train.log")
+    notes = (tmp_path / "notes.md").read_text()
+    assert "loss diverged at step 299" in notes and f"ssh, pid {child.pid}" in notes
+    again = monitor.stop_run("remote", confirm=True, reason="again")
+    assert again.outcome is StopOutcome.ALREADY_STOPPED and (tmp_path / "notes.md").read_text() == notes
+
+
+def test_term_ignored_escalates_to_kill(ssh_home, tmp_path, training):
+    child = training("--ignore-term")
+    attempt = stop_remote_process(
+        "trainbox", pid=None, pid_file=str(tmp_path / "train.pid"), grace_seconds=GRACE_SECONDS,
+        poll_seconds=POLL_SECONDS,
+    )  # fmt: skip
+    assert attempt.outcome is StopOutcome.STOPPED and attempt.verified
+    assert attempt.signals_sent == ["TERM", "KILL"]
+    assert child.wait(timeout=5) == -9
+
+
+def test_term_ignored_without_kill_is_requested_not_confirmed(ssh_home, tmp_path, training):
+    child = training("--ignore-term")
+    monitor = monitor_for(
+        tmp_path, ssh_home, f"pid = {child.pid}\ngrace_seconds = {GRACE_SECONDS}\nkill_after_grace = false"
+    )
+    result = monitor.stop_run("remote", confirm=True, reason="unsure, asked politely")
+    assert result.outcome is StopOutcome.REQUESTED and not result.verified
+    assert result.signals_sent == ["TERM"] and "kill_after_grace" in result.summary
+    assert child.poll() is None, "no KILL was sent"
+    incident = monitor.store.find_incident(monitor.context("remote").key)
+    assert incident is not None and incident["outcome"] == "requested_not_confirmed"
+
+
+def test_kill_as_the_configured_signal(ssh_home, tmp_path, training):
+    child = training("--ignore-term")
+    attempt = stop_remote_process("trainbox", pid=child.pid, pid_file=None, signal_name="KILL", poll_seconds=0.05)
+    assert attempt.outcome is StopOutcome.STOPPED and attempt.signals_sent == ["KILL"]
+    assert child.wait(timeout=5) == -9
+
+
+def test_exited_process_is_already_stopped(ssh_home, tmp_path, training):
+    child = training()
+    child.kill()
+    child.wait(timeout=5)
+    attempt = stop_remote_process("trainbox", pid=child.pid, pid_file=None)
+    assert attempt.outcome is StopOutcome.ALREADY_STOPPED and attempt.verified and attempt.signals_sent == []
+
+
+def test_pid_file_older_than_the_process_is_refused_as_reused(ssh_home, tmp_path, training):
+    child = training()
+    pid_file = tmp_path / "train.pid"
+    an_hour_ago = time.time() - 3600
+    os.utime(pid_file, (an_hour_ago, an_hour_ago))
+    with pytest.raises(StopError, match="pid was reused"):
+        stop_remote_process("trainbox", pid=None, pid_file=str(pid_file))
+    assert child.poll() is None, "nothing was sent"
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"), [(None, "does not exist on root@127.0.0.1"), ("hello", "holds 'hello', not a process id")]
+)
+def test_bad_pid_files_name_the_host_and_the_fix(ssh_home, tmp_path, content, expected):
+    pid_file = tmp_path / "train.pid"
+    if content is not None:
+        pid_file.write_text(content)
+    with pytest.raises(StopError) as caught:
+        stop_remote_process("trainbox", pid=None, pid_file=str(pid_file))
+    assert expected.replace("root", ssh_home.user) in str(caught.value) and str(pid_file) in str(caught.value)
+
+
+@pytest.mark.parametrize("pid", [1, 0, -5])
+def test_init_and_process_groups_are_refused(ssh_home, pid):
+    with pytest.raises(StopError, match="pid 1 is init"):
+        stop_remote_process("trainbox", pid=pid, pid_file=None)
+
+
+def test_unknown_host_key_refuses_to_stop(ssh_home, tmp_path, training):
+    child = training()
+    with pytest.raises(StopError, match="not in known_hosts"):
+        stop_remote_process("stranger", pid=child.pid, pid_file=None)
+    assert child.poll() is None
+
+
+def test_ssh_stop_without_a_remote_host_says_what_to_configure(tmp_path):
+    (tmp_path / "train.log").write_text('{"step": 1, "loss": 2.0}\n')
+    (tmp_path / "training-check.toml").write_text(
+        '[runs.local]\nrun = "train.log"\n[runs.local.stop]\nmethod = "ssh"\npid = 4242\n'
+    )
+    monitor = Monitor(config=load_config(tmp_path / "training-check.toml"))
+    with pytest.raises(StopError, match=r'method = "ssh" needs a machine'):
+        monitor.stop_run("local", confirm=True, reason="x")
+
+
+def test_mcp_check_and_stop_over_ssh(ssh_home, tmp_path, training):
+    """The whole path an agent takes: check an ssh:// run through the MCP client, then stop it."""
+    child = training()
+    monitor = monitor_for(tmp_path, ssh_home, f'pid_file = "{tmp_path / "train.pid"}"\ngrace_seconds = 10')
+    server = build_server(monitor)
+    checked = call(server, "check", {"run": "remote"})
+    assert not checked.is_error, checked.content
+    report = CheckReport.model_validate(checked.structured_content)
+    assert report.snapshot.data_source.value == "ssh" and report.snapshot.last_step == 299
+    assert report.verdict is not None and report.verdict.decision.value == "continue"
+    direct = call(server, "read_metrics", {"run": ssh_home.url(tmp_path / "train.log")})
+    assert not direct.is_error and direct.structured_content["data_source"] == "ssh"
+    stopped = call(server, "stop_run", {"run": "remote", "confirm": True, "reason": "test stop"})
+    result = StopResult.model_validate(stopped.structured_content)
+    assert result.outcome is StopOutcome.STOPPED and result.method is StopMethod.SSH
+    assert child.wait(timeout=5) == 0
+
+
+def test_mcp_check_of_a_missing_remote_log_is_an_error_naming_it(ssh_home, tmp_path):
+    missing = tmp_path / "missing.log"
+    result = call(build_server(Monitor()), "check", {"run": ssh_home.url(missing)})
+    assert result.is_error
+    text = " ".join(getattr(block, "text", "") for block in result.content)
+    assert str(missing) in text and f"127.0.0.1:{ssh_home.port}" in text
+
+
+def test_unconfigured_ssh_run_says_how_to_configure_an_ssh_stop(ssh_home, tmp_path):
+    log = tmp_path / "train.log"
+    log.write_text('{"step": 1, "loss": 2.0}\n')
+    with pytest.raises(StopError) as caught:
+        Monitor().stop_run(ssh_home.url(log), confirm=True, reason="x")
+    assert 'method = "ssh"' in str(caught.value) and f'run = "ssh://trainbox{log}"' in str(caught.value)
