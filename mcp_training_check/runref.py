@@ -55,10 +55,10 @@ def parse_run(raw: str, *, base_dir: Path | None = None) -> RunRef:
     local = _local_path(text, base_dir)
     if local is not None:
         return _parse_local(raw, local)
-    if _looks_like_path(text):
+    if _looks_like_path(text) or _under_local_dir(text, base_dir):
         raise RunNotFound(
             f"`run` {raw!r}: no such file or directory (resolved against {base_dir or Path.cwd()}). "
-            "Check the path, or pass an absolute one."
+            "Check the path, or pass an absolute one; for a W&B run or project, write 'wandb:' before it."
         )
     if WANDB_RUN_PATH.match(text.strip("/")) or _WANDB_SWEEP.match(text.strip("/")):
         return _parse_wandb_path(raw, text.strip("/"))
@@ -82,6 +82,15 @@ _PATH_SUFFIXES = (".log", ".txt", ".jsonl", ".json", ".csv", ".tsv", ".out", ".w
 def _looks_like_path(text: str) -> bool:
     """A string that can only mean a local path, even when nothing is there (yet)."""
     return text.startswith(("/", "~", "./", "../")) or text.lower().endswith(_PATH_SUFFIXES)
+
+
+def _under_local_dir(text: str, base_dir: Path | None) -> bool:
+    """``runs/exp1`` while ``runs/`` exists here: a missing path, not the W&B project ``exp1`` of an
+    entity that happens to share the directory's name (``wandb:`` says that)."""
+    first = text.split("/", 1)[0]
+    if "/" not in text or not first or first in (".", ".."):
+        return False
+    return ((base_dir or Path.cwd()) / first).is_dir()
 
 
 def _local_path(text: str, base_dir: Path | None) -> Path | None:
@@ -144,8 +153,14 @@ def _parse_wandb_path(raw: str, path: str) -> RunRef:
     if sweep:
         entity, project, sweep_id = sweep.groups()
         return RunRef(raw=raw, kind=RunKind.WANDB_SWEEP, entity=entity, project=project, sweep_id=sweep_id)
+    if _WANDB_PROJECT.match(path):
+        entity, project = path.split("/")
+        return RunRef(raw=raw, kind=RunKind.WANDB_PROJECT, entity=entity, project=project)
     match = WANDB_RUN_PATH.match(path)
     if not match:
-        raise RunRefError(f"`run` {raw!r}: a W&B run is written 'entity/project/run_id' (the 8-character id).")
+        raise RunRefError(
+            f"`run` {raw!r}: a W&B run is written 'entity/project/run_id' (the 8-character id), a project "
+            "'entity/project', a sweep 'entity/project/sweeps/id'."
+        )
     entity, project, run_id = match.groups()
     return RunRef(raw=raw, kind=RunKind.WANDB_API, entity=entity, project=project, run_id=run_id)

@@ -16,6 +16,7 @@ from mcp_training_check.runref import parse_run
         ("https://wandb.ai/acme/llm/runs/ab12cd34/overview?x=1", RunKind.WANDB_API, {"project": "llm"}),
         ("wandb:acme/llm/ab12cd34", RunKind.WANDB_API, {"entity": "acme", "project": "llm"}),
         ("acme/llm/ab12cd34", RunKind.WANDB_API, {"run_id": "ab12cd34"}),
+        ("wandb:acme/llm", RunKind.WANDB_PROJECT, {"entity": "acme", "project": "llm"}),
     ],
 )
 def test_remote_forms(raw, kind, fields):
@@ -55,7 +56,7 @@ def test_bare_id_needs_entity_and_project(monkeypatch):
         ("", "empty"),
         ("ssh://gpu-box", "needs a host and a path"),
         ("https://example.com/some/page", "not a W&B run URL"),
-        ("wandb:acme/llm", "entity/project/run_id"),
+        ("wandb:acme", "entity/project/run_id"),
         ("no/such/path/here/at/all", "not an existing path"),
     ],
 )
@@ -68,3 +69,12 @@ def test_errors_say_what_to_pass(raw, message):
 def test_missing_local_paths_are_not_taken_for_wandb_ids(raw):
     with pytest.raises(RunNotFound, match="no such file"):
         parse_run(raw)
+
+
+def test_a_two_part_path_under_an_existing_directory_is_a_missing_path_not_a_project(tmp_path):
+    """`runs/exp1` while runs/ exists here is a typo'd or not-yet-created path; `wandb:` names the project."""
+    (tmp_path / "runs").mkdir()
+    with pytest.raises(RunNotFound, match="no such file or directory.*write 'wandb:' before it"):
+        parse_run("runs/exp1", base_dir=tmp_path)
+    assert parse_run("wandb:runs/exp1", base_dir=tmp_path).kind is RunKind.WANDB_PROJECT
+    assert parse_run("acme/llm", base_dir=tmp_path).kind is RunKind.WANDB_PROJECT  # no acme/ here
