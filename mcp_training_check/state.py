@@ -292,7 +292,11 @@ class StateStore:
         """Store one incremental read: new points, cursor and run info, all or nothing."""
         with self._transaction("apply a batch", write=True) as conn:
             seq = self._bump_run(conn, run_key, batch)
-            if batch.restarted:
+            if batch.restarted and batch.restart_drops_read_metrics_only:
+                conn.executemany(
+                    "DELETE FROM series WHERE run_key = ? AND metric = ?", [(run_key, m) for m in batch.series]
+                )
+            elif batch.restarted:
                 conn.execute("DELETE FROM series WHERE run_key = ?", (run_key,))
             for metric, chunk in batch.series.items():
                 if len(chunk) == 0:

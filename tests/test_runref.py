@@ -74,7 +74,7 @@ def test_missing_local_paths_are_not_taken_for_wandb_ids(raw):
 def test_a_two_part_path_under_an_existing_directory_is_a_missing_path_not_a_project(tmp_path):
     """`runs/exp1` while runs/ exists here is a typo'd or not-yet-created path; `wandb:` names the project."""
     (tmp_path / "runs").mkdir()
-    with pytest.raises(RunNotFound, match="no such file or directory.*write 'wandb:' before it"):
+    with pytest.raises(RunNotFound, match=r"no such file or directory.*write 'wandb:' before it"):
         parse_run("runs/exp1", base_dir=tmp_path)
     assert parse_run("wandb:runs/exp1", base_dir=tmp_path).kind is RunKind.WANDB_PROJECT
     assert parse_run("acme/llm", base_dir=tmp_path).kind is RunKind.WANDB_PROJECT  # no acme/ here

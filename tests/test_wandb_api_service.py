@@ -133,6 +133,27 @@ def test_hung_server_with_fallback_reads_the_log(server, tmp_path):
     assert report.snapshot.data_source is DataSource.LOG_FALLBACK
 
 
+def test_a_replaced_fallback_log_keeps_the_metrics_only_w_and_b_had(server, tmp_path):
+    """W&B read first (train/loss, eval/loss, train/lr); then W&B fails and the log fallback is read; then
+    the log is replaced (restarted): only the log's own metric is re-read, W&B's series stay stored."""
+    log = tmp_path / "train.log"
+    mon = monitor(tmp_path, '[runs.job]\nrun = "ent/proj/run1"\nlog_fallback = "train.log"\n')
+    run = server.add_run("ent", "proj", "run1")
+    healthy(run, 300)
+    mcp_server = build_server(mon)
+    assert check(mcp_server, "job").snapshot.data_source is DataSource.WANDB
+    server.fail_with_500 = True
+    log.write_text("".join(f"step {i} | loss {2.0 / (1 + i / 50):.4f}\n" for i in range(300, 400)))
+    assert check(mcp_server, "job").snapshot.data_source is DataSource.LOG_FALLBACK
+    log.write_text("".join(f"step {i} | loss {1.0 / (1 + i / 50):.4f}\n" for i in range(10)))  # replaced
+    report = check(mcp_server, "job")
+    assert report.snapshot.data_source is DataSource.LOG_FALLBACK and report.snapshot.restarted
+    history = mon.store.load_history(mon.context("job").key)
+    assert {"train/loss", "eval/loss", "train/lr", "loss"} <= set(history.metrics)
+    assert history.metrics["train/loss"].values.size == 300  # W&B's points, kept
+    assert history.metrics["loss"].last_step == 9 and history.metrics["loss"].values.size == 10  # re-read
+
+
 def test_refused_key_is_reported_with_the_fix(server, tmp_path, monkeypatch):
     server.add_run("ent", "proj", "run1")
     monkeypatch.setenv("WANDB_API_KEY", "y" * 44)

@@ -105,6 +105,7 @@ def _read_fallback(settings: ResolvedRunConfig, cursors: Cursor, primary_error: 
             DataSource.UNREACHABLE,
             [f"primary source failed: {primary_error}", f"log fallback failed: {fallback_error}"],
         )
+    batch.restart_drops_read_metrics_only = True
     return ReadOutcome(batch, DataSource.LOG_FALLBACK, [reason])
 
 

@@ -37,6 +37,9 @@ class ReadBatch:
     info: RunInfo = field(default_factory=RunInfo)
     skipped_chunks: int = 0
     restarted: bool = False  # the source shrank or was replaced: the caller must drop stored series
+    # a restarted log fallback replaces only the metrics it read: the primary's own (an eval only W&B
+    # has) stay, since the primary's cursor will not read them again
+    restart_drops_read_metrics_only: bool = False
     warnings: list[str] = field(default_factory=list)
 
     @property
