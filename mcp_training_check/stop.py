@@ -158,9 +158,14 @@ def _read_pid_file(path: Path) -> int:
         raise StopError(f"pid file {path} does not exist; {fix}.") from exc
     except OSError as exc:
         raise StopError(f"pid file {path} cannot be read ({exc.strerror}); check its permissions.") from exc
+    return pid_from_bytes(raw, f"pid file {path}", fix)
+
+
+def pid_from_bytes(raw: bytes, what: str, fix: str) -> int:
+    """The pid in the first ``PID_FILE_MAX_BYTES + 1`` bytes read from a pid file, or an error quoting it."""
     text = raw[:PID_FILE_MAX_BYTES].decode("utf-8", errors="replace").strip()
     if len(raw) > PID_FILE_MAX_BYTES or not text.isdigit() or not text.isascii():
-        raise StopError(f"pid file {path} holds {text[:40]!r}, not a process id; {fix}.")
+        raise StopError(f"{what} holds {text[:40]!r}, not a process id; {fix}.")
     return int(text)
 
 

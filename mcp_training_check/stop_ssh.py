@@ -25,7 +25,14 @@ import paramiko
 from .errors import StopError
 from .models import StopOutcome
 from .sources.ssh_connect import SshTarget, resolve_target, run_remote, run_remote_script, ssh_client
-from .stop import KILL_CONFIRM_SECONDS, PID_FILE_MAX_BYTES, SIGNALS, START_TIME_SLACK_SECONDS, StopAttempt
+from .stop import (
+    KILL_CONFIRM_SECONDS,
+    PID_FILE_MAX_BYTES,
+    SIGNALS,
+    START_TIME_SLACK_SECONDS,
+    StopAttempt,
+    pid_from_bytes,
+)
 
 __all__ = ["REMOTE_POLL_SECONDS", "stop_remote_process"]
 
@@ -158,10 +165,7 @@ class _Remote:
             raise StopError(f"pid file {path} does not exist {self.where}; {fix}.") from exc
         except OSError as exc:
             raise StopError(f"pid file {path} cannot be read {self.where} ({exc.strerror or exc}).") from exc
-        text = raw[:PID_FILE_MAX_BYTES].decode("utf-8", errors="replace").strip()
-        if len(raw) > PID_FILE_MAX_BYTES or not text.isdigit() or not text.isascii():
-            raise StopError(f"pid file {path} {self.where} holds {text[:40]!r}, not a process id; {fix}.")
-        return int(text)
+        return pid_from_bytes(raw, f"pid file {path} {self.where}", fix)
 
     def refuse_reused(self, pid: int, pid_file: str) -> None:
         """A process younger than its pid file is not the one that wrote it: the pid was reused."""
