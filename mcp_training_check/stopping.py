@@ -17,7 +17,7 @@ from pathlib import Path
 from .config import ResolvedRunConfig
 from .errors import StopError
 from .incidents import Incident
-from .models import MetricSnapshot, RunKind, RunRef, StopMethod, StopOutcome, StopResult, Verdict
+from .models import MetricSnapshot, ReviewResult, RunKind, RunRef, StopMethod, StopOutcome, StopResult, Verdict
 from .stop import StopAttempt, stop_local_process
 from .stop_wandb import WandbStopAttempt, stop_wandb_run
 
@@ -81,9 +81,17 @@ def _send_wandb_stop(ref: RunRef, settings: ResolvedRunConfig) -> SentStop:
 
 
 def incident_for(
-    ref: RunRef, reason: str, sent: SentStop, *, snapshot: MetricSnapshot, verdict: Verdict | None, url: str | None
+    ref: RunRef,
+    reason: str,
+    sent: SentStop,
+    *,
+    snapshot: MetricSnapshot,
+    verdict: Verdict | None,
+    url: str | None,
+    review: ReviewResult | None = None,
 ) -> Incident:
-    """The incident record: the latest verdict (if any), the key metrics, and how the stop went."""
+    """The incident record: the latest verdict (if any) and the reviewer's answer to it, the key metrics,
+    and how the stop went."""
     return Incident(
         run=ref.raw,
         run_url=url or (ref.path and f"file://{ref.path}"),
@@ -92,6 +100,7 @@ def incident_for(
         summary=verdict.summary if verdict else snapshot.summary,
         key_metrics=dict(list(Incident.metrics_from(snapshot).items())[:KEY_METRICS_IN_INCIDENT]),
         signals=verdict.signals if verdict else [],
+        review=f"{review.decision} by {review.model}: {review.reason}" if review else None,
         stopped_at=datetime.now(UTC),
         method=sent.method,
         outcome=sent.outcome,
