@@ -11,13 +11,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .models import MetricSnapshot, MetricSummary, ReviewResult, Signal, Verdict
+from .models import MetricRole, MetricSnapshot, MetricSummary, ReviewResult, Signal, Verdict
 from .state import CheckRecord
 
 __all__ = ["MAX_METRICS_IN_PROMPT", "SYSTEM_PROMPT", "ReviewFacts", "build_prompt"]
 
 MAX_METRICS_IN_PROMPT = 12  # judged metrics come first in a snapshot; the rest rarely decide anything
 EARLIER_CHECKS_IN_PROMPT = 5
+_RANKED_ROLES = {MetricRole.TRAIN_LOSS, MetricRole.EVAL}  # "better" means nothing for an LR or a grad norm
 
 SYSTEM_PROMPT = """\
 You review machine-learning training runs that an automatic judge could not decide. You get the judge's \
@@ -73,7 +74,9 @@ def _run_section(facts: ReviewFacts) -> str:
 
 
 def _verdict_section(verdict: Verdict) -> str:
-    lines = [f"The judge said {verdict.decision.value.upper()}: {verdict.summary}", "Signals:"]
+    said = verdict.summary
+    head = f"{verdict.decision.value.upper()}:"
+    lines = [f"The judge said {said if said.startswith(head) else f'{head} {said}'}", "Signals:"]
     lines += [_signal_line(signal) for signal in verdict.signals] or ["- none"]
     return "\n".join(lines)
 
@@ -100,8 +103,9 @@ def _metrics_section(metrics: Sequence[MetricSummary]) -> str:
 def _metric_line(metric: MetricSummary) -> str:
     best = f", best {_num(metric.best)} at step {metric.best_step:,}" if metric.best_step is not None else ""
     recent = ", ".join(f"{step:,}: {_num(value)}" for step, value in metric.recent)
+    better = f", {metric.direction.value} is better" if metric.role in _RANKED_ROLES else ""
     return (
-        f"- {metric.name} ({metric.role.value}, {metric.direction.value} is better): last {_num(metric.last)}"
+        f"- {metric.name} ({metric.role.value}{better}): last {_num(metric.last)}"
         f"{best}; {metric.non_finite} NaN/Inf in {metric.points:,} values"
         + (f"; recent (step: value) {recent}" if recent else "")
     )
