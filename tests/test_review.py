@@ -204,3 +204,4 @@ def test_stop_run_after_a_reviewer_stop_records_the_reviews_reason(tmp_path, api
     notes = (tmp_path / "notes.md").read_text()
     assert f"- **Review:** STOP by {DEFAULT_REVIEW_MODEL}: loss flat at 2.9" in notes
     assert "- **Decision:** unsure" in notes
+    assert monitor.schedule_next(RUN).monitoring is False, "a verified stop ends monitoring"
