@@ -6,6 +6,7 @@ of the stored answer. Failures of the reviewer are in test_review_failures.py.
 
 from __future__ import annotations
 
+import sqlite3
 import subprocess
 import sys
 
@@ -13,8 +14,10 @@ import pytest
 
 from mcp_training_check.config import DEFAULT_REVIEW_MODEL
 from mcp_training_check.errors import NothingToReview
+from mcp_training_check.models import ReviewResult
 from mcp_training_check.review import MAX_ANSWER_TOKENS, REVIEW_TOOL
 from mcp_training_check.service import Monitor
+from mcp_training_check.state import DB_FILENAME, StateStore
 from tests import review_fixtures
 from tests.fake_anthropic import tool_answer
 from tests.review_fixtures import BASELINE, RUN, healthy_project, unsure_project, write_flat_log
@@ -205,3 +208,26 @@ def test_stop_run_after_a_reviewer_stop_records_the_reviews_reason(tmp_path, api
     assert f"- **Review:** STOP by {DEFAULT_REVIEW_MODEL}: loss flat at 2.9" in notes
     assert "- **Decision:** unsure" in notes
     assert monitor.schedule_next(RUN).monitoring is False, "a verified stop ends monitoring"
+
+
+# --------------------------------------------------------------------------- state
+
+
+def test_a_state_database_from_before_reviews_is_upgraded_in_place(tmp_path, isolated_home):
+    monitor = unsure_project(tmp_path)
+    key = monitor.context(RUN).key
+    monitor.close()
+    db = sqlite3.connect(isolated_home / DB_FILENAME)  # back to schema 1, as an older version left it
+    db.execute("DROP TABLE reviews")
+    db.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
+    db.commit()
+    db.close()
+    store = StateStore()
+    (check,) = store.recent_checks(key)
+    review = ReviewResult(
+        run=RUN, summary="s", decision="WAIT", reason="r", model="m", reviewer_failed=False,
+        latency_seconds=0.1, check_id=check.id, next_action="schedule_next",
+    )  # fmt: skip
+    store.record_review(key, review)
+    assert store.latest_review(key) == review
+    assert store.forget_run(key) and store.latest_review(key) is None
