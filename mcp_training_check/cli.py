@@ -2,6 +2,7 @@
 
     training-check check SOURCE [--json] [--baseline KEY=VALUE] [--role KEY=ROLE]   (a sweep/project: every run)
     training-check read|judge|schedule SOURCE
+    training-check review SOURCE [--json]          (the LLM reviewer on the latest unsure verdict)
     training-check stop SOURCE --confirm --reason "..."
     training-check serve [--http PORT] [--host 127.0.0.1] [--token T]
     training-check demo
@@ -22,7 +23,7 @@ from pydantic import BaseModel
 
 from . import __version__
 from .errors import TrainingCheckError
-from .models import CheckReport, GroupReport, MetricSnapshot, RunKind, Schedule, StopResult, Verdict
+from .models import CheckReport, GroupReport, MetricSnapshot, ReviewResult, RunKind, Schedule, StopResult, Verdict
 from .roles import parse_baselines, parse_role_overrides
 
 if TYPE_CHECKING:  # the service imports wandb; `serve --help` and `demo` should not wait for it
@@ -48,6 +49,10 @@ def build_parser() -> argparse.ArgumentParser:
     sched.add_argument("source", help="the run (path, URL, entity/project/id, ssh://host/path or alias)")
     sched.add_argument("--review", choices=["STOP", "CONTINUE", "WAIT"], help="the reviewer's answer, if any")
     sched.add_argument("--json", action="store_true", help="print one JSON object")
+
+    review = commands.add_parser("review", help="ask the LLM reviewer about the latest unsure verdict")
+    review.add_argument("source", help="the run")
+    review.add_argument("--json", action="store_true", help="print one JSON object")
 
     stop = commands.add_parser("stop", help="stop the training run as configured and record the evidence")
     stop.add_argument("source", help="the run")
@@ -108,6 +113,8 @@ def _dispatch(args: argparse.Namespace) -> int:
 def _run_command(monitor: Monitor, args: argparse.Namespace) -> BaseModel:
     if args.command == "schedule":
         return monitor.schedule_next(args.source, review=args.review)
+    if args.command == "review":
+        return monitor.escalate_review(args.source)
     if args.command == "stop":
         return monitor.stop_run(args.source, confirm=args.confirm, reason=args.reason)
     roles = parse_role_overrides(args.role)
@@ -157,6 +164,8 @@ def render(result: BaseModel) -> str:
         return f"{result.outcome.value.upper()}: {result.summary}"
     if isinstance(result, GroupReport):
         return render_group(result)
+    if isinstance(result, ReviewResult):
+        return render_review(result)
     return json.dumps(result.model_dump(mode="json"), indent=2)
 
 
@@ -168,6 +177,14 @@ def render_group(report: GroupReport) -> str:
     if report.omitted:
         lines.append(f"  … {report.omitted} more run(s) not listed")
     lines.append(render_schedule(report.schedule))
+    return "\n".join(lines)
+
+
+def render_review(review: ReviewResult) -> str:
+    lines = [f"review   {review.decision} ({review.model}, {review.latency_seconds:.1f} s): {review.reason}"]
+    if review.error:
+        lines.append(f"  ! reviewer failed: {review.error}")
+    lines.append(f"next     {review.next_action}")
     return "\n".join(lines)
 
 

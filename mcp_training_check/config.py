@@ -13,8 +13,8 @@ Example (every key is optional except ``run`` in each ``[runs.NAME]``)::
     wandb_timeout_seconds = 10         # bound on every request to a W&B server (a tool call must not hang)
     ssh_timeout_seconds = 10           # bound on each SSH step: connect, banner, login, every read or command
     [defaults.review]                  # the external LLM reviewer
-    model = "claude-sonnet-4-5"
-    timeout_seconds = 60
+    model = "claude-sonnet-5-5"        # else $LLM_MODEL, else this default
+    timeout_seconds = 60               # hard wall-clock bound on one review, retries included
     enabled = true
     [defaults.judge]                   # detector threshold overrides, passed through as given
     spike_ratio = 3.0
@@ -106,7 +106,7 @@ __all__ = [
 CONFIG_NAME = "training-check.toml"
 CONFIG_ENV = "TRAINING_CHECK_CONFIG"
 DEFAULT_NOTES = "TRAINING_NOTES.md"
-DEFAULT_REVIEW_MODEL = "claude-sonnet-4-5"
+DEFAULT_REVIEW_MODEL = "claude-sonnet-5-5"  # anthropic 2.14 lists claude-sonnet-4-5 as ending 2026-11-30
 DEFAULT_REVIEW_TIMEOUT_SECONDS = 60.0
 MAX_REVIEW_TIMEOUT_SECONDS = 600.0
 DEFAULT_GRACE_SECONDS = 30.0

@@ -9,6 +9,7 @@
     │   └── MetricMissing      the run has no metric the judge can use
     ├── StateError             the state database cannot be opened or is locked too long
     ├── ReviewError            the external reviewer failed (callers turn this into WAIT)
+    ├── NothingToReview        escalate_review was called without a stored unsure verdict
     └── StopError              the run could not be stopped, or stopping is not configured
 
 Each message says what was wrong, with the value, and how to fix it. Exceptions from third-party
@@ -52,6 +53,10 @@ class StateError(TrainingCheckError):
 
 class ReviewError(TrainingCheckError):
     """The external LLM reviewer failed."""
+
+
+class NothingToReview(TrainingCheckError):
+    """escalate_review has no stored unsure verdict to review (never checked, or not unsure)."""
 
 
 class StopError(TrainingCheckError):

@@ -41,6 +41,7 @@ class Incident(BaseModel):
     summary: str
     key_metrics: dict[str, KeyMetric] = Field(default_factory=dict, description="Name → last and best value.")
     signals: list[Signal] = Field(default_factory=list)
+    review: str | None = Field(default=None, description="The LLM reviewer's answer to that verdict, if asked.")
     stopped_at: AwareDatetime
     method: StopMethod
     outcome: StopOutcome
@@ -86,6 +87,8 @@ def render_incident(incident: Incident) -> str:
         f"- **Decision:** {decision} — {_inline(incident.summary)}",
         f"- **Outcome:** {outcome} ({via})",
     ]
+    if incident.review:
+        lines.append(f"- **Review:** {_inline(incident.review)}")
     if incident.run_url:
         lines.append(f"- **Run:** {_inline(incident.run_url)}")
     if incident.key_metrics:

@@ -304,6 +304,32 @@ class CheckReport(Strict):
     next_action: NextAction
 
 
+# --------------------------------------------------------------------------- review
+
+ReviewDecision = Literal["STOP", "CONTINUE", "WAIT"]
+ReviewNextAction = Literal["stop_run", "schedule_next"]
+
+
+class ReviewResult(Strict):
+    """The LLM reviewer's answer to one stored UNSURE verdict. Any failure of the reviewer is a WAIT
+    with ``reviewer_failed`` set: a second opinion that could not be had must never stop a run."""
+
+    run: str
+    summary: str = Field(description="One line: the decision, its reason and what to call next.")
+    decision: ReviewDecision = Field(
+        description="STOP: the run is bad, stop it; CONTINUE: healthy enough; WAIT: look again at the next check."
+    )
+    reason: str = Field(description="The reviewer's short reason, or why there is no answer.")
+    model: str = Field(description="The model asked (or that would have been asked).")
+    reviewer_failed: bool = Field(description="True: no usable answer, so WAIT; `error` says why and the fix.")
+    error: str | None = Field(default=None, description="What failed and how to fix it.")
+    latency_seconds: float = Field(description="Wall-clock seconds the review took.")
+    check_id: int = Field(description="The stored check whose unsure verdict this answers.")
+    next_action: ReviewNextAction = Field(
+        description="stop_run on STOP; otherwise schedule_next (it uses this stored answer)."
+    )
+
+
 # --------------------------------------------------------------------------- whole sweep / project
 
 

@@ -19,15 +19,15 @@ from pydantic import Field
 
 from . import __version__
 from .errors import TrainingCheckError
-from .models import CheckReport, GroupReport, MetricSnapshot, Schedule, StopResult, Verdict
+from .models import CheckReport, GroupReport, MetricSnapshot, ReviewResult, Schedule, StopResult, Verdict
 from .service import Monitor
 
 INSTRUCTIONS = """\
 Watches the quality of running ML training jobs. For a scheduled check call `check` with the run;
-act on its `next_action`: stop_run (when the verdict is stop), escalate_review (unsure), or nothing.
-Then hand `schedule.cron_create` to CronCreate (after CronDelete of the previous job) unless
-`schedule.monitoring` is false. Pass the same `run` string to every tool. For a whole W&B sweep or
-project call `check_many` instead of `check`."""
+act on its `next_action`: stop_run (when the verdict is stop), escalate_review (unsure; then stop_run
+on its STOP, else schedule_next), or nothing. Then hand the latest `cron_create` to CronCreate (after
+CronDelete of the previous job) unless `monitoring` is false. Pass the same `run` string to every tool.
+For a whole W&B sweep or project call `check_many` instead of `check`."""
 
 RunArg = Annotated[
     str,
@@ -84,6 +84,7 @@ def build_server(monitor: Monitor | None = None) -> MCPServer:
     server = MCPServer(name="training-check", version=__version__, instructions=INSTRUCTIONS)
     _add_step_tools(server, mon)
     _add_check_tools(server, mon)
+    _add_review_tool(server, mon)
     _add_stop_tool(server, mon)
     return server
 
@@ -114,7 +115,8 @@ def _add_step_tools(server: MCPServer, mon: Monitor) -> None:
         review: Annotated[
             str | None,
             Field(
-                description="The reviewer's answer if one was asked: STOP, CONTINUE or WAIT.",
+                description="The reviewer's answer, STOP, CONTINUE or WAIT; leave it out after escalate_review "
+                "(its stored answer is used).",
                 pattern=r"(?i)^(stop|continue|wait)$",
             ),
         ] = None,
@@ -144,6 +146,26 @@ def _add_check_tools(server: MCPServer, mon: Monitor) -> None:
         interval). Then call stop_run / check with a line's `run` as its next_action says, and pass
         `schedule.cron_create` to CronCreate."""
         return mon.check_many(run, roles=roles, baselines=baselines)
+
+
+def _add_review_tool(server: MCPServer, mon: Monitor) -> None:
+    """escalate_review: an LLM's second opinion on an unsure verdict (it calls the Anthropic API)."""
+
+    @server.tool(
+        annotations=ToolAnnotations(
+            read_only_hint=True, destructive_hint=False, idempotent_hint=False, open_world_hint=True
+        )
+    )
+    @_translate_errors
+    def escalate_review(run: RunArg) -> ReviewResult:
+        """Ask an LLM reviewer (Anthropic API) for STOP, CONTINUE or WAIT when the latest `check` or
+        `judge` verdict is unsure (next_action escalate_review). It reads the stored verdict, signals and
+        metrics; nothing is re-read. Any reviewer failure (no ANTHROPIC_API_KEY, API error, timeout,
+        malformed answer) returns WAIT with reviewer_failed=true and an `error` naming the fix; never stop
+        on that. Next: on STOP call stop_run (confirm=true, reason = this result's reason); otherwise call
+        schedule_next without `review` (the answer is stored: WAIT keeps the interval, CONTINUE lets it
+        climb)."""
+        return mon.escalate_review(run)
 
 
 def _add_stop_tool(server: MCPServer, mon: Monitor) -> None:

@@ -2,7 +2,8 @@
 
     read_metrics  source → state → snapshot
     judge         stored history → verdict (recorded as a check)
-    schedule_next latest check → next interval and CronCreate arguments
+    schedule_next latest check (and its stored review) → next interval and CronCreate arguments
+    escalate_review the latest unsure verdict → an LLM's STOP / CONTINUE / WAIT, stored (review)
     check         all three in one call, for cron fires
     check_many    `check` over every running run of a W&B sweep or project, bad runs first (group_check)
     stop_run      kill the training (local pid or W&B StopRun), verify, keep the evidence (stopping)
@@ -42,6 +43,7 @@ from .models import (
     GroupReport,
     MetricSnapshot,
     NextAction,
+    ReviewResult,
     RunInfo,
     RunLine,
     RunRef,
@@ -51,6 +53,7 @@ from .models import (
     StopResult,
     Verdict,
 )
+from .review import ReviewFacts, current_review, latest_verdict_check, review_facts, run_review, unsure_check
 from .roles import RoleInfo, assign_roles
 from .runref import parse_run
 from .schedule import next_schedule
@@ -207,11 +210,14 @@ class Monitor:
     # ------------------------------------------------------------------ schedule
 
     def schedule_next(self, run: str, *, review: str | None = None, now: datetime | None = None) -> Schedule:
-        """Next check after the latest one; ``review`` is the reviewer's STOP/CONTINUE/WAIT if any."""
+        """Next check after the latest one; ``review`` is the reviewer's STOP/CONTINUE/WAIT, by default
+        the stored answer of escalate_review to the latest verdict (if it was asked)."""
         ctx = self.context(run)
         with self.store.run_lock(ctx.key):
             checks = self.store.recent_checks(ctx.key, limit=INTERVAL_LOOKBACK_CHECKS)
             latest = next((c.verdict for c in checks[:PREVIOUS_VERDICTS] if c.verdict), None)
+            stored_review = self._current_review(ctx, checks[:PREVIOUS_VERDICTS])
+            review = review or (stored_review.decision if stored_review else None)
             read_failed = bool(checks) and checks[0].data_source == DataSource.UNREACHABLE.value
             schedule = self._schedule(
                 ctx, latest, self._info(ctx), checks, review=review, read_failed=read_failed, now=now
@@ -236,19 +242,52 @@ class Monitor:
         read_failed: bool,
         now: datetime | None,
     ) -> Schedule:
-        """``checks``: the run's recent checks, most recent first; the last interval comes from them."""
+        """``checks``: the run's recent checks, most recent first; the last interval comes from them.
+        A reviewer's CONTINUE clears the unsure verdict it answered: the interval climbs as when healthy."""
         previous_interval = next((c.interval_minutes for c in checks if c.interval_minutes), None)
+        cleared = verdict is not None and (review or "").upper() == "CONTINUE"
         return next_schedule(
             run=ctx.ref.raw,
-            decision=verdict.decision if verdict else None,
+            decision=Decision.CONTINUE if cleared else (verdict.decision if verdict else None),
             previous_interval_minutes=previous_interval,
-            anomaly=_is_anomaly(verdict),
+            anomaly=False if cleared else _is_anomaly(verdict),
             review_wait=(review or "").upper() == "WAIT",
             read_failed=read_failed,
             run_ended=info.status.has_ended,
             run_status=info.status,
             now=now,
         )
+
+    # ------------------------------------------------------------------ review
+
+    def escalate_review(self, run: str) -> ReviewResult:
+        """The LLM reviewer's STOP / CONTINUE / WAIT on the latest verdict, which must be unsure; stored
+        for schedule_next and stop_run. Reviewer failures come back as WAIT, never as errors."""
+        ctx = self.context(run)
+        with self.store.run_lock(ctx.key):
+            facts = self._review_facts(ctx)
+        result = run_review(facts, ctx.settings.review)  # outside the lock: it may take timeout_seconds
+        self.store.record_review(ctx.key, result)
+        return result
+
+    def _review_facts(self, ctx: RunContext) -> ReviewFacts:
+        checks = self.store.recent_checks(ctx.key, limit=INTERVAL_LOOKBACK_CHECKS)
+        check = unsure_check(ctx.ref.raw, checks)  # first: a run with nothing to review costs no load
+        return review_facts(
+            ctx.ref.raw, check, checks, self._stored_snapshot(ctx, self._load(ctx)),
+            latest_review=self.store.latest_review(ctx.key), settings=ctx.settings,
+        )  # fmt: skip
+
+    def _current_review(self, ctx: RunContext, checks: Sequence[CheckRecord]) -> ReviewResult | None:
+        """The stored review of the latest verdict in ``checks`` (None if none, or a newer check came)."""
+        return current_review(checks, self.store.latest_review(ctx.key))
+
+    def _stored_snapshot(self, ctx: RunContext, stored: Stored) -> MetricSnapshot:
+        """The metric summaries of the stored history, as a snapshot (its data_source means nothing)."""
+        return build_snapshot(
+            run=ctx.ref.raw, history=stored.history, roles=self._roles(ctx, stored.history.metrics),
+            data_source=DataSource.LOG, info=stored.info, new_points=0,
+        )  # fmt: skip
 
     # ------------------------------------------------------------------ check
 
@@ -343,15 +382,13 @@ class Monitor:
 
     def _incident(self, ctx: RunContext, reason: str, sent: SentStop) -> Incident:
         stored = self._load(ctx)
-        roles = self._roles(ctx, stored.history.metrics)
         checks = self.store.recent_checks(ctx.key, limit=PREVIOUS_VERDICTS)
-        verdict = next((c.verdict for c in checks if c.verdict), None)
-        # the incident takes only the metric summaries from this snapshot, not its data_source
-        snapshot = build_snapshot(
-            run=ctx.ref.raw, history=stored.history, roles=roles, data_source=DataSource.LOG, info=stored.info,
-            new_points=0,
+        latest = latest_verdict_check(checks)
+        return incident_for(
+            ctx.ref, reason, sent, snapshot=self._stored_snapshot(ctx, stored),
+            verdict=latest.verdict if latest else None, review=self._current_review(ctx, checks),
+            url=stored.info.url,
         )  # fmt: skip
-        return incident_for(ctx.ref, reason, sent, snapshot=snapshot, verdict=verdict, url=stored.info.url)
 
 
 def _is_anomaly(verdict: Verdict | None) -> bool:

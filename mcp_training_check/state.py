@@ -15,6 +15,7 @@ Schema (version in ``meta``; ``MIGRATIONS[v]`` upgrades v-1 → v)::
     series(run_key, metric, counts and extremes, raw_steps, raw_values, buckets)
     checks(id, run_key, at, decision, verdict, data_source, interval_minutes, monitoring)
     incidents(id, run_key, at, data)
+    reviews(id, run_key, check_id, at, decision, data)        (v2, state_reviews)
 """
 
 from __future__ import annotations
@@ -38,9 +39,11 @@ import platformdirs
 from pydantic import BaseModel, ConfigDict
 
 from .errors import StateError
-from .models import Decision, RunInfo, Verdict
+from .models import Decision, ReviewResult, RunInfo, Verdict
 from .series import MetricSeries, RunHistory
 from .sources.base import Cursor, ReadBatch
+from .state_reviews import MIGRATION as REVIEWS_MIGRATION
+from .state_reviews import insert_review, latest_review
 from .state_series import BUCKET_DTYPE, StoredSeries
 from .state_series import SeriesStats as SeriesStats  # re-exported: it lived here before
 
@@ -80,6 +83,7 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
             data TEXT NOT NULL)""",
         "CREATE INDEX incidents_by_run ON incidents (run_key, id)",
     ),
+    2: REVIEWS_MIGRATION,
 }
 SCHEMA_VERSION = max(MIGRATIONS)
 
@@ -447,6 +451,15 @@ class StateStore:
             {**json.loads(data), "incident_id": id_, "run_key": key, "recorded_at": at} for id_, key, at, data in rows
         ]
 
+    def record_review(self, run_key: str, review: ReviewResult) -> int:
+        with self._transaction("record a review", write=True) as conn:
+            return insert_review(conn, run_key, review, at=_utc_text())
+
+    def latest_review(self, run_key: str) -> ReviewResult | None:
+        """The run's most recent review, whichever check it answered."""
+        with self._transaction("read reviews", write=False) as conn:
+            return latest_review(conn, run_key)
+
     # ------------------------------------------------------------------ runs
 
     @staticmethod
@@ -467,11 +480,11 @@ class StateStore:
         return [RunListing(key, datetime.fromisoformat(at) if at else None) for key, at in rows]
 
     def forget_run(self, run_key: str) -> bool:
-        """Delete everything stored for the run (cursor, history, checks, incidents); False if none."""
+        """Delete everything stored for the run (cursor, history, checks, incidents, reviews); False if none."""
         with self._transaction("forget a run", write=True) as conn:
             deleted = sum(
                 conn.execute(f"DELETE FROM {table} WHERE run_key = ?", (run_key,)).rowcount
-                for table in ("runs", "series", "checks", "incidents")
+                for table in ("runs", "series", "checks", "incidents", "reviews")
             )
         return deleted > 0
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from .config import ResolvedRunConfig
 from .errors import StopError
 from .incidents import Incident
-from .models import MetricSnapshot, RunKind, RunRef, StopMethod, StopOutcome, StopResult, Verdict
+from .models import MetricSnapshot, ReviewResult, RunKind, RunRef, StopMethod, StopOutcome, StopResult, Verdict
 from .runref import parse_run
 from .stop import StopAttempt, stop_local_process
 from .stop_ssh import stop_remote_process
@@ -116,9 +116,17 @@ def _ssh_host(ref: RunRef, settings: ResolvedRunConfig) -> str:
 
 
 def incident_for(
-    ref: RunRef, reason: str, sent: SentStop, *, snapshot: MetricSnapshot, verdict: Verdict | None, url: str | None
+    ref: RunRef,
+    reason: str,
+    sent: SentStop,
+    *,
+    snapshot: MetricSnapshot,
+    verdict: Verdict | None,
+    url: str | None,
+    review: ReviewResult | None = None,
 ) -> Incident:
-    """The incident record: the latest verdict (if any), the key metrics, and how the stop went."""
+    """The incident record: the latest verdict (if any) and the reviewer's answer to it, the key metrics,
+    and how the stop went."""
     return Incident(
         run=ref.raw,
         run_url=url or (ref.key if ref.kind is RunKind.SSH else ref.path and f"file://{ref.path}"),
@@ -127,6 +135,7 @@ def incident_for(
         summary=verdict.summary if verdict else snapshot.summary,
         key_metrics=dict(list(Incident.metrics_from(snapshot).items())[:KEY_METRICS_IN_INCIDENT]),
         signals=verdict.signals if verdict else [],
+        review=f"{review.decision} by {review.model}: {review.reason}" if review else None,
         stopped_at=datetime.now(UTC),
         method=sent.method,
         outcome=sent.outcome,

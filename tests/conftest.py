@@ -1,4 +1,5 @@
-"""Every test gets its own state directory and no project config from the machine it runs on."""
+"""Every test gets its own state directory, no project config and no LLM credentials from the machine it
+runs on (a real ANTHROPIC_API_KEY must never be spent by a test: review tests point at a fake server)."""
 
 from __future__ import annotations
 
@@ -14,4 +15,6 @@ def isolated_home(tmp_path, monkeypatch):
     monkeypatch.delenv("TRAINING_CHECK_CONFIG", raising=False)
     monkeypatch.setenv("WANDB_SILENT", "true")
     monkeypatch.setenv("WANDB_MODE", "offline")
+    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL", "ANTHROPIC_PROFILE", "LLM_MODEL"):
+        monkeypatch.delenv(name, raising=False)
     return home

@@ -12,6 +12,7 @@ import pytest
 from mcp_training_check.config import (
     CONFIG_ENV,
     CONFIG_NAME,
+    DEFAULT_REVIEW_MODEL,
     ProjectConfig,
     apply_overrides,
     key_lines,
@@ -130,7 +131,7 @@ def test_no_file_means_built_in_defaults(tmp_path) -> None:
     resolved = config.for_run("logs/train.log")
     assert resolved.run == "logs/train.log"
     assert resolved.notes == tmp_path / "TRAINING_NOTES.md"
-    assert resolved.review.model == "claude-sonnet-4-5"
+    assert resolved.review.model == DEFAULT_REVIEW_MODEL
     assert resolved.stop is None
 
 

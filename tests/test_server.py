@@ -21,7 +21,7 @@ from mcp_training_check.service import Monitor
 
 from .runs import grow, live_copy, train
 
-TOOLS = {"read_metrics", "judge", "schedule_next", "check", "check_many", "stop_run"}
+TOOLS = {"read_metrics", "judge", "schedule_next", "check", "check_many", "escalate_review", "stop_run"}
 MAX_DESCRIPTION_CHARS = 1500
 MAX_RESULT_TOKENS = 1500
 
@@ -60,6 +60,10 @@ def test_tool_list_is_complete_and_described():
     assert tools["stop_run"].annotations.read_only_hint is False
     for name in TOOLS - {"stop_run"}:
         assert tools[name].annotations.read_only_hint is True
+        assert tools[name].annotations.destructive_hint is False
+    assert tools["escalate_review"].annotations.open_world_hint is True
+    assert tools["escalate_review"].annotations.idempotent_hint is False  # each call asks the LLM anew
+    assert "WAIT" in tools["escalate_review"].description and "stop_run" in tools["escalate_review"].description
 
 
 def test_live_healthy_run_continues_and_backs_off(tmp_path, healthy_run):
