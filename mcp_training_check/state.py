@@ -20,14 +20,10 @@ Schema (version in ``meta``; ``MIGRATIONS[v]`` upgrades v-1 → v)::
 
 from __future__ import annotations
 
-import fcntl
-import hashlib
 import json
 import os
-import socket
 import sqlite3
 import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -42,50 +38,20 @@ from .errors import StateError
 from .models import Decision, ReviewResult, RunInfo, Verdict
 from .series import MetricSeries, RunHistory
 from .sources.base import Cursor, ReadBatch
-from .state_reviews import MIGRATION as REVIEWS_MIGRATION
+from .state_lock import DEFAULT_LOCK_TIMEOUT_SECONDS, LOCKS_DIRNAME, RunLock, run_lock
 from .state_reviews import insert_review, latest_review
+from .state_schema import MIGRATIONS, SCHEMA_VERSION, schema_version
 from .state_series import BUCKET_DTYPE, StoredSeries
 from .state_series import SeriesStats as SeriesStats  # re-exported: it lived here before
 
 HOME_ENV = "TRAINING_CHECK_HOME"
 DB_FILENAME = "state.sqlite3"
-LOCKS_DIRNAME = "locks"
 BUSY_TIMEOUT_SECONDS = 30.0  # how long a write waits for another process's transaction
-LOCK_POLL_SECONDS = 0.05
-DEFAULT_LOCK_TIMEOUT_SECONDS = 120.0
 DEFAULT_RECENT_POINTS = 2048
 DEFAULT_MAX_BUCKETS = 1024
 MAX_CHECKS_PER_RUN = 500
 WAL_AUTOCHECKPOINT_PAGES = 256  # keeps the -wal file near 1 MB instead of SQLite's 4 MB default
 
-MIGRATIONS: dict[int, tuple[str, ...]] = {
-    1: (
-        """CREATE TABLE runs (
-            run_key TEXT PRIMARY KEY, cursor TEXT, info TEXT,
-            batch_seq INTEGER NOT NULL DEFAULT 0, created_at TEXT NOT NULL,
-            updated_at TEXT, last_check_at TEXT)""",
-        # scalars first, blobs last: reading the counts never walks the blobs' overflow pages
-        """CREATE TABLE series (
-            run_key TEXT NOT NULL, metric TEXT NOT NULL,
-            batch_seq INTEGER NOT NULL, new_points INTEGER NOT NULL,
-            total_points INTEGER NOT NULL, non_finite INTEGER NOT NULL, first_step INTEGER,
-            min_value REAL, min_step INTEGER, max_value REAL, max_step INTEGER,
-            bucket_width INTEGER NOT NULL,
-            raw_steps BLOB NOT NULL, raw_values BLOB NOT NULL, buckets BLOB NOT NULL,
-            PRIMARY KEY (run_key, metric))""",
-        """CREATE TABLE checks (
-            id INTEGER PRIMARY KEY AUTOINCREMENT, run_key TEXT NOT NULL, at TEXT NOT NULL,
-            decision TEXT, verdict TEXT, data_source TEXT NOT NULL,
-            interval_minutes INTEGER, monitoring INTEGER NOT NULL)""",
-        "CREATE INDEX checks_by_run ON checks (run_key, id)",
-        """CREATE TABLE incidents (
-            id INTEGER PRIMARY KEY AUTOINCREMENT, run_key TEXT NOT NULL, at TEXT NOT NULL,
-            data TEXT NOT NULL)""",
-        "CREATE INDEX incidents_by_run ON incidents (run_key, id)",
-    ),
-    2: REVIEWS_MIGRATION,
-}
-SCHEMA_VERSION = max(MIGRATIONS)
 
 
 class CheckRecord(BaseModel):
@@ -113,14 +79,6 @@ def state_home(home: Path | None = None) -> Path:
         return Path(home)
     env = os.environ.get(HOME_ENV)
     return Path(env) if env else Path(platformdirs.user_state_dir("training-check"))
-
-
-def _schema_version(conn: sqlite3.Connection) -> int:
-    """The stored schema version; 0 for a new (empty) database."""
-    if conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'").fetchone() is None:
-        return 0
-    row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-    return int(row[0]) if row else 0
 
 
 def _utc_text(at: datetime | None = None) -> str:
@@ -191,12 +149,12 @@ class StateStore:
 
     def _migrate(self, conn: sqlite3.Connection) -> None:
         """Bring the schema to SCHEMA_VERSION; inside one write transaction so racing opens agree."""
-        if _schema_version(conn) == SCHEMA_VERSION:
+        if schema_version(conn) == SCHEMA_VERSION:
             return  # the common case takes no write lock
         conn.execute("BEGIN IMMEDIATE")
         try:
             conn.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
-            current = _schema_version(conn)
+            current = schema_version(conn)
             if current > SCHEMA_VERSION:
                 raise StateError(
                     f"{self.path} has schema version {current}, newer than this mcp-training-check "
@@ -245,40 +203,9 @@ class StateStore:
 
     # ------------------------------------------------------------------ per-run lock
 
-    @contextmanager
-    def run_lock(self, run_key: str, timeout_seconds: float = DEFAULT_LOCK_TIMEOUT_SECONDS) -> Iterator[None]:
+    def run_lock(self, run_key: str, timeout_seconds: float = DEFAULT_LOCK_TIMEOUT_SECONDS) -> RunLock:
         """Hold the run's lock across processes, so two checks of one run take turns (not reentrant)."""
-        path = self.home / LOCKS_DIRNAME / f"{hashlib.sha1(run_key.encode()).hexdigest()}.lock"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            self._acquire(fd, path, run_key, timeout_seconds)
-            try:
-                holder = f"pid {os.getpid()} on {socket.gethostname()} since {_utc_text()}\n"
-                os.ftruncate(fd, 0)
-                os.pwrite(fd, holder.encode(), 0)
-                yield
-            finally:
-                fcntl.flock(fd, fcntl.LOCK_UN)
-        finally:
-            os.close(fd)
-
-    @staticmethod
-    def _acquire(fd: int, path: Path, run_key: str, timeout_seconds: float) -> None:
-        deadline = time.monotonic() + timeout_seconds
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                return
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    holder = os.pread(fd, 256, 0).decode(errors="replace").strip() or "an unknown process"
-                    raise StateError(
-                        f"run {run_key} is locked by {holder} (lock file {path}) for more than "
-                        f"{timeout_seconds:g}s: another check of this run is still going; retry later "
-                        "or stop that process"
-                    ) from None
-                time.sleep(LOCK_POLL_SECONDS)
+        return run_lock(self.home / LOCKS_DIRNAME, run_key, timeout_seconds)
 
     # ------------------------------------------------------------------ metrics
 
