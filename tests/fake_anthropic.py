@@ -26,15 +26,14 @@ max_tokens, no forced tool call, a tool_choice naming no tool, a prompt missing 
 
 from __future__ import annotations
 
-import contextlib
 import json
 import secrets
-import socket
 import threading
 from collections import deque
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from tests.loopback import LoopbackServer, TrackedHandler
 
 __all__ = ["FakeAnthropic", "Recorded", "Reply", "api_error", "hang", "text_answer", "tool_answer"]
 
@@ -94,7 +93,9 @@ class Recorded:
         return "\n".join(_text_of(m.get("content")) for m in messages if isinstance(m, dict))
 
 
-class FakeAnthropic:
+class FakeAnthropic(LoopbackServer):
+    thread_name = "FakeAnthropic"
+
     def __init__(self, *, api_key: str | None = None, models: set[str] | None = None) -> None:
         self.api_key = api_key or "sk-ant-fake-" + secrets.token_hex(16)
         self.models = models  # None: any model name is accepted
@@ -102,44 +103,12 @@ class FakeAnthropic:
         self.replies: deque[Reply] = deque()
         self.default = Reply(error_type="api_error", message="the test scripted no reply for this request")
         self.requests: list[Recorded] = []
-        self.lock = threading.Lock()
-        self.release = threading.Event()
-        self._connections: set[socket.socket] = set()
-        self._httpd: ThreadingHTTPServer | None = None
+        super().__init__(threading.Lock())
 
     # -- lifecycle ---------------------------------------------------------------------------------
 
-    def start(self) -> FakeAnthropic:
-        handler = type("Handler", (_Handler,), {"fake": self})
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        self._httpd.daemon_threads = True
-        threading.Thread(target=self._httpd.serve_forever, name="FakeAnthropic", daemon=True).start()
-        return self
-
-    def close(self) -> None:
-        """Stop listening, let hung requests go and drop every open connection."""
-        self.release.set()
-        if self._httpd is not None:
-            self._httpd.shutdown()
-            self._httpd.server_close()
-            self._httpd = None
-        with self.lock:
-            connections, self._connections = list(self._connections), set()
-        for conn in connections:
-            with contextlib.suppress(OSError):
-                conn.shutdown(socket.SHUT_RDWR)
-
-    def __enter__(self) -> FakeAnthropic:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    @property
-    def url(self) -> str:
-        assert self._httpd is not None, "server not started"
-        host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}"
+    def handler_class(self) -> type[TrackedHandler]:
+        return _Handler
 
     # -- answering ---------------------------------------------------------------------------------
 
@@ -241,23 +210,8 @@ def _text_of(content: Any) -> str:
     return ""
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(TrackedHandler):
     fake: FakeAnthropic
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-    def setup(self) -> None:
-        super().setup()
-        with self.fake.lock:
-            self.fake._connections.add(self.connection)
-
-    def finish(self) -> None:
-        with self.fake.lock:
-            self.fake._connections.discard(self.connection)
-        with contextlib.suppress(OSError):
-            super().finish()
 
     def _handle(self) -> None:
         record = self._record()

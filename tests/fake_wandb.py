@@ -44,13 +44,13 @@ import json
 import math
 import re
 import secrets
-import socket
 import threading
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, ClassVar
+
+from tests.loopback import LoopbackServer, TrackedHandler
 
 __all__ = ["FakeRun", "FakeWandb", "GraphQLError"]
 
@@ -853,14 +853,16 @@ class Request:
     status: int | None = None
 
 
-class FakeWandb:
+class FakeWandb(LoopbackServer):
     """A W&B backend on 127.0.0.1 for the real `wandb` client. Use as a context manager."""
+
+    thread_name = "FakeWandb"
 
     def __init__(self, *, api_key: str | None = None, entity: str = "fake-entity", username: str = "fake-user"):
         self.api_key = api_key or "fake" + secrets.token_hex(20)  # 44 chars: W&B wants ≥ 40
         self.default_entity = entity
         self.username = username
-        self.lock = threading.RLock()
+        super().__init__(threading.RLock())
         self.runs_by_path: dict[tuple[str, str, str], FakeRun] = {}
         self.projects: set[tuple[str, str]] = set()
         self.sweeps: dict[tuple[str, str], set[str]] = {}
@@ -871,25 +873,13 @@ class FakeWandb:
         self.uploads: list[str] = []
         self.fail_with_500 = False
         self.hang = False
-        self.release = threading.Event()  # set (or call release_hung()) to let hung requests go
         self.file_stream_stop_key = True  # answer file_stream posts with `"stopped": true` after a stop
         self._project_ids: dict[tuple[str, str], int] = {}
-        self._connections: set[Any] = set()
-        self._url: str | None = None
-        self._httpd: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------------
 
-    def start(self) -> FakeWandb:
-        handler = type("Handler", (_Handler,), {"fake": self})
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        self._httpd.daemon_threads = True
-        host, port = self._httpd.server_address[:2]
-        self._url = f"http://{host}:{port}"
-        self._thread = threading.Thread(target=self._httpd.serve_forever, name="FakeWandb", daemon=True)
-        self._thread.start()
-        return self
+    def handler_class(self) -> type[TrackedHandler]:
+        return _Handler
 
     def release_hung(self) -> None:
         """Let every request held by `hang` go (its connection is closed, no answer); requests that
@@ -897,30 +887,6 @@ class FakeWandb:
         with self.lock:
             event, self.release = self.release, threading.Event()
         event.set()
-
-    def close(self) -> None:
-        """Stop listening, let hung requests go and close every open (keep-alive) connection."""
-        self.release.set()
-        if self._httpd is not None:
-            self._httpd.shutdown()
-            self._httpd.server_close()
-            self._httpd = None
-        with self.lock:
-            connections, self._connections = list(self._connections), set()
-        for conn in connections:
-            with contextlib.suppress(OSError):
-                conn.shutdown(socket.SHUT_RDWR)
-
-    def __enter__(self) -> FakeWandb:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    @property
-    def url(self) -> str:
-        assert self._url is not None, "server not started"
-        return self._url
 
     # -- data --------------------------------------------------------------------------------------
 
@@ -1083,24 +1049,9 @@ class FakeWandb:
         return 200, out
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(TrackedHandler):
     fake: FakeWandb
-    protocol_version = "HTTP/1.1"
     server_version = "FakeWandb/0.31"
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-    def setup(self) -> None:
-        super().setup()
-        with self.fake.lock:
-            self.fake._connections.add(self.connection)
-
-    def finish(self) -> None:
-        with self.fake.lock:
-            self.fake._connections.discard(self.connection)
-        with contextlib.suppress(OSError):
-            super().finish()
 
     def _body(self) -> bytes:
         length = int(self.headers.get("Content-Length") or 0)
