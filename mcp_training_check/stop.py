@@ -22,6 +22,7 @@ import pwd
 import signal
 import time
 from pathlib import Path
+from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -73,65 +74,141 @@ def stop_local_process(
     ``pid`` or ``pid_file`` must say which process; when both are given they must agree.
     Raises `StopError` when the pid is missing, unsafe, reused, or may not be signalled.
     """
-    first = _signal_number(signal_name)
+    first = signal_key(signal_name)
     if grace_seconds < 0 or poll_seconds <= 0:
         raise StopError(f"grace_seconds={grace_seconds} and poll_seconds={poll_seconds}: use grace ≥ 0, poll > 0.")
     target = _target_pid(pid, pid_file)
     _refuse_unsafe(target)
-    if _is_gone(target):
-        return _already_stopped(target, [])
+    return escalate(
+        _LocalProcess(),
+        target,
+        first,
+        grace_seconds=grace_seconds,
+        kill_after_grace=kill_after_grace,
+        poll_seconds=poll_seconds,
+        pid_file=pid_file,
+    )
+
+
+# --------------------------------------------------------------------------- signal, wait, KILL, verify
+
+
+class ProcessControl(Protocol):
+    """What `escalate` needs of the machine the process runs on."""
+
+    where: str  # "" for this machine, " on HOST" for another
+
+    def is_gone(self, pid: int) -> bool: ...
+
+    def send(self, pid: int, name: str, sent: list[str]) -> bool:
+        """Send SIG``name`` and append ``name`` to ``sent``; False when the process was already gone."""
+        ...
+
+    def refuse_reused(self, pid: int, pid_file: Any) -> None: ...
+
+    def stuck_state(self, pid: int) -> str:
+        """The kernel state of a process KILL did not end, as shown in the message (or "")."""
+        ...
+
+
+def escalate(
+    process: ProcessControl,
+    pid: int,
+    first: str,
+    *,
+    grace_seconds: float,
+    kill_after_grace: bool,
+    poll_seconds: float,
+    pid_file: Any,
+) -> StopAttempt:
+    """SIG``first``, wait up to ``grace_seconds``, KILL if allowed, and report whether ``pid`` is gone.
+
+    ``pid`` must already be known safe to signal; ``pid_file``, when it named the pid, is checked for reuse.
+    """
+    where = process.where
+    if process.is_gone(pid):
+        return _already_stopped(pid, [], where)
     if pid_file is not None:
-        _refuse_reused(target, pid_file)
+        process.refuse_reused(pid, pid_file)
     sent: list[str] = []
-    if not _send(target, first, sent):
-        return _already_stopped(target, sent)
-    if _wait_gone(target, grace_seconds, poll_seconds):
-        return _stopped(target, sent)
-    if first == signal.SIGKILL or not kill_after_grace:
-        return _not_confirmed(target, sent, grace_seconds)
-    if not _send(target, signal.SIGKILL, sent) or _wait_gone(target, KILL_CONFIRM_SECONDS, poll_seconds):
-        return _stopped(target, sent)
+    if not process.send(pid, first, sent):
+        return _already_stopped(pid, sent, where)
+    if wait_gone(process, pid, grace_seconds, poll_seconds):
+        return _stopped(pid, sent, where)
+    if first == "KILL" or not kill_after_grace:
+        return _not_confirmed(pid, sent, grace_seconds, where)
+    if not process.send(pid, "KILL", sent) or wait_gone(process, pid, KILL_CONFIRM_SECONDS, poll_seconds):
+        return _stopped(pid, sent, where)
     return StopAttempt(
         outcome=StopOutcome.FAILED,
         verified=False,
         signals_sent=sent,
-        pid=target,
+        pid=pid,
         message=(
-            f"pid {target} is still present {KILL_CONFIRM_SECONDS:g} s after SIGKILL (state "
-            f"{_proc_state(target) or '?'}); it is stuck in the kernel, usually on I/O. "
-            f"Check `ps -o stat {target}`."
+            f"pid {pid} is still present{where} {KILL_CONFIRM_SECONDS:g} s after SIGKILL{process.stuck_state(pid)}; "
+            f"it is stuck in the kernel, usually on I/O. Check `ps -o stat {pid}`{where}."
         ),
     )
 
 
-def _already_stopped(pid: int, sent: list[str]) -> StopAttempt:
-    message = f"pid {pid} was not running; nothing to stop."
+def wait_gone(process: ProcessControl, pid: int, seconds: float, poll_seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while True:
+        if process.is_gone(pid):
+            return True
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return False
+        time.sleep(min(poll_seconds, remaining))
+
+
+def _already_stopped(pid: int, sent: list[str], where: str) -> StopAttempt:
+    message = f"pid {pid} was not running{where}; nothing to stop."
     return StopAttempt(outcome=StopOutcome.ALREADY_STOPPED, verified=True, signals_sent=sent, pid=pid, message=message)
 
 
-def _stopped(pid: int, sent: list[str]) -> StopAttempt:
+def _stopped(pid: int, sent: list[str], where: str) -> StopAttempt:
     via = " then ".join(f"SIG{name}" for name in sent)
-    message = f"pid {pid} stopped after {via}; verified gone."
+    message = f"pid {pid}{where} stopped after {via}; verified gone."
     return StopAttempt(outcome=StopOutcome.STOPPED, verified=True, signals_sent=sent, pid=pid, message=message)
 
 
-def _not_confirmed(pid: int, sent: list[str], grace_seconds: float) -> StopAttempt:
+def _not_confirmed(pid: int, sent: list[str], grace_seconds: float, where: str) -> StopAttempt:
     message = (
-        f"pid {pid} is still running {grace_seconds:g} s after SIG{sent[-1]}; no KILL was sent "
+        f"pid {pid} is still running{where} {grace_seconds:g} s after SIG{sent[-1]}; no KILL was sent "
         "(kill_after_grace is false). It may still be saving a checkpoint: check again later, "
-        f"set kill_after_grace = true in training-check.toml, or run `kill -KILL {pid}`."
+        f"set kill_after_grace = true in training-check.toml, or run `kill -KILL {pid}`{where}."
     )
     return StopAttempt(outcome=StopOutcome.REQUESTED, verified=False, signals_sent=sent, pid=pid, message=message)
+
+
+class _LocalProcess:
+    """`ProcessControl` for a process on this machine."""
+
+    where = ""
+
+    def is_gone(self, pid: int) -> bool:
+        return _is_gone(pid)
+
+    def send(self, pid: int, name: str, sent: list[str]) -> bool:
+        return _send(pid, SIGNALS[name], sent)
+
+    def refuse_reused(self, pid: int, pid_file: Path) -> None:
+        _refuse_reused(pid, pid_file)
+
+    def stuck_state(self, pid: int) -> str:
+        return f" (state {_proc_state(pid) or '?'})"
 
 
 # --------------------------------------------------------------------------- which pid, and may we
 
 
-def _signal_number(name: str) -> signal.Signals:
+def signal_key(name: str) -> str:
+    """``TERM``, ``INT`` or ``KILL`` from any spelling (``SIGTERM``, ``term``); else StopError."""
     key = name.strip().upper().removeprefix("SIG")
     if key not in SIGNALS:
         raise StopError(f"signal {name!r} is not one of {', '.join(SIGNALS)}; fix [runs.NAME.stop] signal.")
-    return SIGNALS[key]
+    return key
 
 
 def _target_pid(pid: int | None, pid_file: Path | None) -> int:
@@ -229,17 +306,6 @@ def _owner(pid: int) -> str:
 
 
 # --------------------------------------------------------------------------- is it gone
-
-
-def _wait_gone(pid: int, seconds: float, poll_seconds: float) -> bool:
-    deadline = time.monotonic() + seconds
-    while True:
-        if _is_gone(pid):
-            return True
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            return False
-        time.sleep(min(poll_seconds, remaining))
 
 
 def _is_gone(pid: int) -> bool:

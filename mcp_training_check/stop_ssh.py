@@ -23,15 +23,14 @@ import time
 import paramiko
 
 from .errors import StopError
-from .models import StopOutcome
 from .sources.ssh_connect import SshTarget, resolve_target, run_remote, run_remote_script, ssh_client
 from .stop import (
-    KILL_CONFIRM_SECONDS,
     PID_FILE_MAX_BYTES,
-    SIGNALS,
     START_TIME_SLACK_SECONDS,
     StopAttempt,
+    escalate,
     pid_from_bytes,
+    signal_key,
 )
 
 __all__ = ["REMOTE_POLL_SECONDS", "stop_remote_process"]
@@ -67,9 +66,7 @@ def stop_remote_process(
     Raises `StopError` when the host cannot be reached, the pid is missing, unsafe or reused, or the
     process may not be signalled.
     """
-    first = signal_name.strip().upper().removeprefix("SIG")
-    if first not in SIGNALS:
-        raise StopError(f"signal {signal_name!r} is not one of {', '.join(SIGNALS)}; fix [runs.NAME.stop] signal.")
+    first = signal_key(signal_name)
     target = resolve_target(host, StopError)
     with ssh_client(target, timeout_seconds=timeout_seconds, error=StopError) as client:
         remote = _Remote(client, target, timeout_seconds)
@@ -90,7 +87,7 @@ class _Remote:
         self.client = client
         self.target = target
         self.timeout_seconds = timeout_seconds
-        self.where = f"on {target.where}"
+        self.where = f" on {target.where}"  # as `ProcessControl.where`: appended to "pid N"
         self._sftp_client: paramiko.SFTPClient | None = None
 
     def stop(
@@ -105,41 +102,21 @@ class _Remote:
     ) -> StopAttempt:
         if pid <= 1:
             raise StopError(
-                f"refusing to signal pid {pid} {self.where}: pid 1 is init and pid ≤ 0 addresses whole process "
+                f"refusing to signal pid {pid}{self.where}: pid 1 is init and pid ≤ 0 addresses whole process "
                 "groups. Check the pid or pid file of the training run."
             )
-        if self.is_gone(pid):
-            return self._attempt(StopOutcome.ALREADY_STOPPED, pid, [], f"pid {pid} was not running {self.where}")
-        if pid_file is not None:
-            self.refuse_reused(pid, pid_file)
-        sent: list[str] = []
-        if not self.send(pid, first, sent) or self.wait_gone(pid, grace_seconds, poll_seconds):
-            return self._stopped(pid, sent)
-        if first == "KILL" or not kill_after_grace:
-            return self._attempt(
-                StopOutcome.REQUESTED, pid, sent,
-                f"pid {pid} is still running {self.where} {grace_seconds:g} s after SIG{sent[-1]}; no KILL was "
-                "sent (kill_after_grace is false). It may still be saving a checkpoint: check again later, set "
-                f"kill_after_grace = true in training-check.toml, or run `kill -KILL {pid}` there",
-            )  # fmt: skip
-        if not self.send(pid, "KILL", sent) or self.wait_gone(pid, KILL_CONFIRM_SECONDS, poll_seconds):
-            return self._stopped(pid, sent)
-        return self._attempt(
-            StopOutcome.FAILED, pid, sent,
-            f"pid {pid} is still present {self.where} {KILL_CONFIRM_SECONDS:g} s after SIGKILL; it is stuck in "
-            f"the kernel, usually on I/O. Check `ps -o stat {pid}` there",
-        )  # fmt: skip
+        return escalate(
+            self,
+            pid,
+            first,
+            grace_seconds=grace_seconds,
+            kill_after_grace=kill_after_grace,
+            poll_seconds=poll_seconds,
+            pid_file=pid_file,
+        )
 
-    def _stopped(self, pid: int, sent: list[str]) -> StopAttempt:
-        if not sent:
-            return self._attempt(StopOutcome.ALREADY_STOPPED, pid, sent, f"pid {pid} was not running {self.where}")
-        via = " then ".join(f"SIG{name}" for name in sent)
-        return self._attempt(StopOutcome.STOPPED, pid, sent, f"pid {pid} {self.where} stopped after {via}")
-
-    def _attempt(self, outcome: StopOutcome, pid: int, sent: list[str], message: str) -> StopAttempt:
-        verified = outcome in (StopOutcome.STOPPED, StopOutcome.ALREADY_STOPPED)
-        suffix = "; verified gone." if outcome is StopOutcome.STOPPED else "."
-        return StopAttempt(outcome=outcome, verified=verified, signals_sent=sent, pid=pid, message=message + suffix)
+    def stuck_state(self, pid: int) -> str:
+        return ""  # the probe tells alive from gone, not the kernel state
 
     # ----------------------------------------------------------------------- which pid
 
@@ -153,7 +130,7 @@ class _Remote:
             return pid
         from_file = self.read_pid_file(pid_file)
         if pid is not None and pid != from_file:
-            raise StopError(f"pid {pid} disagrees with pid file {pid_file} {self.where} (holds {from_file}).")
+            raise StopError(f"pid {pid} disagrees with pid file {pid_file}{self.where} (holds {from_file}).")
         return from_file
 
     def read_pid_file(self, path: str) -> int:
@@ -162,10 +139,10 @@ class _Remote:
             with self._sftp().open(path, "rb") as handle:
                 raw = handle.read(PID_FILE_MAX_BYTES + 1)
         except FileNotFoundError as exc:
-            raise StopError(f"pid file {path} does not exist {self.where}; {fix}.") from exc
+            raise StopError(f"pid file {path} does not exist{self.where}; {fix}.") from exc
         except OSError as exc:
-            raise StopError(f"pid file {path} cannot be read {self.where} ({exc.strerror or exc}).") from exc
-        return pid_from_bytes(raw, f"pid file {path} {self.where}", fix)
+            raise StopError(f"pid file {path} cannot be read{self.where} ({exc.strerror or exc}).") from exc
+        return pid_from_bytes(raw, f"pid file {path}{self.where}", fix)
 
     def refuse_reused(self, pid: int, pid_file: str) -> None:
         """A process younger than its pid file is not the one that wrote it: the pid was reused."""
@@ -175,7 +152,7 @@ class _Remote:
         written = self._sftp().stat(pid_file).st_mtime or 0
         if started > written + START_TIME_SLACK_SECONDS:
             raise StopError(
-                f"refusing to signal pid {pid} {self.where}: it started at {time.ctime(started)}, after {pid_file} "
+                f"refusing to signal pid {pid}{self.where}: it started at {time.ctime(started)}, after {pid_file} "
                 f"was written at {time.ctime(written)}, so it is not the training run that wrote the file (the pid "
                 "was reused by another program). That run has already ended; delete the stale pid file."
             )
@@ -202,23 +179,13 @@ class _Remote:
         if state.startswith("foreign"):
             owner = state.removeprefix("foreign").strip() or "another user"
             raise StopError(
-                f"not allowed to send SIG{name} to pid {pid} {self.where}: it belongs to {owner} and we log in "
+                f"not allowed to send SIG{name} to pid {pid}{self.where}: it belongs to {owner} and we log in "
                 f"as {self.target.user}. Log in as the user who started the training (User in ~/.ssh/config or "
                 f"ssh://user@host/...), or run `kill -{name} {pid}` there as that user."
             )
         if self.is_gone(pid):
             return False
-        raise StopError(f"`kill -{name} {pid}` failed {self.where}: {result.stderr or result.stdout or 'no output'}.")
-
-    def wait_gone(self, pid: int, seconds: float, poll_seconds: float) -> bool:
-        deadline = time.monotonic() + seconds
-        while True:
-            if self.is_gone(pid):
-                return True
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return False
-            time.sleep(min(poll_seconds, remaining))
+        raise StopError(f"`kill -{name} {pid}` failed{self.where}: {result.stderr or result.stdout or 'no output'}.")
 
     def is_gone(self, pid: int) -> bool:
         """Gone, or a zombie (``alive Z``: it has stopped running and only waits for its parent)."""
@@ -230,7 +197,7 @@ class _Remote:
         result = run_remote_script(self.client, script, timeout_seconds=self.timeout_seconds)
         if not result.stdout:
             raise StopError(
-                f"cannot tell whether pid {pid} runs {self.where}: the probe printed nothing "
+                f"cannot tell whether pid {pid} runs{self.where}: the probe printed nothing "
                 f"({result.stderr or 'no error output'}); the account needs a POSIX shell."
             )
         return result.stdout
