@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 
@@ -59,3 +60,30 @@ def grow(live_dir: Path, run_dir: Path, fraction: float) -> None:
     data = source.read_bytes()
     with target.open("ab") as handle:
         handle.write(data[target.stat().st_size : int(len(data) * fraction)])
+
+
+NOBODY_ID = 65534
+
+
+def outcome_as_nobody(call: Callable[[], object]) -> str:
+    """``call()`` in a forked child that dropped from root to 'nobody': "no error", or "ExcType: message".
+
+    Root reads and signals everything, so a permission error can only be met by another user."""
+    read_end, write_end = os.pipe()
+    child = os.fork()
+    if child == 0:
+        os.close(read_end)
+        outcome = "no error"
+        try:
+            os.setgid(NOBODY_ID)
+            os.setuid(NOBODY_ID)
+            call()
+        except BaseException as exc:  # report whatever happened to the parent
+            outcome = f"{type(exc).__name__}: {exc}"
+        os.write(write_end, outcome.encode())
+        os._exit(0)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as pipe:
+        outcome = pipe.read().decode()
+    os.waitpid(child, 0)
+    return outcome

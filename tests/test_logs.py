@@ -30,6 +30,7 @@ from mcp_training_check.sources.logs import (
     parse_lines,
     read_log_bytes,
 )
+from tests.runs import outcome_as_nobody
 
 INF = math.inf
 Points = dict[str, list[tuple[int, float | str]]]
@@ -693,28 +694,6 @@ def test_directory_is_run_not_found(tmp_path: Path) -> None:
         LogFileSource(tmp_path).read(None)
 
 
-def _read_error_as_nobody(path: Path) -> str:
-    """Root reads everything, so the unreadable case runs in a forked child that dropped to 'nobody'."""
-    read_end, write_end = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # child
-        os.close(read_end)
-        outcome = "no error"
-        try:
-            os.setgid(65534)
-            os.setuid(65534)
-            LogFileSource(path).read(None)
-        except Exception as exc:  # report whatever happened to the parent
-            outcome = f"{type(exc).__name__}: {exc}"
-        os.write(write_end, outcome.encode())
-        os._exit(0)
-    os.close(write_end)
-    with os.fdopen(read_end, "rb") as pipe:
-        outcome = pipe.read().decode()
-    os.waitpid(pid, 0)
-    return outcome
-
-
 def test_unreadable_file_is_source_unavailable() -> None:
     folder = Path(tempfile.mkdtemp(prefix="tc-logs-"))
     try:
@@ -723,7 +702,7 @@ def test_unreadable_file_is_source_unavailable() -> None:
         path.write_text("step 1 loss 2.0\n")
         path.chmod(0o000)
         if os.geteuid() == 0:
-            outcome = _read_error_as_nobody(path)
+            outcome = outcome_as_nobody(lambda: LogFileSource(path).read(None))
         else:
             try:
                 LogFileSource(path).read(None)

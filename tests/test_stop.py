@@ -35,7 +35,7 @@ from mcp_training_check.stop import (
     stop_local_process,
     write_incident_note,
 )
-from tests.runs import default_sigint
+from tests.runs import default_sigint, outcome_as_nobody
 
 TEST_GRACE_SECONDS = 1.0
 FAST_POLL_SECONDS = 0.02
@@ -265,25 +265,8 @@ def test_unknown_signal_is_refused(spawn) -> None:
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to drop to another user and meet EPERM")
 def test_permission_denied_names_the_owner_and_the_fix(spawn) -> None:
     target, _ = spawn(SLEEPER)
-    read_end, write_end = os.pipe()
-    child = os.fork()
-    if child == 0:  # as nobody, try to stop root's process
-        os.close(read_end)
-        message = "no error"
-        try:
-            os.setgid(65534)
-            os.setuid(65534)
-            _stop(pid=target.pid)
-        except StopError as exc:
-            message = str(exc)
-        except BaseException as exc:
-            message = f"unexpected {exc!r}"
-        os.write(write_end, message.encode())
-        os._exit(0)
-    os.close(write_end)
-    with os.fdopen(read_end, "rb") as pipe:
-        message = pipe.read().decode()
-    os.waitpid(child, 0)
+    message = outcome_as_nobody(lambda: _stop(pid=target.pid))  # as nobody, try to stop root's process
+    assert message.startswith("StopError: ")
     assert "not allowed to send SIGTERM" in message
     assert "user root" in message
     assert target.poll() is None
