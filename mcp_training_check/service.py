@@ -215,7 +215,8 @@ class Monitor:
         ctx = self.context(run)
         with self.store.run_lock(ctx.key):
             checks = self.store.recent_checks(ctx.key, limit=INTERVAL_LOOKBACK_CHECKS)
-            latest = next((c.verdict for c in checks[:PREVIOUS_VERDICTS] if c.verdict), None)
+            latest_check = latest_verdict_check(checks[:PREVIOUS_VERDICTS])
+            latest = latest_check.verdict if latest_check else None
             stored_review = self._current_review(ctx, checks[:PREVIOUS_VERDICTS])
             review = review or (stored_review.decision if stored_review else None)
             read_failed = bool(checks) and checks[0].data_source == DataSource.UNREACHABLE.value
