@@ -1,0 +1,166 @@
+"""Turn the one ``run`` string every tool takes into a `RunRef`.
+
+Accepted forms, tried in this order:
+  ssh://[user@]host[:port]/path/to/train.log      a log on another machine
+  https://<wandb host>/<entity>/<project>/runs/<id> a run URL pasted from the browser
+  https://<wandb host>/<entity>/<project>/sweeps/<id> a sweep URL: every running run of the sweep
+  wandb:<entity>/<project>/<id>                     a W&B run on the configured server
+  wandb:<entity>/<project>/sweeps/<id>              a W&B sweep
+  an existing local path                            W&B run dir / .wandb file / training log
+  <entity>/<project>/<id>                           a W&B run (when no such local path exists)
+  <entity>/<project>/sweeps/<id>                    a W&B sweep
+  <entity>/<project>                                every running run of a W&B project
+  <id>                                              with WANDB_ENTITY and WANDB_PROJECT set
+
+A URL of a self-hosted server also names the server: its origin becomes ``RunRef.host`` (the API base
+URL), so a pasted URL works without WANDB_BASE_URL. W&B cloud URLs leave ``host`` unset (the client's
+own default or WANDB_BASE_URL applies).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from urllib.parse import urlparse
+
+from ..errors import RunNotFound, RunRefError
+from ..models import RunKind, RunRef
+
+RUN_ID = r"[A-Za-z0-9_\-.]+"
+WANDB_RUN_PATH = re.compile(rf"^({RUN_ID})/({RUN_ID})/(?:runs/)?({RUN_ID})$")
+_URL_RUN = re.compile(rf"^/(?:wandb/)?({RUN_ID})/({RUN_ID})/(runs|sweeps)/({RUN_ID})(?:/.*)?$")
+_WANDB_SWEEP = re.compile(rf"^({RUN_ID})/({RUN_ID})/sweeps/({RUN_ID})$")
+_WANDB_PROJECT = re.compile(rf"^({RUN_ID})/({RUN_ID})$")
+_SAAS_HOSTS = ("wandb.ai", "forge.coreweave.com")
+_BARE_ID = re.compile(r"^[a-z0-9]{6,16}$")
+
+_FORMS_HELP = (
+    "pass a local path (W&B run directory, run-<id>.wandb file or training log), "
+    "'entity/project/run_id', 'wandb:entity/project/run_id', a W&B run URL, or 'ssh://host/path/to/log'"
+)
+
+
+def parse_run(raw: str, *, base_dir: Path | None = None) -> RunRef:
+    """Parse ``raw``; relative local paths are resolved against ``base_dir`` (default: cwd)."""
+    text = raw.strip()
+    if not text:
+        raise RunRefError(f"`run` is empty: {_FORMS_HELP}.")
+    if text.startswith("ssh://"):
+        return _parse_ssh(raw, text)
+    if text.startswith(("http://", "https://")):
+        return _parse_url(raw, text)
+    if text.startswith("wandb:"):
+        return _parse_wandb_path(raw, text.removeprefix("wandb:").strip("/"))
+    local = _local_path(text, base_dir)
+    if local is not None:
+        return _parse_local(raw, local)
+    if _looks_like_path(text) or _under_local_dir(text, base_dir):
+        raise RunNotFound(
+            f"`run` {raw!r}: no such file or directory (resolved against {base_dir or Path.cwd()}). "
+            "Check the path, or pass an absolute one; for a W&B run or project, write 'wandb:' before it."
+        )
+    if WANDB_RUN_PATH.match(text.strip("/")) or _WANDB_SWEEP.match(text.strip("/")):
+        return _parse_wandb_path(raw, text.strip("/"))
+    if _WANDB_PROJECT.match(text.strip("/")):
+        entity, project = text.strip("/").split("/")
+        return RunRef(raw=raw, kind=RunKind.WANDB_PROJECT, entity=entity, project=project)
+    if _BARE_ID.match(text) and os.environ.get("WANDB_ENTITY") and os.environ.get("WANDB_PROJECT"):
+        return RunRef(
+            raw=raw,
+            kind=RunKind.WANDB_API,
+            entity=os.environ["WANDB_ENTITY"],
+            project=os.environ["WANDB_PROJECT"],
+            run_id=text,
+        )
+    raise RunRefError(f"`run` {raw!r} is not an existing path or a known run form: {_FORMS_HELP}.")
+
+
+_PATH_SUFFIXES = (".log", ".txt", ".jsonl", ".json", ".csv", ".tsv", ".out", ".wandb")
+
+
+def _looks_like_path(text: str) -> bool:
+    """A string that can only mean a local path, even when nothing is there (yet)."""
+    return text.startswith(("/", "~", "./", "../")) or text.lower().endswith(_PATH_SUFFIXES)
+
+
+def _under_local_dir(text: str, base_dir: Path | None) -> bool:
+    """``runs/exp1`` while ``runs/`` exists here: a missing path, not the W&B project ``exp1`` of an
+    entity that happens to share the directory's name (``wandb:`` says that)."""
+    first = text.split("/", 1)[0]
+    if "/" not in text or not first or first in (".", ".."):
+        return False
+    return ((base_dir or Path.cwd()) / first).is_dir()
+
+
+def _local_path(text: str, base_dir: Path | None) -> Path | None:
+    path = Path(os.path.expanduser(text))
+    if not path.is_absolute():
+        path = (base_dir or Path.cwd()) / path
+    # keep symlinks such as wandb/latest-run unresolved: they must be followed at every check
+    path = Path(os.path.abspath(path))
+    return path if path.exists() or path.is_symlink() else None
+
+
+def _parse_local(raw: str, path: Path) -> RunRef:
+    if path.is_dir() or path.suffix == ".wandb":
+        kind = RunKind.WANDB_FILE if path.is_file() else RunKind.WANDB_DIR
+    else:
+        kind = RunKind.LOG_FILE
+    return RunRef(raw=raw, kind=kind, path=str(path))
+
+
+def _parse_ssh(raw: str, text: str) -> RunRef:
+    url = urlparse(text)
+    if not url.hostname or not url.path or url.path == "/":
+        raise RunRefError(f"`run` {raw!r}: an ssh run needs a host and a path, e.g. ssh://gpu-box/home/me/train.log.")
+    host = url.hostname
+    if url.username:
+        host = f"{url.username}@{host}"
+    if url.port:
+        host = f"{host}:{url.port}"
+    return RunRef(raw=raw, kind=RunKind.SSH, host=host, path=url.path)
+
+
+def _parse_url(raw: str, text: str) -> RunRef:
+    url = urlparse(text)
+    match = _URL_RUN.match(url.path)
+    if not match:
+        raise RunRefError(
+            f"`run` {raw!r} is a URL but not a W&B run URL: expected "
+            "https://<host>/<entity>/<project>/runs/<run_id> (copy it from the run page) or "
+            ".../<entity>/<project>/sweeps/<sweep_id>."
+        )
+    entity, project, what, ident = match.groups()
+    host = _api_base_url(url.scheme, url.netloc)
+    if what == "sweeps":
+        return RunRef(raw=raw, kind=RunKind.WANDB_SWEEP, entity=entity, project=project, sweep_id=ident, host=host)
+    return RunRef(raw=raw, kind=RunKind.WANDB_API, entity=entity, project=project, run_id=ident, host=host)
+
+
+def _api_base_url(scheme: str, netloc: str) -> str | None:
+    """The API base URL of the server a browser URL came from; None for W&B cloud."""
+    hostname = netloc.rsplit("@", 1)[-1].split(":", 1)[0].lower()
+    if any(hostname == saas or hostname.endswith(f".{saas}") for saas in _SAAS_HOSTS):
+        return None
+    if hostname.startswith("app."):  # W&B dedicated cloud: app.X serves the UI, api.X the API
+        netloc = netloc.replace("app.", "api.", 1)
+    return f"{scheme}://{netloc}"
+
+
+def _parse_wandb_path(raw: str, path: str) -> RunRef:
+    sweep = _WANDB_SWEEP.match(path)
+    if sweep:
+        entity, project, sweep_id = sweep.groups()
+        return RunRef(raw=raw, kind=RunKind.WANDB_SWEEP, entity=entity, project=project, sweep_id=sweep_id)
+    if _WANDB_PROJECT.match(path):
+        entity, project = path.split("/")
+        return RunRef(raw=raw, kind=RunKind.WANDB_PROJECT, entity=entity, project=project)
+    match = WANDB_RUN_PATH.match(path)
+    if not match:
+        raise RunRefError(
+            f"`run` {raw!r}: a W&B run is written 'entity/project/run_id' (the 8-character id), a project "
+            "'entity/project', a sweep 'entity/project/sweeps/id'."
+        )
+    entity, project, run_id = match.groups()
+    return RunRef(raw=raw, kind=RunKind.WANDB_API, entity=entity, project=project, run_id=run_id)

@@ -1,0 +1,437 @@
+"""Per-run state on disk: read cursor, bounded metric history, check log and incidents (SQLite).
+
+One file, ``$TRAINING_CHECK_HOME/state.sqlite3``, shared by the CLI and the MCP server's worker
+threads and by several processes at once (WAL mode, ``busy_timeout``). A batch of new points is
+applied in one ``BEGIN IMMEDIATE`` transaction, so a crash leaves the previous state intact.
+
+Bounded history, per metric (``state_series.StoredSeries``): the newest ``recent_points`` values at
+full resolution, older ones folded into at most ``max_buckets`` buckets that keep exact counts and
+extremes. Each metric is one row of numpy blobs, so applying a batch rewrites only the rows of the
+metrics it touched.
+
+Schema (version in ``meta``; ``MIGRATIONS[v]`` upgrades v-1 → v)::
+
+    runs(run_key, cursor, info, batch_seq, last_check_at, ...)
+    series(run_key, metric, counts and extremes, raw_steps, raw_values, buckets)
+    checks(id, run_key, at, decision, verdict, data_source, interval_minutes, monitoring)
+    incidents(id, run_key, at, data)
+    reviews(id, run_key, check_id, at, decision, data)        (v2, state_reviews)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import numpy as np
+import platformdirs
+from pydantic import BaseModel, ConfigDict
+
+from ..errors import StateError
+from ..models import Decision, ReviewResult, RunInfo, Verdict
+from ..sources.base import Cursor, ReadBatch
+from .history import MetricSeries, RunHistory
+from .lock import DEFAULT_LOCK_TIMEOUT_SECONDS, LOCKS_DIRNAME, RunLock, run_lock
+from .reviews import insert_review, latest_review
+from .schema import MIGRATIONS, SCHEMA_VERSION, schema_version
+from .stored_series import BUCKET_DTYPE, StoredSeries
+from .stored_series import SeriesStats as SeriesStats  # re-exported: it lived here before
+
+HOME_ENV = "TRAINING_CHECK_HOME"
+DB_FILENAME = "state.sqlite3"
+BUSY_TIMEOUT_SECONDS = 30.0  # how long a write waits for another process's transaction
+DEFAULT_RECENT_POINTS = 2048
+DEFAULT_MAX_BUCKETS = 1024
+MAX_CHECKS_PER_RUN = 500
+WAL_AUTOCHECKPOINT_PAGES = 256  # keeps the -wal file near 1 MB instead of SQLite's 4 MB default
+
+
+
+class CheckRecord(BaseModel):
+    """One past check of a run, as `record_check` stored it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: int
+    at: datetime
+    decision: Decision | None
+    verdict: Verdict | None
+    data_source: str
+    interval_minutes: int | None
+    monitoring: bool
+
+
+class RunListing(NamedTuple):
+    run_key: str
+    last_check_at: datetime | None
+
+
+def state_home(home: Path | None = None) -> Path:
+    """``home``, else ``$TRAINING_CHECK_HOME``, else the platform's user state directory."""
+    if home is not None:
+        return Path(home)
+    env = os.environ.get(HOME_ENV)
+    return Path(env) if env else Path(platformdirs.user_state_dir("training-check"))
+
+
+def _utc_text(at: datetime | None = None) -> str:
+    """Fixed-width UTC ISO text, so text order is time order. Naive times are taken as local."""
+    return (at or datetime.now(UTC)).astimezone(UTC).isoformat(timespec="microseconds")
+
+
+def _to_json(value: Any) -> str:
+    """JSON that keeps NaN/Inf (Python's json extension): a verdict's evidence may hold them."""
+    if isinstance(value, BaseModel):
+        value = value.model_dump(mode="python")
+    return json.dumps(value, default=str)
+
+
+class StateStore:
+    """The state database of one home directory. Safe to share between threads."""
+
+    def __init__(
+        self,
+        home: Path | None = None,
+        *,
+        recent_points: int = DEFAULT_RECENT_POINTS,
+        max_buckets: int = DEFAULT_MAX_BUCKETS,
+    ) -> None:
+        if recent_points < 1 or max_buckets < 2:
+            raise ValueError(f"recent_points={recent_points} must be ≥ 1 and max_buckets={max_buckets} ≥ 2")
+        self.home = state_home(home)
+        self.path = self.home / DB_FILENAME
+        self.recent_points = recent_points
+        self.max_buckets = max_buckets
+        self._lock = threading.RLock()
+        try:
+            self.home.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StateError(f"cannot create the state directory {self.home} ({exc}); set {HOME_ENV}") from exc
+        self._conn = self._open()
+
+    # ------------------------------------------------------------------ connection
+
+    def _open(self) -> sqlite3.Connection:
+        try:
+            conn = sqlite3.connect(
+                self.path, timeout=BUSY_TIMEOUT_SECONDS, isolation_level=None, check_same_thread=False
+            )
+        except sqlite3.Error as exc:
+            raise StateError(f"cannot open the state database {self.path} ({exc}); check its permissions") from exc
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute(f"PRAGMA wal_autocheckpoint={WAL_AUTOCHECKPOINT_PAGES}")
+            problems = [row[0] for row in conn.execute("PRAGMA quick_check")]
+            if problems != ["ok"]:
+                raise sqlite3.DatabaseError("; ".join(problems[:3]))
+            self._migrate(conn)
+        except sqlite3.OperationalError as exc:
+            conn.close()
+            raise StateError(f"cannot open the state database {self.path}: {exc}") from exc
+        except sqlite3.DatabaseError as exc:
+            conn.close()
+            raise StateError(
+                f"{self.path} is not a usable SQLite state database ({exc}). Move it aside "
+                f"(mv '{self.path}' '{self.path}.broken') and run again to start a fresh state."
+            ) from exc
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    def _migrate(self, conn: sqlite3.Connection) -> None:
+        """Bring the schema to SCHEMA_VERSION; inside one write transaction so racing opens agree."""
+        if schema_version(conn) == SCHEMA_VERSION:
+            return  # the common case takes no write lock
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            conn.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+            current = schema_version(conn)
+            if current > SCHEMA_VERSION:
+                raise StateError(
+                    f"{self.path} has schema version {current}, newer than this mcp-training-check "
+                    f"understands ({SCHEMA_VERSION}); upgrade it or point {HOME_ENV} elsewhere"
+                )
+            for version in range(current + 1, SCHEMA_VERSION + 1):
+                for statement in MIGRATIONS[version]:
+                    conn.execute(statement)
+            conn.execute(
+                "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)",
+                (str(SCHEMA_VERSION),),
+            )
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    def __enter__(self) -> StateStore:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    @contextmanager
+    def _transaction(self, action: str, *, write: bool) -> Iterator[sqlite3.Connection]:
+        """One transaction on the shared connection; SQLite errors become StateError naming ``action``."""
+        with self._lock:
+            conn = self._conn
+            try:
+                conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+                try:
+                    yield conn
+                except BaseException:
+                    conn.execute("ROLLBACK")
+                    raise
+                conn.execute("COMMIT")
+            except sqlite3.Error as exc:
+                raise StateError(
+                    f"state database {self.path}: cannot {action} ({exc}); if another process holds it "
+                    f"for more than {BUSY_TIMEOUT_SECONDS:.0f}s, find it with `fuser {self.path}`"
+                ) from exc
+
+    # ------------------------------------------------------------------ per-run lock
+
+    def run_lock(self, run_key: str, timeout_seconds: float = DEFAULT_LOCK_TIMEOUT_SECONDS) -> RunLock:
+        """Hold the run's lock across processes, so two checks of one run take turns (not reentrant)."""
+        return run_lock(self.home / LOCKS_DIRNAME, run_key, timeout_seconds)
+
+    # ------------------------------------------------------------------ metrics
+
+    def get_cursor(self, run_key: str) -> Cursor | None:
+        with self._transaction("read the cursor", write=False) as conn:
+            row = conn.execute("SELECT cursor FROM runs WHERE run_key = ?", (run_key,)).fetchone()
+        return json.loads(row[0]) if row and row[0] is not None else None
+
+    def load_info(self, run_key: str) -> RunInfo | None:
+        with self._transaction("read the run info", write=False) as conn:
+            row = conn.execute("SELECT info FROM runs WHERE run_key = ?", (run_key,)).fetchone()
+        return RunInfo.model_validate_json(row[0]) if row and row[0] is not None else None
+
+    def apply_batch(self, run_key: str, batch: ReadBatch) -> None:
+        """Store one incremental read: new points, cursor and run info, all or nothing."""
+        with self._transaction("apply a batch", write=True) as conn:
+            seq = self._bump_run(conn, run_key, batch)
+            if batch.restarted and batch.restart_drops_read_metrics_only:
+                conn.executemany(
+                    "DELETE FROM series WHERE run_key = ? AND metric = ?", [(run_key, m) for m in batch.series]
+                )
+            elif batch.restarted:
+                conn.execute("DELETE FROM series WHERE run_key = ?", (run_key,))
+            for metric, chunk in batch.series.items():
+                if len(chunk) == 0:
+                    continue
+                stored = self._read_series(conn, run_key, metric) or StoredSeries.empty()
+                stored.append(chunk.steps, chunk.values)
+                stored.evict(self.recent_points, self.max_buckets)
+                self._write_series(conn, run_key, metric, stored, seq, len(chunk))
+
+    @staticmethod
+    def _bump_run(conn: sqlite3.Connection, run_key: str, batch: ReadBatch) -> int:
+        now = _utc_text()
+        row = conn.execute(
+            """INSERT INTO runs (run_key, cursor, info, batch_seq, created_at, updated_at)
+               VALUES (?, ?, ?, 1, ?, ?)
+               ON CONFLICT (run_key) DO UPDATE SET cursor = excluded.cursor, info = excluded.info,
+                   batch_seq = batch_seq + 1, updated_at = excluded.updated_at
+               RETURNING batch_seq""",
+            (run_key, json.dumps(batch.cursor), batch.info.model_dump_json(), now, now),
+        ).fetchone()
+        return int(row[0])
+
+    @staticmethod
+    def _read_series(conn: sqlite3.Connection, run_key: str, metric: str) -> StoredSeries | None:
+        row = conn.execute(
+            """SELECT raw_steps, raw_values, buckets, bucket_width, first_step FROM series
+               WHERE run_key = ? AND metric = ?""",
+            (run_key, metric),
+        ).fetchone()
+        if row is None:
+            return None
+        return StoredSeries(
+            raw_steps=np.frombuffer(row[0], dtype="<i8"),
+            raw_values=np.frombuffer(row[1], dtype="<f8"),
+            buckets=np.frombuffer(row[2], dtype=BUCKET_DTYPE),
+            bucket_width=int(row[3]),
+            first_step=row[4],
+        )
+
+    @staticmethod
+    def _write_series(
+        conn: sqlite3.Connection, run_key: str, metric: str, stored: StoredSeries, seq: int, new_points: int
+    ) -> None:
+        stats = stored.stats()
+        conn.execute(
+            """INSERT OR REPLACE INTO series (run_key, metric, batch_seq, new_points, total_points,
+                   non_finite, first_step, min_value, min_step, max_value, max_step, bucket_width,
+                   raw_steps, raw_values, buckets)
+               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+            (
+                run_key, metric, seq, new_points, stats.total_points, stats.non_finite, stored.first_step,
+                stats.min_value, stats.min_step, stats.max_value, stats.max_step, stored.bucket_width,
+                stored.raw_steps.astype("<i8").tobytes(), stored.raw_values.astype("<f8").tobytes(),
+                stored.buckets.tobytes(),
+            ),
+        )  # fmt: skip
+
+    def load_history(self, run_key: str) -> RunHistory:
+        """Everything stored for the run, ready for the judge (empty when the run is unknown)."""
+        with self._transaction("load the history", write=False) as conn:
+            run = conn.execute("SELECT info, batch_seq FROM runs WHERE run_key = ?", (run_key,)).fetchone()
+            rows = conn.execute(
+                """SELECT metric, batch_seq, new_points, total_points, non_finite, first_step, min_value,
+                          min_step, max_value, max_step, raw_steps, raw_values, buckets
+                   FROM series WHERE run_key = ? ORDER BY metric""",
+                (run_key,),
+            ).fetchall()
+        history = RunHistory(run_key=run_key)
+        if run is None:
+            return history
+        if run[0] is not None:
+            history.info = RunInfo.model_validate_json(run[0])
+        for row in rows:
+            history.metrics[row[0]] = _metric_series(row, latest_batch=run[1])
+        return history
+
+    # ------------------------------------------------------------------ checks and incidents
+
+    def record_check(
+        self,
+        run_key: str,
+        *,
+        verdict: Verdict | None,
+        data_source: str,
+        interval_minutes: int | None,
+        monitoring: bool,
+        at: datetime | None = None,
+    ) -> int:
+        """Log one check; only the newest MAX_CHECKS_PER_RUN of a run are kept."""
+        when = _utc_text(at)
+        decision = verdict.decision.value if verdict else None
+        with self._transaction("record a check", write=True) as conn:
+            self._touch_run(conn, run_key, last_check_at=when)
+            cur = conn.execute(
+                """INSERT INTO checks (run_key, at, decision, verdict, data_source, interval_minutes,
+                       monitoring) VALUES (?, ?, ?, ?, ?, ?, ?)""",
+                (run_key, when, decision, _to_json(verdict) if verdict else None, str(data_source),
+                 interval_minutes, int(monitoring)),
+            )  # fmt: skip
+            conn.execute(
+                """DELETE FROM checks WHERE run_key = ? AND id <= (
+                       SELECT id FROM checks WHERE run_key = ? ORDER BY id DESC LIMIT 1 OFFSET ?)""",
+                (run_key, run_key, MAX_CHECKS_PER_RUN),
+            )
+        return int(cur.lastrowid or 0)
+
+    def recent_checks(self, run_key: str, limit: int = 10) -> list[CheckRecord]:
+        """The run's latest checks, most recent first."""
+        with self._transaction("read the check log", write=False) as conn:
+            rows = conn.execute(
+                """SELECT id, at, decision, verdict, data_source, interval_minutes, monitoring FROM checks
+                   WHERE run_key = ? ORDER BY id DESC LIMIT ?""",
+                (run_key, limit),
+            ).fetchall()
+        return [
+            CheckRecord(
+                id=row[0], at=datetime.fromisoformat(row[1]), decision=row[2],
+                verdict=Verdict.model_validate(json.loads(row[3])) if row[3] else None,
+                data_source=row[4], interval_minutes=row[5], monitoring=bool(row[6]),
+            )
+            for row in rows
+        ]  # fmt: skip
+
+    def record_incident(self, run_key: str, incident: dict[str, Any] | BaseModel) -> int:
+        with self._transaction("record an incident", write=True) as conn:
+            self._touch_run(conn, run_key)
+            cur = conn.execute(
+                "INSERT INTO incidents (run_key, at, data) VALUES (?, ?, ?)",
+                (run_key, _utc_text(), _to_json(incident)),
+            )
+        return int(cur.lastrowid or 0)
+
+    def find_incident(self, run_key: str) -> dict[str, Any] | None:
+        """The run's latest incident (see `list_incidents` for its shape)."""
+        found = self.list_incidents(run_key, limit=1)
+        return found[0] if found else None
+
+    def list_incidents(self, run_key: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
+        """Incidents of one run (or of all runs), most recent first: the stored JSON plus the
+        store's own ``incident_id``, ``run_key`` and ``recorded_at`` (these override stored keys)."""
+        where, args = ("WHERE run_key = ?", (run_key,)) if run_key is not None else ("", ())
+        with self._transaction("read incidents", write=False) as conn:
+            rows = conn.execute(
+                f"SELECT id, run_key, at, data FROM incidents {where} ORDER BY id DESC LIMIT ?",
+                (*args, limit),
+            ).fetchall()
+        return [
+            {**json.loads(data), "incident_id": id_, "run_key": key, "recorded_at": at} for id_, key, at, data in rows
+        ]
+
+    def record_review(self, run_key: str, review: ReviewResult) -> int:
+        with self._transaction("record a review", write=True) as conn:
+            return insert_review(conn, run_key, review, at=_utc_text())
+
+    def latest_review(self, run_key: str) -> ReviewResult | None:
+        """The run's most recent review, whichever check it answered."""
+        with self._transaction("read reviews", write=False) as conn:
+            return latest_review(conn, run_key)
+
+    # ------------------------------------------------------------------ runs
+
+    @staticmethod
+    def _touch_run(conn: sqlite3.Connection, run_key: str, *, last_check_at: str | None = None) -> None:
+        conn.execute(
+            """INSERT INTO runs (run_key, created_at, last_check_at) VALUES (?, ?, ?)
+               ON CONFLICT (run_key) DO UPDATE SET
+                   last_check_at = coalesce(excluded.last_check_at, last_check_at)""",
+            (run_key, _utc_text(), last_check_at),
+        )
+
+    def list_runs(self) -> list[RunListing]:
+        """Every run with state, most recently checked first (never-checked runs last)."""
+        with self._transaction("list runs", write=False) as conn:
+            rows = conn.execute(
+                "SELECT run_key, last_check_at FROM runs ORDER BY last_check_at DESC NULLS LAST, run_key"
+            ).fetchall()
+        return [RunListing(key, datetime.fromisoformat(at) if at else None) for key, at in rows]
+
+    def forget_run(self, run_key: str) -> bool:
+        """Delete everything stored for the run (cursor, history, checks, incidents, reviews); False if none."""
+        with self._transaction("forget a run", write=True) as conn:
+            deleted = sum(
+                conn.execute(f"DELETE FROM {table} WHERE run_key = ?", (run_key,)).rowcount
+                for table in ("runs", "series", "checks", "incidents", "reviews")
+            )
+        return deleted > 0
+
+
+def _metric_series(row: tuple[Any, ...], *, latest_batch: int) -> MetricSeries:
+    """One ``series`` row → MetricSeries: bucket means, then the full-resolution points."""
+    buckets = np.frombuffer(row[12], dtype=BUCKET_DTYPE)
+    raw_steps = np.frombuffer(row[10], dtype="<i8")
+    raw_values = np.frombuffer(row[11], dtype="<f8")
+    return MetricSeries(
+        name=row[0],
+        steps=np.concatenate([buckets["step"], raw_steps]).astype(np.int64),
+        values=np.concatenate([StoredSeries.bucket_means(buckets), raw_values]).astype(np.float64),
+        raw_from=int(buckets.size),
+        total_points=row[3],
+        non_finite=row[4],
+        new_points=row[2] if row[1] == latest_batch else 0,
+        first_step=row[5],
+        min_value=row[6],
+        min_step=row[7],
+        max_value=row[8],
+        max_step=row[9],
+    )

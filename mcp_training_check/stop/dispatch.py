@@ -1,0 +1,191 @@
+"""`Monitor.stop_run`'s decisions, apart from the state store: which stop the config asks for, sending
+it, and the incident and result that describe what happened.
+
+Stop settings come only from ``training-check.toml`` (``[runs.<name>.stop]``), never from a tool argument,
+so a call can never pick which process or W&B run is stopped. ``send_stop`` kills the local process
+(``stop.stop_local_process``), the process on the run's SSH host (``stop_ssh.stop_remote_process``), or
+sends W&B's StopRun (``stop_wandb.stop_wandb_run``); the rest builds the records ``Monitor`` stores and
+returns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from ..config import ResolvedRunConfig, parse_run
+from ..errors import StopError
+from ..models import MetricSnapshot, ReviewResult, RunKind, RunRef, StopMethod, StopOutcome, StopResult, Verdict
+from .incidents import Incident
+from .local import StopAttempt, stop_local_process
+from .ssh import stop_remote_process
+from .wandb import WandbStopAttempt, stop_wandb_run
+
+__all__ = ["KEY_METRICS_IN_INCIDENT", "SentStop", "already_stopped", "incident_for", "send_stop", "stop_result"]
+
+KEY_METRICS_IN_INCIDENT = 6
+"""Metrics copied into an incident: the judged ones come first in a snapshot."""
+
+
+@dataclass(frozen=True)
+class SentStop:
+    """What one stop attempt did, whichever way it was sent."""
+
+    method: StopMethod
+    outcome: StopOutcome
+    verified: bool
+    message: str
+    signals_sent: list[str]
+    pid: int | None
+
+    @classmethod
+    def of(cls, method: StopMethod, attempt: StopAttempt | WandbStopAttempt, *, pid: int | None) -> SentStop:
+        return cls(
+            method=method,
+            outcome=attempt.outcome,
+            verified=attempt.verified,
+            message=attempt.message,
+            signals_sent=attempt.signals_sent,
+            pid=pid,
+        )
+
+
+def send_stop(ref: RunRef, settings: ResolvedRunConfig) -> SentStop:
+    """Stop the run the way its config entry says; StopError when it says nothing usable."""
+    stop = settings.stop
+    if stop is None:
+        raise StopError(_no_stop_configured(ref))
+    if stop.method == "wandb":
+        return _send_wandb_stop(ref, settings)
+    if stop.method == "ssh":
+        return _send_ssh_stop(ref, settings)
+    attempt = stop_local_process(
+        pid=stop.pid,
+        pid_file=stop.pid_file,
+        signal_name=stop.signal,
+        grace_seconds=stop.grace_seconds,
+        kill_after_grace=stop.kill_after_grace,
+    )
+    return SentStop.of(StopMethod.LOCAL_PID, attempt, pid=attempt.pid)
+
+
+def _send_wandb_stop(ref: RunRef, settings: ResolvedRunConfig) -> SentStop:
+    """StopRun for the entry's own W&B run (the target comes from the config, never from arguments)."""
+    if ref.kind is not RunKind.WANDB_API:
+        raise StopError(
+            f'[runs.{settings.alias}.stop] method = "wandb" needs a W&B run (entity/project/run_id or '
+            f"a run URL) as the entry's `run`, not {settings.run!r}; use pid_file for a local process."
+        )
+    stop = settings.stop
+    assert stop is not None
+    attempt = stop_wandb_run(ref, verify_seconds=stop.verify_seconds, timeout_seconds=settings.wandb_timeout_seconds)
+    return SentStop.of(StopMethod.WANDB, attempt, pid=None)
+
+
+def _send_ssh_stop(ref: RunRef, settings: ResolvedRunConfig) -> SentStop:
+    """Signal the process on the host of the entry's ``ssh://`` run, or else of its ``ssh://`` log_fallback."""
+    stop = settings.stop
+    assert stop is not None
+    attempt = stop_remote_process(
+        _ssh_host(ref, settings),
+        pid=stop.pid,
+        pid_file=str(stop.pid_file) if stop.pid_file is not None else None,
+        signal_name=stop.signal,
+        grace_seconds=stop.grace_seconds,
+        kill_after_grace=stop.kill_after_grace,
+        timeout_seconds=settings.ssh_timeout_seconds,
+    )
+    return SentStop.of(StopMethod.SSH, attempt, pid=attempt.pid)
+
+
+def _ssh_host(ref: RunRef, settings: ResolvedRunConfig) -> str:
+    if ref.kind is RunKind.SSH and ref.host:
+        return ref.host
+    fallback = settings.log_fallback
+    if isinstance(fallback, str) and fallback.startswith("ssh://"):
+        host = parse_run(fallback).host
+        if host:
+            return host
+    raise StopError(
+        f'[runs.{settings.alias}.stop] method = "ssh" needs a machine: make the entry\'s `run` or its '
+        f"log_fallback an ssh://host/path URL (it is {settings.run!r}), or use pid_file for a local process."
+    )
+
+
+def incident_for(
+    ref: RunRef,
+    reason: str,
+    sent: SentStop,
+    *,
+    snapshot: MetricSnapshot,
+    verdict: Verdict | None,
+    url: str | None,
+    review: ReviewResult | None = None,
+) -> Incident:
+    """The incident record: the latest verdict (if any) and the reviewer's answer to it, the key metrics,
+    and how the stop went."""
+    return Incident(
+        run=ref.raw,
+        run_url=url or (ref.key if ref.kind is RunKind.SSH else ref.path and f"file://{ref.path}"),
+        reason=reason,
+        decision=verdict.decision if verdict else None,
+        summary=verdict.summary if verdict else snapshot.summary,
+        key_metrics=dict(list(Incident.metrics_from(snapshot).items())[:KEY_METRICS_IN_INCIDENT]),
+        signals=verdict.signals if verdict else [],
+        review=f"{review.decision} by {review.model}: {review.reason}" if review else None,
+        stopped_at=datetime.now(UTC),
+        method=sent.method,
+        outcome=sent.outcome,
+        verified=sent.verified,
+        pid=sent.pid,
+    )
+
+
+def stop_result(ref: RunRef, sent: SentStop, incident: Incident, incident_id: int, notes_path: Path) -> StopResult:
+    return StopResult(
+        run=ref.raw,
+        summary=f"{sent.outcome.value}: {sent.message}; evidence appended to {notes_path}",
+        outcome=sent.outcome,
+        method=sent.method,
+        verified=sent.verified,
+        signals_sent=sent.signals_sent,
+        incident_id=incident_id,
+        notes_path=str(notes_path),
+        run_url=incident.run_url,
+    )
+
+
+def already_stopped(ref: RunRef, incident: Mapping[str, object]) -> StopResult:
+    """The result of stopping a run whose stop was already verified: nothing is sent again."""
+    return StopResult(
+        run=ref.raw,
+        summary=f"already stopped at {incident.get('stopped_at')} (incident #{incident.get('incident_id')}); "
+        "nothing sent",
+        outcome=StopOutcome.ALREADY_STOPPED,
+        method=StopMethod(str(incident.get("method", StopMethod.LOCAL_PID.value))),
+        verified=True,
+        incident_id=incident.get("incident_id"),  # type: ignore[arg-type]
+        run_url=incident.get("run_url"),  # type: ignore[arg-type]
+    )
+
+
+def _no_stop_configured(ref: RunRef) -> str:
+    if ref.kind is RunKind.WANDB_API:
+        return (
+            f"no way to stop W&B run {ref.raw!r} is configured: add to training-check.toml a [runs.<name>] "
+            f'entry with run = "{ref.entity}/{ref.project}/{ref.run_id}" and a [runs.<name>.stop] '
+            'table with method = "wandb" (W&B\'s StopRun), or pid_file = "..." to kill its local process. '
+            "Stop settings come only from that file, so a tool argument can never pick which run is stopped."
+        )
+    if ref.kind is RunKind.SSH:
+        return (
+            f"no way to stop run {ref.raw!r} is configured: add to training-check.toml a [runs.<name>] entry with "
+            f'run = "{ref.key}" and a [runs.<name>.stop] table with method = "ssh" and pid_file = "<path on '
+            f'{ref.host}>" (or pid = N). Stop settings come only from that file.'
+        )
+    return (
+        f"no way to stop run {ref.raw!r} is configured: add a [runs.<name>.stop] table with "
+        'pid_file = "..." or pid = N to training-check.toml (stop settings come only from that file).'
+    )
