@@ -14,15 +14,12 @@ Each baseline turns a corpus run and its check cut steps into one decision per c
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
+from benchmarks.corpus_runs import Run
 from mcp_training_check.models import Decision
-
-if TYPE_CHECKING:
-    from benchmarks.replay import Run
 
 SEED_INCREASING_STEPS = 10  # "loss increasing for N consecutive steps": N = 10 logged steps
 SEED_SPIKE_VARIANCES = 10.0  # "spike > 10× normal variance": (x − mean)² > 10 × variance
@@ -36,7 +33,7 @@ FOUNDRY_MULTIPLIER = 2.0  # an outlier is ≥ 2 × the window's mean
 FOUNDRY_PATIENCE = 4  # killed after more than 4 consecutive outliers
 WANDB_TREND_CHANGE = 0.05  # W&B MCP server: second half ±5 % of the first half → increasing / decreasing
 
-Rule = Callable[["Run", list[int]], list[Decision]]
+Rule = Callable[[Run, list[int]], list[Decision]]
 
 
 def _per_check(steps: np.ndarray, fired: np.ndarray, cuts: Sequence[int]) -> list[Decision]:
