@@ -37,7 +37,6 @@ What the figures mean (per split: "train" = seeds not divisible by 3, "holdout" 
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import sys
 import tempfile
@@ -54,6 +53,11 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from benchmarks.baselines import BASELINES  # noqa: E402
+from benchmarks.corpus_runs import (  # noqa: E402
+    CORPUS,
+    Run,
+    load_corpus,
+)
 from mcp_training_check.config import ProjectConfig, RunEntry  # noqa: E402
 from mcp_training_check.judge import JudgeSettings, judge  # noqa: E402
 from mcp_training_check.models import Decision, RunInfo, Verdict  # noqa: E402
@@ -62,78 +66,9 @@ from mcp_training_check.service import PREVIOUS_VERDICTS, Monitor  # noqa: E402
 from mcp_training_check.sources.base import ReadBatch, SeriesChunk  # noqa: E402
 from mcp_training_check.state import StateStore  # noqa: E402
 
-CORPUS = ROOT / "corpus" / "runs.jsonl.gz"
 DEFAULT_CHECKS = 20  # ≥ 15 checks per run, as the issue asks; 20 = one check per 5 % of the run
-HOLDOUT_SEED_MODULUS = 3  # runs whose seed is divisible by this are held out (about a third of each class)
 TRAIN_KEYS = ("train/loss", "train/grad_norm", "train/lr")
 EVAL_KEYS = ("eval/loss", "eval/acc")
-# what a training-check.toml run entry can state besides baselines (config.RunEntry's judge hints)
-CONFIG_HINT_KEYS = ("total_steps", "learning_rate", "warmup_steps", "lr_scheduler_type", "max_grad_norm")
-
-Series = tuple[np.ndarray, np.ndarray]
-
-
-@dataclass(frozen=True)
-class Run:
-    id: str
-    label: str
-    fault: str
-    fault_step: int | None
-    config: dict[str, Any]
-    baselines: dict[str, float]
-    metrics: dict[str, Series]
-
-    @property
-    def seed(self) -> int:
-        return int(self.config.get("seed", 0))
-
-    @property
-    def split(self) -> str:
-        return "holdout" if self.seed % HOLDOUT_SEED_MODULUS == 0 else "train"
-
-    @property
-    def last_step(self) -> int:
-        return max(int(steps[-1]) for steps, _ in self.metrics.values() if steps.size)
-
-    @property
-    def first_step(self) -> int:
-        return min(int(steps[0]) for steps, _ in self.metrics.values() if steps.size)
-
-    def run_config(self, mode: str) -> dict[str, Any]:
-        """The config the judge gets: the run's own (``full``) or only the toml hints (``hints``)."""
-        if mode == "full":
-            return dict(self.config)
-        return {k: self.config[k] for k in CONFIG_HINT_KEYS if k in self.config}
-
-    def upto(self, step: int) -> dict[str, Series]:
-        """Every metric cut at ``step`` (inclusive)."""
-        out = {}
-        for name, (steps, values) in self.metrics.items():
-            k = int(np.searchsorted(steps, step, side="right"))
-            out[name] = (steps[:k], values[:k])
-        return out
-
-
-def parse_run(obj: Mapping[str, Any]) -> Run:
-    metrics = {}
-    for name, points in obj["metrics"].items():
-        arr = np.asarray([[p[0], np.nan if p[1] is None else p[1]] for p in points], dtype=np.float64)
-        arr = arr.reshape(-1, 2)
-        metrics[name] = (arr[:, 0].astype(np.int64), arr[:, 1])
-    return Run(
-        id=str(obj["id"]),
-        label=str(obj["label"]),
-        fault=str(obj.get("fault") or "none"),
-        fault_step=None if obj.get("fault_step") is None else int(obj["fault_step"]),
-        config=dict(obj.get("config") or {}),
-        baselines={k: float(v) for k, v in (obj.get("baselines") or {}).items()},
-        metrics=metrics,
-    )
-
-
-def load_corpus(path: Path = CORPUS) -> list[Run]:
-    with gzip.open(path, "rt") as fh:
-        return [parse_run(json.loads(line)) for line in fh if line.strip()]
 
 
 def checkpoints(run: Run, checks: int = DEFAULT_CHECKS) -> list[int]:

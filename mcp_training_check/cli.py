@@ -96,7 +96,7 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "serve":
         return _serve(args)
     if args.command == "demo":
-        from .demo import run_demo
+        from .examples.demo import run_demo
 
         return run_demo(seconds_per_minute=args.seconds_per_minute, workdir=args.workdir)
     from .service import Monitor

@@ -7,6 +7,8 @@ small) and picks one schedule for the whole group: the shortest interval any run
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 
 from .config import ResolvedRunConfig
@@ -17,6 +19,7 @@ from .schedule import next_schedule
 __all__ = [
     "GROUP_LINES",
     "GROUP_WORKERS",
+    "check_members",
     "group_report",
     "member_line",
     "member_settings",
@@ -74,6 +77,12 @@ def member_line(ref: RunRef, report: CheckReport) -> RunLine:
 def _clip(text: str, limit: int = LINE_CHARS) -> str:
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def check_members(members: Sequence[RunRef], check: Callable[[RunRef], MemberResult]) -> list[MemberResult]:
+    """``check`` on every member, GROUP_WORKERS at a time, results in the members' order."""
+    with ThreadPoolExecutor(max_workers=GROUP_WORKERS) as pool:
+        return list(pool.map(check, members))
 
 
 def group_report(group: RunRef, results: list[MemberResult], now: datetime | None) -> GroupReport:

@@ -13,6 +13,9 @@ zone, which the server shares) and touch only the minute field, so they fire eve
 minutes across hour, day and whole-hour DST boundaries. ``*/60`` is never written (it means minute 0
 only); 60 minutes is ``M * * * *``. `CronExpr` parses what CronCreate accepts and finds the next fire,
 which is how ``next_check_at`` is computed and how the tests check the expression.
+
+`schedule_after` applies the ladder to a verdict (a reviewer's CONTINUE clears the unsure verdict it
+answered); `check_report` adds the one next action a check ends with (stop, review, keep watching, end).
 """
 
 from __future__ import annotations
@@ -20,7 +23,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from .models import CronArgs, Decision, RunStatus, Schedule
+from .models import (
+    CheckReport,
+    CronArgs,
+    DataSource,
+    Decision,
+    MetricSnapshot,
+    NextAction,
+    RunStatus,
+    Schedule,
+    Severity,
+    Verdict,
+)
 
 INTERVAL_LADDER_MINUTES: tuple[int, ...] = (10, 20, 30, 60)  # each divides 60, so `M,M+I,...` is even
 FIRST_INTERVAL_MINUTES = INTERVAL_LADDER_MINUTES[0]
@@ -240,4 +254,67 @@ def next_schedule(
         next_check_at=fire,
         cron_create=CronArgs(cron=cron, prompt=prompt_template.format(run=run), recurring=True),
         reason=f"{why[0].upper()}{why[1:]}; replace this run's cron job: CronDelete, then CronCreate(cron_create).",
+    )
+
+
+def is_anomaly(verdict: Verdict | None) -> bool:
+    """Anything but a clean continue: a stop or unsure decision, or any signal above info (watch included)."""
+    if verdict is None:
+        return False
+    if verdict.decision is not Decision.CONTINUE:
+        return True
+    return any(s.severity is not Severity.INFO for s in verdict.signals)
+
+
+def schedule_after(
+    *,
+    run: str,
+    verdict: Verdict | None,
+    previous_interval_minutes: int | None,
+    review: str | None,
+    read_failed: bool,
+    run_status: RunStatus,
+    now: datetime | None,
+) -> Schedule:
+    """The next check after ``verdict``; ``review`` is the reviewer's STOP / CONTINUE / WAIT on it, if asked.
+    A reviewer's CONTINUE clears the unsure verdict it answered: the interval climbs as when healthy."""
+    answer = (review or "").upper()
+    cleared = verdict is not None and answer == "CONTINUE"
+    return next_schedule(
+        run=run,
+        decision=Decision.CONTINUE if cleared else (verdict.decision if verdict else None),
+        previous_interval_minutes=previous_interval_minutes,
+        anomaly=False if cleared else is_anomaly(verdict),
+        review_wait=answer == "WAIT",
+        read_failed=read_failed,
+        run_ended=run_status.has_ended,
+        run_status=run_status,
+        now=now,
+    )
+
+
+def next_action(snapshot: MetricSnapshot, verdict: Verdict | None, schedule: Schedule) -> NextAction:
+    if not schedule.monitoring:
+        return "end_monitoring"
+    if snapshot.data_source is DataSource.UNREACHABLE:
+        return "fix_source"
+    if verdict is None:
+        return "continue_monitoring"
+    if verdict.decision is Decision.STOP:
+        return "stop_run"
+    if verdict.decision is Decision.UNSURE:
+        return "escalate_review"
+    return "continue_monitoring"
+
+
+def check_report(run: str, snapshot: MetricSnapshot, verdict: Verdict | None, schedule: Schedule) -> CheckReport:
+    """One check's answer: the verdict (or the snapshot's summary) and the schedule in one line, and the action."""
+    head = verdict.summary if verdict else snapshot.summary
+    return CheckReport(
+        run=run,
+        summary=f"{head.rstrip('.')}; {schedule.summary}",
+        snapshot=snapshot,
+        verdict=verdict,
+        schedule=schedule,
+        next_action=next_action(snapshot, verdict, schedule),
     )

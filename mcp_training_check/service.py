@@ -6,7 +6,7 @@
     escalate_review the latest unsure verdict → an LLM's STOP / CONTINUE / WAIT, stored (review)
     check         all three in one call, for cron fires
     check_many    `check` over every running run of a W&B sweep or project, bad runs first (group_check)
-    stop_run      kill the training (local pid or W&B StopRun), verify, keep the evidence (stopping)
+    stop_run      kill the training (local pid or W&B StopRun), verify, keep the evidence (stop.dispatch)
 
 `Monitor` holds the two things that live longer than one call: the state store and the project
 config. Everything else is read fresh at every call.
@@ -15,53 +15,53 @@ config. Everything else is read fresh at every call.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from pydantic import ValidationError
-
 from . import sources
-from .config import ProjectConfig, ResolvedRunConfig, apply_overrides, load_config
-from .errors import ConfigError, SourceError, StopError, TrainingCheckError
+from .config import ProjectConfig, ResolvedRunConfig, apply_overrides, load_config, parse_run
+from .errors import SourceError, StopError, TrainingCheckError
 from .group_check import (
     GROUP_LINES,
     GROUP_WORKERS,
+    check_members,
     group_report,
     member_line,
     member_settings,
     require_group,
     unreadable_line,
 )
-from .incidents import Incident, write_incident_note
-from .judge import JudgeSettings, judge
+from .judge import judge, judge_settings, judged_facts
 from .models import (
     CheckReport,
     DataSource,
-    Decision,
     GroupReport,
     MetricSnapshot,
-    NextAction,
     ReviewResult,
     RunInfo,
     RunLine,
     RunRef,
-    RunStatus,
     Schedule,
-    Severity,
     StopResult,
     Verdict,
 )
 from .review import ReviewFacts, current_review, latest_verdict_check, review_facts, run_review, unsure_check
 from .roles import RoleInfo, assign_roles
-from .runref import parse_run
-from .schedule import next_schedule
-from .series import RunHistory
+from .schedule import check_report, schedule_after
 from .snapshot import build_snapshot
 from .sources.wandb_api import list_running_runs
-from .state import CheckRecord, StateStore
-from .stopping import KEY_METRICS_IN_INCIDENT, SentStop, already_stopped, incident_for, send_stop, stop_result
+from .state import CheckRecord, RunHistory, StateStore, last_interval
+from .stop import (
+    KEY_METRICS_IN_INCIDENT,
+    Incident,
+    SentStop,
+    already_stopped,
+    incident_for,
+    send_stop,
+    stop_result,
+    write_incident_note,
+)
 
 PREVIOUS_VERDICTS = 5
 """Earlier verdicts handed to the judge as evidence across checks."""
@@ -143,7 +143,7 @@ class Monitor:
             history=stored.history,
             roles=self._roles(ctx, stored.history.metrics),
             data_source=outcome.data_source,
-            info=stored.info,
+            info=_shown(stored.info),
             new_points=batch.new_points if batch else 0,
             skipped_chunks=batch.skipped_chunks if batch else 0,
             restarted=batch.restarted if batch else False,
@@ -152,15 +152,7 @@ class Monitor:
         return snapshot, stored
 
     def _load(self, ctx: RunContext) -> Stored:
-        return Stored(self.store.load_history(ctx.key), self._info(ctx))
-
-    def _info(self, ctx: RunContext) -> RunInfo:
-        """The stored run info; a run this tool stopped (verified) counts as stopped."""
-        info = self.store.load_info(ctx.key) or RunInfo()
-        incident = self.store.find_incident(ctx.key)
-        if incident is not None and incident.get("verified"):
-            return info.model_copy(update={"status": RunStatus.STOPPED})
-        return info
+        return Stored(self.store.load_history(ctx.key), self.store.run_info(ctx.key))
 
     def _roles(self, ctx: RunContext, names: Mapping[str, object]) -> dict[str, RoleInfo]:
         return assign_roles(names, ctx.settings.roles)
@@ -193,19 +185,8 @@ class Monitor:
             baselines=ctx.settings.baselines,
             previous=previous,
             run_config={**stored.info.config, **ctx.settings.judge_hints()},
-            settings=self._judge_settings(ctx),
+            settings=judge_settings(ctx.settings.judge, where=ctx.settings.config_path, run=ctx.ref.raw),
         )
-
-    def _judge_settings(self, ctx: RunContext) -> JudgeSettings:
-        try:
-            return JudgeSettings.model_validate(ctx.settings.judge)
-        except ValidationError as exc:
-            where = ctx.settings.config_path or "training-check.toml"
-            first = exc.errors()[0]
-            raise ConfigError(
-                f"{where}: judge settings for {ctx.ref.raw!r}: {first['msg']}. "
-                "Fix the [defaults.judge] or [runs.<name>.judge] table."
-            ) from exc
 
     # ------------------------------------------------------------------ schedule
 
@@ -221,7 +202,7 @@ class Monitor:
             review = review or (stored_review.decision if stored_review else None)
             read_failed = bool(checks) and checks[0].data_source == DataSource.UNREACHABLE.value
             schedule = self._schedule(
-                ctx, latest, self._info(ctx), checks, review=review, read_failed=read_failed, now=now
+                ctx, latest, self.store.run_info(ctx.key), checks, review=review, read_failed=read_failed, now=now
             )
             self.store.record_check(
                 ctx.key,
@@ -243,21 +224,11 @@ class Monitor:
         read_failed: bool,
         now: datetime | None,
     ) -> Schedule:
-        """``checks``: the run's recent checks, most recent first; the last interval comes from them.
-        A reviewer's CONTINUE clears the unsure verdict it answered: the interval climbs as when healthy."""
-        previous_interval = next((c.interval_minutes for c in checks if c.interval_minutes), None)
-        cleared = verdict is not None and (review or "").upper() == "CONTINUE"
-        return next_schedule(
-            run=ctx.ref.raw,
-            decision=Decision.CONTINUE if cleared else (verdict.decision if verdict else None),
-            previous_interval_minutes=previous_interval,
-            anomaly=False if cleared else _is_anomaly(verdict),
-            review_wait=(review or "").upper() == "WAIT",
-            read_failed=read_failed,
-            run_ended=info.status.has_ended,
-            run_status=info.status,
-            now=now,
-        )
+        """``checks``: the run's recent checks, most recent first; the last interval comes from them."""
+        return schedule_after(
+            run=ctx.ref.raw, verdict=verdict, previous_interval_minutes=last_interval(checks), review=review,
+            read_failed=read_failed, run_status=info.status, now=now,
+        )  # fmt: skip
 
     # ------------------------------------------------------------------ review
 
@@ -287,7 +258,7 @@ class Monitor:
         """The metric summaries of the stored history, as a snapshot (its data_source means nothing)."""
         return build_snapshot(
             run=ctx.ref.raw, history=stored.history, roles=self._roles(ctx, stored.history.metrics),
-            data_source=DataSource.LOG, info=stored.info, new_points=0,
+            data_source=DataSource.LOG, info=_shown(stored.info), new_points=0,
         )  # fmt: skip
 
     # ------------------------------------------------------------------ check
@@ -317,7 +288,7 @@ class Monitor:
             interval_minutes=schedule.interval_minutes,
             monitoring=schedule.monitoring,
         )
-        return _report(ctx.ref.raw, snapshot, verdict, schedule)
+        return check_report(ctx.ref.raw, snapshot, verdict, schedule)
 
     # ------------------------------------------------------------------ check_many
 
@@ -333,8 +304,7 @@ class Monitor:
         ctx = self.context(run, roles=roles, baselines=baselines)
         require_group(ctx.ref, run)
         members = list_running_runs(ctx.ref, timeout_seconds=ctx.settings.wandb_timeout_seconds)
-        with ThreadPoolExecutor(max_workers=GROUP_WORKERS) as pool:
-            results = list(pool.map(lambda ref: self._check_member(ctx, ref, now), members))
+        results = check_members(members, lambda ref: self._check_member(ctx, ref, now))
         return group_report(ctx.ref, results, now)
 
     def _check_member(self, group: RunContext, ref: RunRef, now: datetime | None) -> tuple[RunLine, Schedule | None]:
@@ -392,39 +362,9 @@ class Monitor:
         )  # fmt: skip
 
 
-def _is_anomaly(verdict: Verdict | None) -> bool:
-    if verdict is None:
-        return False
-    if verdict.decision is not Decision.CONTINUE:
-        return True
-    return any(s.severity is not Severity.INFO for s in verdict.signals)
-
-
-def _next_action(snapshot: MetricSnapshot, verdict: Verdict | None, schedule: Schedule) -> NextAction:
-    if not schedule.monitoring:
-        return "end_monitoring"
-    if snapshot.data_source is DataSource.UNREACHABLE:
-        return "fix_source"
-    if verdict is None:
-        return "continue_monitoring"
-    if verdict.decision is Decision.STOP:
-        return "stop_run"
-    if verdict.decision is Decision.UNSURE:
-        return "escalate_review"
-    return "continue_monitoring"
-
-
-def _report(run: str, snapshot: MetricSnapshot, verdict: Verdict | None, schedule: Schedule) -> CheckReport:
-    action = _next_action(snapshot, verdict, schedule)
-    head = verdict.summary if verdict else snapshot.summary
-    return CheckReport(
-        run=run,
-        summary=f"{head.rstrip('.')}; {schedule.summary}",
-        snapshot=snapshot,
-        verdict=verdict,
-        schedule=schedule,
-        next_action=action,
-    )
+def _shown(info: RunInfo) -> RunInfo:
+    """Run info as a snapshot shows it: its config reduced to the facts the judge uses."""
+    return info.model_copy(update={"config": judged_facts(info.config)})
 
 
 __all__ = ["GROUP_LINES", "GROUP_WORKERS", "KEY_METRICS_IN_INCIDENT", "Monitor", "SourceError"]

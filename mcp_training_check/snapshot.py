@@ -11,7 +11,6 @@ import math
 
 import numpy as np
 
-from .judge.runconfig import parse_run_config
 from .models import (
     DataSource,
     Direction,
@@ -21,7 +20,7 @@ from .models import (
     RunInfo,
 )
 from .roles import RoleInfo
-from .series import MetricSeries, RunHistory
+from .state import MetricSeries, RunHistory
 
 RECENT_CHECKPOINTS = 5
 """Checkpoints shown per metric: enough to see a trend, few enough to stay compact."""
@@ -87,19 +86,6 @@ def _recent_checkpoints(series: MetricSeries) -> list[tuple[int, float | None]]:
     return [(int(steps[i]), round_sig(float(values[i]))) for i in picks]
 
 
-def judged_config(config: dict[str, object]) -> dict[str, object]:
-    """Only the config facts the judge uses: a full training config can run to kilobytes."""
-    parsed = parse_run_config(config)
-    facts = {
-        "total_steps": parsed.total_steps,
-        "peak_lr": parsed.peak_lr,
-        "warmup_steps": parsed.warmup_steps,
-        "schedule": parsed.schedule,
-        "max_grad_norm": parsed.max_grad_norm,
-    }
-    return {key: value for key, value in facts.items() if value is not None}
-
-
 def build_snapshot(
     *,
     run: str,
@@ -112,6 +98,7 @@ def build_snapshot(
     restarted: bool = False,
     warnings: list[str] | None = None,
 ) -> MetricSnapshot:
+    """``info`` is shown as given: pass its config reduced to what the judge uses (`judge.judged_facts`)."""
     names = sorted(
         (name for name in history.metrics if name in roles),
         key=lambda name: (_ROLE_ORDER[roles[name].role], name),
@@ -121,7 +108,6 @@ def build_snapshot(
     if len(names) > len(shown):
         notes.append(f"{len(names) - len(shown)} more metrics stored but not listed (role: other).")
     metrics = [summarize_metric(history.metrics[name], roles[name]) for name in shown]
-    info = info.model_copy(update={"config": judged_config(info.config)})
     return MetricSnapshot(
         run=run,
         summary=_summary_line(metrics, info, new_points, history.last_step),

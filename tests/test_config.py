@@ -496,7 +496,7 @@ def test_key_lines_handles_escaped_quotes_and_crlf() -> None:
 
 
 def test_defaults_file_keys_are_all_documented_in_the_module_docstring() -> None:
-    import mcp_training_check.config as module
+    import mcp_training_check.config.project as module
     from mcp_training_check.config import Defaults, ReviewSettings, RunEntry, StopSettings
 
     doc = module.__doc__ or ""

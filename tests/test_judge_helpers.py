@@ -15,7 +15,7 @@ import pytest
 from mcp_training_check.judge import JudgeSettings, judge
 from mcp_training_check.models import Decision, RunInfo, RunStatus, SignalKind, Verdict
 from mcp_training_check.roles import RoleInfo, assign_roles
-from mcp_training_check.series import MetricSeries, RunHistory
+from mcp_training_check.state import MetricSeries, RunHistory
 
 EVERY = 10  # steps between logged points
 

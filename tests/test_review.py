@@ -15,7 +15,7 @@ import pytest
 from mcp_training_check.config import DEFAULT_REVIEW_MODEL
 from mcp_training_check.errors import NothingToReview
 from mcp_training_check.models import ReviewResult
-from mcp_training_check.review import MAX_ANSWER_TOKENS, REVIEW_TOOL
+from mcp_training_check.review.reviewer import MAX_ANSWER_TOKENS, REVIEW_TOOL
 from mcp_training_check.service import Monitor
 from mcp_training_check.state import DB_FILENAME, StateStore
 from tests import review_fixtures

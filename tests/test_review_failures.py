@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from mcp_training_check.review import MAX_RETRIES
+from mcp_training_check.review.reviewer import MAX_RETRIES
 from tests import review_fixtures
 from tests.fake_anthropic import api_error, hang, text_answer, tool_answer
 from tests.review_fixtures import RUN, SLACK_SECONDS, TIMEOUT, unsure_project

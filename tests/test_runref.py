@@ -2,9 +2,9 @@ from __future__ import annotations
 
 import pytest
 
+from mcp_training_check.config import parse_run
 from mcp_training_check.errors import RunNotFound, RunRefError
 from mcp_training_check.models import RunKind
-from mcp_training_check.runref import parse_run
 
 
 @pytest.mark.parametrize(

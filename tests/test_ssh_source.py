@@ -10,10 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mcp_training_check.config import load_config
+from mcp_training_check.config import load_config, parse_run
 from mcp_training_check.errors import RunNotFound, SourceUnavailable
 from mcp_training_check.models import DataSource, Decision
-from mcp_training_check.runref import parse_run
 from mcp_training_check.service import Monitor
 from mcp_training_check.sources import LogFileSource, SshLogSource
 from mcp_training_check.sources.base import ReadBatch

@@ -17,7 +17,7 @@ from mcp_training_check.errors import StopError
 from mcp_training_check.models import CheckReport, StopMethod, StopOutcome, StopResult
 from mcp_training_check.server import build_server
 from mcp_training_check.service import Monitor
-from mcp_training_check.stop_ssh import stop_remote_process
+from mcp_training_check.stop.ssh import stop_remote_process
 
 from .runs import default_sigint
 from .sshd import SshServer

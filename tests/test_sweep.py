@@ -10,9 +10,9 @@ import pytest
 from mcp import Client
 
 from mcp_training_check.cli import main
+from mcp_training_check.config import parse_run
 from mcp_training_check.errors import RunNotFound, RunRefError
 from mcp_training_check.models import Decision, GroupReport, RunKind
-from mcp_training_check.runref import parse_run
 from mcp_training_check.server import build_server
 from mcp_training_check.service import GROUP_LINES, Monitor
 from tests import wandb_api_fixtures

@@ -8,9 +8,9 @@ import time
 import numpy as np
 import pytest
 
+from mcp_training_check.config import parse_run
 from mcp_training_check.errors import RunNotFound, SourceUnavailable
 from mcp_training_check.models import RunStatus
-from mcp_training_check.runref import parse_run
 from mcp_training_check.sources import WandbApiSource
 from mcp_training_check.sources.base import ReadBatch
 from mcp_training_check.state import StateStore

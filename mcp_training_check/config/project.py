@@ -60,7 +60,7 @@ Symlinks such as ``wandb/latest-run`` are kept unresolved: they must be followed
 Every mistake is reported as ``FILE:LINE: table.key: what is wrong and how to fix it``. tomllib gives line
 numbers only for syntax errors, so `key_lines` (in ``toml_lines``) scans the text for table headers, dotted
 keys and inline tables and maps the location of a pydantic error back to the line that wrote it; the
-messages themselves are written by ``config_messages``.
+messages themselves are written by ``config.messages``.
 """
 
 from __future__ import annotations

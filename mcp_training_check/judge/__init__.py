@@ -19,15 +19,15 @@ from typing import Any
 
 from ..models import Verdict
 from ..roles import RoleInfo, primary_train_loss
-from ..series import RunHistory
+from ..state import RunHistory
 from .context import JudgeContext, LrEvents
 from .evals import EvalDetector
 from .gradnorm import GradNormDetector
 from .lr import LrDetector
 from .nonfinite import NonFiniteDetector
 from .policy import combine, compact, data_signals, decide
-from .runconfig import RunConfig, parse_run_config
-from .settings import JudgeSettings, PolicySettings
+from .runconfig import RunConfig, judged_facts, parse_run_config
+from .settings import JudgeSettings, PolicySettings, judge_settings
 from .spikes import SpikeDetector
 from .trend import TrendDetector
 
@@ -42,6 +42,8 @@ __all__ = [
     "SpikeDetector",
     "TrendDetector",
     "judge",
+    "judge_settings",
+    "judged_facts",
     "parse_run_config",
 ]
 

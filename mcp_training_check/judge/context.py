@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict
 
 from ..models import Direction, MetricRole, Severity, Signal, SignalKind, Verdict
 from ..roles import RoleInfo, primary_train_loss
-from ..series import MetricSeries, RunHistory
+from ..state import MetricSeries, RunHistory
 from .runconfig import RunConfig
 from .stats import finite_xy
 

@@ -6,7 +6,7 @@ import numpy as np
 from pydantic import Field
 
 from ..models import Direction, Severity, Signal, SignalKind
-from ..series import MetricSeries
+from ..state import MetricSeries
 from .context import Detector, JudgeContext, finite_after, signal
 from .stats import finite_xy, fmt, fmt_pct, fmt_step, positive_log, robust_sigma, rolling_median
 

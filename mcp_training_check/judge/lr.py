@@ -11,7 +11,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 from pydantic import Field
 
 from ..models import Severity, Signal, SignalKind
-from ..series import MetricSeries
+from ..state import MetricSeries
 from .context import Detector, JudgeContext, LrEvents, signal
 from .runconfig import RunConfig
 from .stats import finite_xy, fmt, fmt_pct, fmt_ratio, fmt_step, runs, trailing_run

@@ -6,7 +6,7 @@ import numpy as np
 from pydantic import Field
 
 from ..models import Severity, Signal, SignalKind
-from ..series import MetricSeries
+from ..state import MetricSeries
 from .context import Detector, JudgeContext, signal
 from .stats import fmt_step, trailing_run
 

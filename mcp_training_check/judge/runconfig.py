@@ -106,3 +106,16 @@ def parse_run_config(config: Mapping[str, Any] | None) -> RunConfig:
         schedule=str(schedule) if schedule not in (None, "") else None,
         max_grad_norm=_positive_float(_lookup(config, _CLIP_KEYS)),
     )
+
+
+def judged_facts(config: Mapping[str, Any]) -> dict[str, object]:
+    """Only the config facts the judge uses (what a snapshot shows): a full training config can run to kilobytes."""
+    parsed = parse_run_config(config)
+    facts = {
+        "total_steps": parsed.total_steps,
+        "peak_lr": parsed.peak_lr,
+        "warmup_steps": parsed.warmup_steps,
+        "schedule": parsed.schedule,
+        "max_grad_norm": parsed.max_grad_norm,
+    }
+    return {key: value for key, value in facts.items() if value is not None}

@@ -16,8 +16,9 @@ import difflib
 from collections.abc import Mapping
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from ..errors import ConfigError
 from .context import Detector
 from .evals import EvalDetector
 from .gradnorm import GradNormDetector
@@ -118,3 +119,16 @@ def _locate(key: str) -> tuple[str, str]:
         f"; did you mean {', '.join(close)}?" if close else "; see JudgeSettings.flat_defaults() for the list"
     )
     raise ValueError(f"judge setting {key!r} is unknown{hint}")
+
+
+def judge_settings(table: Mapping[str, Any], *, where: object | None, run: str) -> JudgeSettings:
+    """The judge settings of a run's ``[defaults.judge]`` / ``[runs.<name>.judge]`` table, or a `ConfigError`
+    naming the file, the run and the fix."""
+    try:
+        return JudgeSettings.model_validate(table)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise ConfigError(
+            f"{where or 'training-check.toml'}: judge settings for {run!r}: {first['msg']}. "
+            "Fix the [defaults.judge] or [runs.<name>.judge] table."
+        ) from exc

@@ -8,7 +8,7 @@ import numpy as np
 from pydantic import Field
 
 from ..models import Severity, Signal, SignalKind
-from ..series import MetricSeries
+from ..state import MetricSeries
 from .context import Detector, JudgeContext, signal
 from .stats import MAD_TO_SIGMA, finite_xy, fmt, fmt_ratio, fmt_step, positive_log, previous_median_mad, runs
 

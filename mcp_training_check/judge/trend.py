@@ -12,7 +12,7 @@ import numpy as np
 from pydantic import Field
 
 from ..models import Direction, Severity, Signal, SignalKind
-from ..series import MetricSeries
+from ..state import MetricSeries
 from .context import Detector, JudgeContext, finite_after, signal, train_start
 from .stats import (
     finite_xy,

@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..config import parse_run
 from ..errors import RunRefError, SourceError, SourceUnavailable
 from ..models import DataSource, RunKind, RunRef
-from ..runref import parse_run
 from .base import Cursor, ReadBatch, SeriesBuilder, SeriesChunk, Source
 from .logs import LogFileSource
 from .ssh import SshLogSource

@@ -4,7 +4,7 @@ One file, ``$TRAINING_CHECK_HOME/state.sqlite3``, shared by the CLI and the MCP 
 threads and by several processes at once (WAL mode, ``busy_timeout``). A batch of new points is
 applied in one ``BEGIN IMMEDIATE`` transaction, so a crash leaves the previous state intact.
 
-Bounded history, per metric (``state_series.StoredSeries``): the newest ``recent_points`` values at
+Bounded history, per metric (``stored_series.StoredSeries``): the newest ``recent_points`` values at
 full resolution, older ones folded into at most ``max_buckets`` buckets that keep exact counts and
 extremes. Each metric is one row of numpy blobs, so applying a batch rewrites only the rows of the
 metrics it touched.
@@ -15,7 +15,7 @@ Schema (version in ``meta``; ``MIGRATIONS[v]`` upgrades v-1 → v)::
     series(run_key, metric, counts and extremes, raw_steps, raw_values, buckets)
     checks(id, run_key, at, decision, verdict, data_source, interval_minutes, monitoring)
     incidents(id, run_key, at, data)
-    reviews(id, run_key, check_id, at, decision, data)        (v2, state_reviews)
+    reviews(id, run_key, check_id, at, decision, data)        (v2, state.reviews)
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import json
 import os
 import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -35,7 +35,7 @@ import platformdirs
 from pydantic import BaseModel, ConfigDict
 
 from ..errors import StateError
-from ..models import Decision, ReviewResult, RunInfo, Verdict
+from ..models import Decision, ReviewResult, RunInfo, RunStatus, Verdict
 from ..sources.base import Cursor, ReadBatch
 from .history import MetricSeries, RunHistory
 from .lock import DEFAULT_LOCK_TIMEOUT_SECONDS, LOCKS_DIRNAME, RunLock, run_lock
@@ -66,6 +66,12 @@ class CheckRecord(BaseModel):
     data_source: str
     interval_minutes: int | None
     monitoring: bool
+
+
+def last_interval(checks: Sequence[CheckRecord]) -> int | None:
+    """The interval of the latest check that set one (``checks`` most recent first; judge-only and stop rows
+    carry none)."""
+    return next((c.interval_minutes for c in checks if c.interval_minutes), None)
 
 
 class RunListing(NamedTuple):
@@ -218,6 +224,14 @@ class StateStore:
         with self._transaction("read the run info", write=False) as conn:
             row = conn.execute("SELECT info FROM runs WHERE run_key = ?", (run_key,)).fetchone()
         return RunInfo.model_validate_json(row[0]) if row and row[0] is not None else None
+
+    def run_info(self, run_key: str) -> RunInfo:
+        """The stored run info; a run this tool stopped (verified) counts as stopped."""
+        info = self.load_info(run_key) or RunInfo()
+        incident = self.find_incident(run_key)
+        if incident is not None and incident.get("verified"):
+            return info.model_copy(update={"status": RunStatus.STOPPED})
+        return info
 
     def apply_batch(self, run_key: str, batch: ReadBatch) -> None:
         """Store one incremental read: new points, cursor and run info, all or nothing."""

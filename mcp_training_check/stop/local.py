@@ -1,4 +1,4 @@
-"""Stop a local training process (the incident it leaves in the notes is written by ``incidents``).
+"""Stop a local training process (the incident it leaves in the notes is written by ``stop.incidents``).
 
 `stop_local_process` sends one signal (TERM by default), waits up to ``grace_seconds`` for the process
 to exit, escalates to KILL when allowed, and reports whether the process is verifiably gone. It is
@@ -11,8 +11,6 @@ careful because it kills things:
 - a process that is already gone is reported as ``ALREADY_STOPPED``, so stopping twice is harmless;
 - "gone" means reaped (our own child is reaped with ``waitpid(WNOHANG)``), absent, or a zombie
   (``/proc/<pid>/stat`` state ``Z``): a zombie has stopped running and only waits for its parent.
-
-`Incident` and `write_incident_note` live in ``incidents`` and stay importable from here.
 """
 
 from __future__ import annotations
@@ -28,16 +26,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import StopError
 from ..models import StopOutcome
-from .incidents import Incident, KeyMetric, render_incident, write_incident_note
 
-__all__ = [
-    "Incident",
-    "KeyMetric",
-    "StopAttempt",
-    "render_incident",
-    "stop_local_process",
-    "write_incident_note",
-]
+__all__ = ["StopAttempt", "stop_local_process"]
 
 PROC = Path("/proc")
 SIGNALS = {"TERM": signal.SIGTERM, "INT": signal.SIGINT, "KILL": signal.SIGKILL}

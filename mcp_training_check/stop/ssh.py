@@ -1,4 +1,4 @@
-"""Stop a training process on another machine over SSH, with the care `stop.stop_local_process` takes.
+"""Stop a training process on another machine over SSH, with the care `local.stop_local_process` takes.
 
 `stop_remote_process` connects (``sources.ssh_connect``: ~/.ssh/config, known_hosts, bounded timeouts),
 reads the pid (from the config, or a pid file on that host over SFTP), sends one signal with ``kill``,

@@ -1,0 +1,43 @@
+"""What is kept between checks, on disk: the read cursor, a bounded history, the checks, reviews, incidents.
+
+    store           `StateStore`: one SQLite file under ``$TRAINING_CHECK_HOME`` (WAL, shared by processes)
+    history         `RunHistory` / `MetricSeries`: the in-memory view of a run's stored metrics
+    stored_series   bounded per-metric storage: recent points exact, older ones as bucket means
+    reviews         the reviewer's stored answers, each tied to the check it answered
+    schema, lock    the tables and their migrations; the per-run lock
+
+Reads batches from `sources` (their cursor and points); knows nothing of judging, reviewing or stopping.
+"""
+
+from .history import MetricSeries, RunHistory
+from .lock import DEFAULT_LOCK_TIMEOUT_SECONDS, run_lock
+from .schema import SCHEMA_VERSION
+from .store import (
+    DB_FILENAME,
+    HOME_ENV,
+    MAX_CHECKS_PER_RUN,
+    CheckRecord,
+    RunListing,
+    StateStore,
+    last_interval,
+    state_home,
+)
+from .stored_series import SeriesStats, StoredSeries
+
+__all__ = [
+    "DB_FILENAME",
+    "DEFAULT_LOCK_TIMEOUT_SECONDS",
+    "HOME_ENV",
+    "MAX_CHECKS_PER_RUN",
+    "SCHEMA_VERSION",
+    "CheckRecord",
+    "MetricSeries",
+    "RunHistory",
+    "RunListing",
+    "SeriesStats",
+    "StateStore",
+    "StoredSeries",
+    "last_interval",
+    "run_lock",
+    "state_home",
+]
