@@ -2,7 +2,9 @@
 
     training-check check SOURCE [--json] [--baseline KEY=VALUE] [--role KEY=ROLE]   (a sweep/project: every run)
     training-check read|judge|schedule SOURCE
-    training-check review SOURCE [--json]          (the LLM reviewer on the latest unsure verdict)
+    training-check review SOURCE [--json] [--no-image]   (the reviewer on the latest unsure verdict)
+    training-check record-review SOURCE ANSWER [--reviewer NAME]  (the agent backend's reply; - reads stdin)
+    training-check plot SOURCE [-o run.png]        (loss, eval, LR, grad norm; the judge's flagged steps)
     training-check stop SOURCE --confirm --reason "..."
     training-check serve [--http PORT] [--host 127.0.0.1] [--token T]
     training-check demo
@@ -17,13 +19,24 @@ import json
 import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 
 from . import __version__
 from .errors import TrainingCheckError
-from .models import CheckReport, GroupReport, MetricSnapshot, ReviewResult, RunKind, Schedule, StopResult, Verdict
+from .models import (
+    CheckReport,
+    GroupReport,
+    MetricSnapshot,
+    PlotResult,
+    ReviewResult,
+    RunKind,
+    Schedule,
+    StopResult,
+    Verdict,
+)
 from .roles import parse_baselines, parse_role_overrides
 
 if TYPE_CHECKING:  # the service imports wandb; `serve --help` and `demo` should not wait for it
@@ -50,9 +63,11 @@ def build_parser() -> argparse.ArgumentParser:
     sched.add_argument("--review", choices=["STOP", "CONTINUE", "WAIT"], help="the reviewer's answer, if any")
     sched.add_argument("--json", action="store_true", help="print one JSON object")
 
-    review = commands.add_parser("review", help="ask the LLM reviewer about the latest unsure verdict")
+    review = commands.add_parser("review", help="ask the reviewer about the latest unsure verdict")
     review.add_argument("source", help="the run")
     review.add_argument("--json", action="store_true", help="print one JSON object")
+    review.add_argument("--no-image", action="store_true", help="send the numbers without the run's chart")
+    _add_review_commands(commands)
 
     stop = commands.add_parser("stop", help="stop the training run as configured and record the evidence")
     stop.add_argument("source", help="the run")
@@ -69,6 +84,21 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--seconds-per-minute", type=float, default=0.4, help="compressed clock (default 0.4)")
     demo.add_argument("--workdir", default=None, help="where the demo writes (default: a temporary dir)")
     return parser
+
+
+def _add_review_commands(commands: argparse._SubParsersAction) -> None:
+    record = commands.add_parser(
+        "record-review", help="store a reviewer's reply to the prompt `review` printed (agent backend)"
+    )
+    record.add_argument("source", help="the run")
+    record.add_argument("answer", help="the reply, starting with STOP, CONTINUE or WAIT; - reads it from stdin")
+    record.add_argument("--reviewer", default=None, help="who answered (a model name, 'subagent', a person)")
+    record.add_argument("--json", action="store_true", help="print one JSON object")
+
+    plot = commands.add_parser("plot", help="draw loss, eval, LR and grad norm with the judge's flagged steps")
+    plot.add_argument("source", help="the run")
+    plot.add_argument("-o", "--output", default=None, help="the PNG to write (default: under the state dir)")
+    plot.add_argument("--json", action="store_true", help="print one JSON object")
 
 
 def _add_run_args(sub: argparse.ArgumentParser) -> None:
@@ -114,7 +144,12 @@ def _run_command(monitor: Monitor, args: argparse.Namespace) -> BaseModel:
     if args.command == "schedule":
         return monitor.schedule_next(args.source, review=args.review)
     if args.command == "review":
-        return monitor.escalate_review(args.source)
+        return monitor.escalate_review(args.source, image=not args.no_image)
+    if args.command == "record-review":
+        answer = sys.stdin.read() if args.answer == "-" else args.answer
+        return monitor.record_review(args.source, answer, reviewer=args.reviewer)
+    if args.command == "plot":
+        return monitor.plot(args.source, output=Path(args.output) if args.output else None)[0]
     if args.command == "stop":
         return monitor.stop_run(args.source, confirm=args.confirm, reason=args.reason)
     roles = parse_role_overrides(args.role)
@@ -166,6 +201,8 @@ def render(result: BaseModel) -> str:
         return render_group(result)
     if isinstance(result, ReviewResult):
         return render_review(result)
+    if isinstance(result, PlotResult):
+        return f"plot     {result.summary}"
     return json.dumps(result.model_dump(mode="json"), indent=2)
 
 
@@ -181,9 +218,12 @@ def render_group(report: GroupReport) -> str:
 
 
 def render_review(review: ReviewResult) -> str:
-    lines = [f"review   {review.decision} ({review.model}, {review.latency_seconds:.1f} s): {review.reason}"]
+    who = f"{review.backend}: {review.model}" if review.model != review.backend else review.backend
+    lines = [f"review   {review.decision} ({who}, {review.latency_seconds:.1f} s): {review.reason}"]
     if review.error:
         lines.append(f"  ! reviewer failed: {review.error}")
+    if review.prompt:
+        lines += ["", review.prompt, "", f"Ask a reviewer the above, then: training-check record-review {review.run} -"]
     lines.append(f"next     {review.next_action}")
     return "\n".join(lines)
 

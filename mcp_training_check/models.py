@@ -307,11 +307,12 @@ class CheckReport(Strict):
 # --------------------------------------------------------------------------- review
 
 ReviewDecision = Literal["STOP", "CONTINUE", "WAIT"]
-ReviewNextAction = Literal["stop_run", "schedule_next"]
+ReviewNextAction = Literal["stop_run", "schedule_next", "record_review"]
+ReviewBackend = Literal["anthropic", "openai", "agent"]
 
 
 class ReviewResult(Strict):
-    """The LLM reviewer's answer to one stored UNSURE verdict. Any failure of the reviewer is a WAIT
+    """The reviewer's answer to one stored UNSURE verdict. Any failure of the reviewer is a WAIT
     with ``reviewer_failed`` set: a second opinion that could not be had must never stop a run."""
 
     run: str
@@ -320,14 +321,35 @@ class ReviewResult(Strict):
         description="STOP: the run is bad, stop it; CONTINUE: healthy enough; WAIT: look again at the next check."
     )
     reason: str = Field(description="The reviewer's short reason, or why there is no answer.")
-    model: str = Field(description="The model asked (or that would have been asked).")
+    model: str = Field(description="The model that answered (or that would have been asked).")
+    backend: ReviewBackend = Field(
+        default="anthropic", description="Who answered: the Anthropic API, an OpenAI-compatible API, or the agent."
+    )
     reviewer_failed: bool = Field(description="True: no usable answer, so WAIT; `error` says why and the fix.")
     error: str | None = Field(default=None, description="What failed and how to fix it.")
     latency_seconds: float = Field(description="Wall-clock seconds the review took.")
     check_id: int = Field(description="The stored check whose unsure verdict this answers.")
-    next_action: ReviewNextAction = Field(
-        description="stop_run on STOP; otherwise schedule_next (it uses this stored answer)."
+    image_attached: bool = Field(default=False, description="True: the run's chart went with the numbers.")
+    prompt: str | None = Field(
+        default=None,
+        description="Agent backend: put this prompt to a reviewer and pass its reply to record_review.",
     )
+    next_action: ReviewNextAction = Field(
+        description="stop_run on STOP; record_review when `prompt` awaits an answer; otherwise schedule_next "
+        "(it uses this stored answer)."
+    )
+
+
+class PlotResult(Strict):
+    """The run's chart: where the PNG was written and what it shows."""
+
+    run: str
+    summary: str = Field(description="One line: what is drawn, the flagged points and the file.")
+    path: str = Field(description="The PNG on disk (open it to see the chart; the image also comes inline).")
+    panels: list[str] = Field(description="Panels top to bottom: training loss (log), eval, learning rate, grad norm.")
+    flagged_steps: list[int] = Field(description="Steps the latest verdict's signals point at, marked on the chart.")
+    decision: Decision | None = Field(default=None, description="The latest verdict whose signals are marked.")
+    png_bytes: int
 
 
 # --------------------------------------------------------------------------- whole sweep / project

@@ -7,19 +7,30 @@ becomes a `ToolError` whose text says what to fix; anything else is a bug and su
 
 from __future__ import annotations
 
+import base64
 import functools
 import hmac
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import ToolAnnotations
+from mcp.types import CallToolResult, ImageContent, TextContent, ToolAnnotations
 from pydantic import Field
 
 from . import __version__
 from .errors import TrainingCheckError
-from .models import CheckReport, GroupReport, MetricSnapshot, ReviewResult, Schedule, StopResult, Verdict
+from .models import (
+    CheckReport,
+    GroupReport,
+    MetricSnapshot,
+    PlotResult,
+    ReviewResult,
+    Schedule,
+    StopResult,
+    Verdict,
+)
 from .service import Monitor
 
 INSTRUCTIONS = """\
@@ -85,6 +96,8 @@ def build_server(monitor: Monitor | None = None) -> MCPServer:
     _add_step_tools(server, mon)
     _add_check_tools(server, mon)
     _add_review_tool(server, mon)
+    _add_record_review_tool(server, mon)
+    _add_plot_tool(server, mon)
     _add_stop_tool(server, mon)
     return server
 
@@ -149,7 +162,7 @@ def _add_check_tools(server: MCPServer, mon: Monitor) -> None:
 
 
 def _add_review_tool(server: MCPServer, mon: Monitor) -> None:
-    """escalate_review: an LLM's second opinion on an unsure verdict (it calls the Anthropic API)."""
+    """escalate_review: a second opinion on an unsure verdict (Anthropic, OpenAI-compatible, or the agent)."""
 
     @server.tool(
         annotations=ToolAnnotations(
@@ -157,15 +170,76 @@ def _add_review_tool(server: MCPServer, mon: Monitor) -> None:
         )
     )
     @_translate_errors
-    def escalate_review(run: RunArg) -> ReviewResult:
-        """Ask an LLM reviewer (Anthropic API) for STOP, CONTINUE or WAIT when the latest `check` or
-        `judge` verdict is unsure (next_action escalate_review). It reads the stored verdict, signals and
-        metrics; nothing is re-read. Any reviewer failure (no ANTHROPIC_API_KEY, API error, timeout,
-        malformed answer) returns WAIT with reviewer_failed=true and an `error` naming the fix; never stop
-        on that. Next: on STOP call stop_run (confirm=true, reason = this result's reason); otherwise call
-        schedule_next without `review` (the answer is stored: WAIT keeps the interval, CONTINUE lets it
-        climb)."""
-        return mon.escalate_review(run)
+    def escalate_review(
+        run: RunArg,
+        image: Annotated[bool, Field(description="false: send the reviewer the numbers without the chart.")] = True,
+    ) -> ReviewResult:
+        """Ask a reviewer for STOP, CONTINUE or WAIT when the latest verdict is unsure (next_action
+        escalate_review); it reads the stored verdict, signals, metrics and chart. `backend` says who
+        answered. With next_action record_review (no API key: the agent backend) put `prompt` to
+        mcp__llm-chat__chat if you have it, else to a fresh subagent asked for strict, high-rigour feedback,
+        then call record_review with its reply. Any reviewer failure returns WAIT with reviewer_failed=true
+        and an `error` naming the fix; never stop on that. Next: on STOP call stop_run (confirm=true, reason =
+        this result's reason); otherwise schedule_next without `review` (the answer is stored)."""
+        return mon.escalate_review(run, image=image)
+
+
+def _add_record_review_tool(server: MCPServer, mon: Monitor) -> None:
+    """record_review: the agent backend's reply, stored like any reviewer's answer."""
+
+    @server.tool(
+        annotations=ToolAnnotations(
+            read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False
+        )
+    )
+    @_translate_errors
+    def record_review(
+        run: RunArg,
+        answer: Annotated[
+            str,
+            Field(
+                description="The reviewer's reply to escalate_review's `prompt`, verbatim: it must start with "
+                "exactly one of STOP / CONTINUE / WAIT.",
+                min_length=1,
+                max_length=20000,
+            ),
+        ],
+        reviewer: Annotated[
+            str | None,
+            Field(description="Who answered, e.g. the llm-chat model or 'subagent'.", max_length=200),
+        ] = None,
+    ) -> ReviewResult:
+        """Record the reply to the prompt escalate_review handed over (next_action record_review). It is
+        parsed and stored like an API reviewer's answer: a reply that is not exactly one decision is WAIT
+        with reviewer_failed. Next: on STOP call stop_run (confirm=true, reason = this result's reason);
+        otherwise schedule_next without `review` (CONTINUE lets the interval climb, WAIT keeps it)."""
+        return mon.record_review(run, answer, reviewer=reviewer)
+
+
+def _add_plot_tool(server: MCPServer, mon: Monitor) -> None:
+    """plot: the run's chart as an image, and the PNG's path."""
+
+    @server.tool(annotations=_READ_ONLY)
+    @_translate_errors
+    def plot(
+        run: RunArg,
+        output: Annotated[
+            str | None,
+            Field(description="Where to write the PNG; default: under the state directory.", max_length=4096),
+        ] = None,
+    ) -> Annotated[CallToolResult, PlotResult]:
+        """Draw the run from its stored metrics: training loss (log scale), evals, learning rate and grad
+        norm over steps, with the steps the latest verdict flagged marked (dashed lines, rings). Returns the
+        PNG as an image and writes it to `path` (images are not shown in a terminal: give the user the path).
+        Reads the run first if it was never read."""
+        result, png = mon.plot(run, output=Path(output) if output else None)
+        return CallToolResult(
+            content=[
+                ImageContent(type="image", data=base64.b64encode(png).decode("ascii"), mime_type="image/png"),
+                TextContent(type="text", text=result.summary),
+            ],
+            structured_content=result.model_dump(mode="json"),
+        )
 
 
 def _add_stop_tool(server: MCPServer, mon: Monitor) -> None:

@@ -3,7 +3,9 @@
     read_metrics  source → state → snapshot
     judge         stored history → verdict (recorded as a check)
     schedule_next latest check (and its stored review) → next interval and CronCreate arguments
-    escalate_review the latest unsure verdict → an LLM's STOP / CONTINUE / WAIT, stored (review)
+    escalate_review the latest unsure verdict → a reviewer's STOP / CONTINUE / WAIT, stored (review)
+    record_review the agent backend's reply to the prompt escalate_review handed over, stored the same way
+    plot          stored history + the latest verdict's flagged points → a PNG on disk (plot)
     check         all three in one call, for cron fires
     check_many    `check` over every running run of a W&B sweep or project, bad runs first (group_check)
     stop_run      kill the training (local pid or W&B StopRun), verify, keep the evidence (stop.dispatch)
@@ -38,6 +40,7 @@ from .models import (
     DataSource,
     GroupReport,
     MetricSnapshot,
+    PlotResult,
     ReviewResult,
     RunInfo,
     RunLine,
@@ -46,7 +49,16 @@ from .models import (
     StopResult,
     Verdict,
 )
-from .review import ReviewFacts, current_review, latest_verdict_check, review_facts, run_review, unsure_check
+from .plot import plot_path, plot_result, render_chart, save_chart
+from .review import (
+    ReviewFacts,
+    current_review,
+    latest_verdict_check,
+    record_reply,
+    review_facts,
+    run_review,
+    unsure_check,
+)
 from .roles import RoleInfo, assign_roles
 from .schedule import check_report, schedule_after
 from .snapshot import build_snapshot
@@ -232,22 +244,37 @@ class Monitor:
 
     # ------------------------------------------------------------------ review
 
-    def escalate_review(self, run: str) -> ReviewResult:
-        """The LLM reviewer's STOP / CONTINUE / WAIT on the latest verdict, which must be unsure; stored
-        for schedule_next and stop_run. Reviewer failures come back as WAIT, never as errors."""
+    def escalate_review(self, run: str, *, image: bool = True) -> ReviewResult:
+        """The reviewer's STOP / CONTINUE / WAIT on the latest verdict, which must be unsure; stored for
+        schedule_next and stop_run. Reviewer failures come back as WAIT, never as errors; the agent
+        backend's WAIT carries the prompt for record_review. ``image=False`` sends no chart."""
         ctx = self.context(run)
         with self.store.run_lock(ctx.key):
             facts = self._review_facts(ctx)
-        result = run_review(facts, ctx.settings.review)  # outside the lock: it may take timeout_seconds
+        settings = ctx.settings.review
+        if not image:
+            settings = settings.model_copy(update={"image": False})
+        result = run_review(facts, settings)  # outside the lock: it may take timeout_seconds
         self.store.record_review(ctx.key, result)
         return result
+
+    def record_review(self, run: str, answer: str, *, reviewer: str | None = None) -> ReviewResult:
+        """The agent's reviewer's reply to the latest unsure verdict, parsed and stored like a backend's
+        answer (not exactly one decision: a failed review, WAIT)."""
+        ctx = self.context(run)
+        with self.store.run_lock(ctx.key):
+            result = record_reply(self._review_facts(ctx), answer, reviewer)
+            self.store.record_review(ctx.key, result)
+            return result
 
     def _review_facts(self, ctx: RunContext) -> ReviewFacts:
         checks = self.store.recent_checks(ctx.key, limit=INTERVAL_LOOKBACK_CHECKS)
         check = unsure_check(ctx.ref.raw, checks)  # first: a run with nothing to review costs no load
+        stored = self._load(ctx)
         return review_facts(
-            ctx.ref.raw, check, checks, self._stored_snapshot(ctx, self._load(ctx)),
+            ctx.ref.raw, check, checks, self._stored_snapshot(ctx, stored),
             latest_review=self.store.latest_review(ctx.key), settings=ctx.settings,
+            history=stored.history, roles=self._roles(ctx, stored.history.metrics),
         )  # fmt: skip
 
     def _current_review(self, ctx: RunContext, checks: Sequence[CheckRecord]) -> ReviewResult | None:
@@ -260,6 +287,21 @@ class Monitor:
             run=ctx.ref.raw, history=stored.history, roles=self._roles(ctx, stored.history.metrics),
             data_source=DataSource.LOG, info=_shown(stored.info), new_points=0,
         )  # fmt: skip
+
+    # ------------------------------------------------------------------ plot
+
+    def plot(self, run: str, *, output: Path | None = None) -> tuple[PlotResult, bytes]:
+        """The run's chart from the stored history (read first if never read), the latest verdict's
+        flagged points marked; written to ``output`` (default: under the state directory)."""
+        ctx = self.context(run)
+        with self.store.run_lock(ctx.key):
+            stored = self._read(ctx)[1] if self.store.get_cursor(ctx.key) is None else self._load(ctx)
+            latest = latest_verdict_check(self.store.recent_checks(ctx.key, limit=PREVIOUS_VERDICTS))
+        verdict = latest.verdict if latest else None
+        roles = self._roles(ctx, stored.history.metrics)
+        chart = render_chart(stored.history, roles, verdict.signals if verdict else [], title=ctx.ref.raw)
+        path = save_chart(chart, plot_path(output, self.store.home, ctx.key))
+        return plot_result(ctx.ref.raw, chart, path, verdict), chart.png
 
     # ------------------------------------------------------------------ check
 

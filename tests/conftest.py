@@ -15,6 +15,10 @@ def isolated_home(tmp_path, monkeypatch):
     monkeypatch.delenv("TRAINING_CHECK_CONFIG", raising=False)
     monkeypatch.setenv("WANDB_SILENT", "true")
     monkeypatch.setenv("WANDB_MODE", "offline")
-    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL", "ANTHROPIC_PROFILE", "LLM_MODEL"):
+    for name in (
+        *("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL", "ANTHROPIC_PROFILE"),
+        *("LLM_API_KEY", "LLM_BASE_URL", "LLM_MODEL", "LLM_FALLBACK_MODEL"),
+        *("OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_ORG_ID", "OPENAI_PROJECT_ID"),
+    ):
         monkeypatch.delenv(name, raising=False)
     return home

@@ -25,7 +25,11 @@ from tests.test_judge_helpers import ar1
 
 RUN = "flat"
 TIMEOUT = 3
-"""`[defaults.review] timeout_seconds` of the reviewer under test: short, so a hung API fails fast."""
+"""`[defaults.review] timeout_seconds` of the failure tests: short, so a hung API fails fast."""
+FAILING = f"timeout_seconds = {TIMEOUT}"
+ANSWER_TIMEOUT = 20
+"""`timeout_seconds` of the tests that expect an answer: the deadline covers drawing the chart, which takes
+~2 s on a loaded 2-core machine in a cold process (matplotlib's import ~1 s)."""
 
 SLACK_SECONDS = 2.0
 """Allowed past the deadline: thread hand-over and process scheduling, nothing else."""
@@ -59,7 +63,7 @@ def write_flat_log(path: Path, points: int = FLAT_POINTS) -> None:
     path.write_text("\n".join(lines) + "\n")
 
 
-def unsure_project(tmp_path: Path, review: str = f"timeout_seconds = {TIMEOUT}", entry: str = "") -> Monitor:
+def unsure_project(tmp_path: Path, review: str = f"timeout_seconds = {ANSWER_TIMEOUT}", entry: str = "") -> Monitor:
     """A project whose run `flat` was checked once and judged unsure. ``review`` are the
     [defaults.review] lines, ``entry`` more lines of [runs.flat]."""
     write_flat_log(tmp_path / "flat.jsonl")

@@ -25,6 +25,7 @@ STAGES: dict[str, int] = {
     "sources": 2,
     "state": 3,
     "snapshot": 4,
+    "plot": 4,  # draws the stored history (state) with the signals it is handed; review attaches it
     "judge": 5,
     "review": 6,
     "stop": 7,

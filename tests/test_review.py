@@ -15,7 +15,8 @@ import pytest
 from mcp_training_check.config import DEFAULT_REVIEW_MODEL
 from mcp_training_check.errors import NothingToReview
 from mcp_training_check.models import ReviewResult
-from mcp_training_check.review.reviewer import MAX_ANSWER_TOKENS, REVIEW_TOOL
+from mcp_training_check.review import REVIEW_TOOL
+from mcp_training_check.review.outcome import MAX_ANSWER_TOKENS
 from mcp_training_check.service import Monitor
 from mcp_training_check.state import DB_FILENAME, StateStore
 from tests import review_fixtures
@@ -36,8 +37,9 @@ def test_the_reviewers_answer_comes_back_and_is_stored(tmp_path, api, decision, 
     assert (result.decision, result.next_action, result.reviewer_failed) == (decision, next_action, False)
     assert result.reason == f"loss flat at 2.9 for 6,000 steps: {decision}"
     assert result.error is None and result.model == DEFAULT_REVIEW_MODEL
-    assert result.summary.startswith(f"reviewer {DEFAULT_REVIEW_MODEL} says {decision}")
-    assert 0 < result.latency_seconds < review_fixtures.TIMEOUT
+    assert result.summary.startswith(f"reviewer {DEFAULT_REVIEW_MODEL} (anthropic) says {decision}")
+    assert result.backend == "anthropic" and result.image_attached
+    assert 0 < result.latency_seconds < review_fixtures.ANSWER_TIMEOUT
     latest = monitor.store.recent_checks(monitor.context(RUN).key)[0]
     assert result.check_id == latest.id and latest.verdict is not None
     assert monitor.store.latest_review(monitor.context(RUN).key) == result
@@ -116,7 +118,7 @@ def test_llm_model_from_the_environment_is_used_when_the_file_names_none(tmp_pat
 
 def test_the_files_model_wins_over_llm_model(tmp_path, api, monkeypatch):
     monkeypatch.setenv("LLM_MODEL", "claude-haiku-5-5")
-    monitor = unsure_project(tmp_path, review='model = "claude-opus-5-5"\ntimeout_seconds = 3')
+    monitor = unsure_project(tmp_path, review='model = "claude-opus-5-5"')
     api.replies.append(tool_answer("WAIT", "early"))
     monitor.escalate_review(RUN)
     assert api.requests[0].body["model"] == "claude-opus-5-5"

@@ -9,10 +9,10 @@ import time
 
 import pytest
 
-from mcp_training_check.review.reviewer import MAX_RETRIES
+from mcp_training_check.review.outcome import MAX_RETRIES
 from tests import review_fixtures
 from tests.fake_anthropic import api_error, hang, text_answer, tool_answer
-from tests.review_fixtures import RUN, SLACK_SECONDS, TIMEOUT, unsure_project
+from tests.review_fixtures import FAILING, RUN, SLACK_SECONDS, TIMEOUT, unsure_project
 
 api = review_fixtures.api  # the fake Anthropic API fixture
 
@@ -34,8 +34,9 @@ def review_failing(monitor, *, within: float = TIMEOUT + SLACK_SECONDS):
 
 
 def test_no_api_key_is_a_wait_naming_the_variable_without_any_request(tmp_path, api, monkeypatch):
+    """With the backend named in the file; left out, no key means the agent backend (test_review_agent)."""
     monkeypatch.delenv("ANTHROPIC_API_KEY")
-    result, _ = review_failing(unsure_project(tmp_path), within=0.5)
+    result, _ = review_failing(unsure_project(tmp_path, review='backend = "anthropic"'), within=0.5)
     assert "ANTHROPIC_API_KEY is not set" in result.error
     assert api.requests == []
 
@@ -51,7 +52,7 @@ def test_a_disabled_reviewer_is_a_wait_without_any_request(tmp_path, api):
 
 def test_a_refused_key_is_a_wait_naming_the_key_after_one_request(tmp_path, api, monkeypatch):
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-wrong")
-    result, _ = review_failing(unsure_project(tmp_path))
+    result, _ = review_failing(unsure_project(tmp_path, review=FAILING))
     assert "HTTP 401" in result.error and "check ANTHROPIC_API_KEY" in result.error
     assert "authentication_error: invalid x-api-key" in result.error  # the API's own words
     assert [r.status for r in api.requests] == [401], "a 401 is not retried"
@@ -60,7 +61,7 @@ def test_a_refused_key_is_a_wait_naming_the_key_after_one_request(tmp_path, api,
 def test_an_unknown_model_is_a_wait_naming_where_to_set_it(tmp_path, api, monkeypatch):
     api.models = {"claude-sonnet-5-5"}
     monkeypatch.setenv("LLM_MODEL", "claude-retired-3")
-    result, _ = review_failing(unsure_project(tmp_path))
+    result, _ = review_failing(unsure_project(tmp_path, review=FAILING))
     assert "model 'claude-retired-3' was not found (HTTP 404" in result.error
     assert "LLM_MODEL" in result.error
     assert [r.status for r in api.requests] == [404]
@@ -87,7 +88,7 @@ def test_a_persistent_server_error_is_a_wait_after_the_bounded_retries(tmp_path,
 def test_a_long_retry_after_cannot_push_the_review_past_its_deadline(tmp_path, api):
     """The SDK sleeps whatever retry-after says; the wall-clock deadline still holds."""
     api.default = api_error("rate_limit_error", "rate limit exceeded", **{"retry-after": "30"})
-    result, elapsed = review_failing(unsure_project(tmp_path))
+    result, elapsed = review_failing(unsure_project(tmp_path, review=FAILING))
     assert f"timed out after {TIMEOUT} s" in result.error
     assert elapsed >= TIMEOUT - 0.1
     assert [r.status for r in api.requests] == [429]
@@ -98,7 +99,7 @@ def test_a_long_retry_after_cannot_push_the_review_past_its_deadline(tmp_path, a
 
 def test_a_server_that_never_answers_is_a_wait_at_the_deadline(tmp_path, api):
     api.default = hang()
-    result, elapsed = review_failing(unsure_project(tmp_path))
+    result, elapsed = review_failing(unsure_project(tmp_path, review=FAILING))
     assert f"the reviewer timed out after {TIMEOUT} s" in result.error
     assert "timeout_seconds" in result.error
     assert TIMEOUT - 0.1 <= elapsed <= TIMEOUT + SLACK_SECONDS
@@ -110,7 +111,7 @@ def test_a_refused_connection_is_a_wait_naming_the_base_url(tmp_path, api, monke
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     monkeypatch.setenv("ANTHROPIC_BASE_URL", f"http://127.0.0.1:{port}")
-    result, _ = review_failing(unsure_project(tmp_path))
+    result, _ = review_failing(unsure_project(tmp_path, review=FAILING))
     assert f"cannot reach the Anthropic API at http://127.0.0.1:{port}" in result.error
     assert "ANTHROPIC_BASE_URL" in result.error
 
@@ -120,7 +121,7 @@ def test_a_refused_connection_is_a_wait_naming_the_base_url(tmp_path, api, monke
 
 def test_a_text_answer_instead_of_the_tool_call_is_a_wait(tmp_path, api):
     api.replies.append(text_answer("I think you should stop the run."))
-    result, _ = review_failing(unsure_project(tmp_path))
+    result, _ = review_failing(unsure_project(tmp_path, review=FAILING))
     assert "answered without calling record_review" in result.error
     assert "stop_reason end_turn" in result.error and "I think you should stop" in result.error
 
@@ -136,13 +137,13 @@ def test_a_text_answer_instead_of_the_tool_call_is_a_wait(tmp_path, api):
 )
 def test_an_answer_outside_the_schema_is_a_wait(tmp_path, api, answer, problem):
     api.replies.append(answer)
-    result, _ = review_failing(unsure_project(tmp_path))
+    result, _ = review_failing(unsure_project(tmp_path, review=FAILING))
     assert "not a valid review" in result.error and problem in result.error
 
 
 def test_a_failed_review_keeps_the_interval(tmp_path, api, monkeypatch):
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-wrong")
-    monitor = unsure_project(tmp_path)
+    monitor = unsure_project(tmp_path, review=FAILING)
     review_failing(monitor)
     schedule = monitor.schedule_next(RUN)
     assert schedule.interval_minutes == 10 and "review said WAIT" in schedule.summary

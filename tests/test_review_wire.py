@@ -40,7 +40,8 @@ def test_escalate_review_tool_answers_and_schedule_next_uses_the_stored_answer(t
 
 def test_escalate_review_tool_returns_wait_not_an_error_when_the_reviewer_fails(tmp_path, api, monkeypatch):
     monkeypatch.delenv("ANTHROPIC_API_KEY")
-    result = call(build_server(unsure_project(tmp_path)), "escalate_review", {"run": RUN})
+    monitor = unsure_project(tmp_path, review='backend = "anthropic"\ntimeout_seconds = 3')
+    result = call(build_server(monitor), "escalate_review", {"run": RUN})
     assert not result.is_error
     review = ReviewResult.model_validate(result.structured_content)
     assert review.decision == "WAIT" and review.reviewer_failed and "ANTHROPIC_API_KEY" in (review.error or "")

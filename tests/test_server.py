@@ -21,7 +21,10 @@ from mcp_training_check.service import Monitor
 
 from .runs import grow, live_copy, train
 
-TOOLS = {"read_metrics", "judge", "schedule_next", "check", "check_many", "escalate_review", "stop_run"}
+TOOLS = {
+    *("read_metrics", "judge", "schedule_next", "check", "check_many"),
+    *("escalate_review", "record_review", "plot", "stop_run"),
+}
 MAX_DESCRIPTION_CHARS = 1500
 MAX_RESULT_TOKENS = 1500
 

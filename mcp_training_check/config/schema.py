@@ -10,6 +10,8 @@ from urllib.parse import urlparse
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainValidator, model_validator
 
+from ..models import ReviewBackend
+
 DEFAULT_NOTES = "TRAINING_NOTES.md"
 DEFAULT_REVIEW_MODEL = "claude-sonnet-5-5"  # anthropic 2.14 lists claude-sonnet-4-5 as ending 2026-11-30
 DEFAULT_REVIEW_TIMEOUT_SECONDS = 60.0
@@ -81,9 +83,16 @@ class _Section(BaseModel):
 
 
 class ReviewSettings(_Section):
+    """Who answers escalate_review: ``backend`` "anthropic" (ANTHROPIC_API_KEY), "openai" (any
+    OpenAI-compatible endpoint: LLM_API_KEY, LLM_BASE_URL, LLM_MODEL) or "agent" (no key: the calling
+    agent puts the prompt to a model and records the reply); left out, the first whose settings are in
+    the environment, else "agent". ``image = false`` leaves the run's chart out of API requests."""
+
+    backend: ReviewBackend | None = None
     model: str = Field(default=DEFAULT_REVIEW_MODEL, min_length=1)
     timeout_seconds: float = Field(default=DEFAULT_REVIEW_TIMEOUT_SECONDS, gt=0, le=MAX_REVIEW_TIMEOUT_SECONDS)
     enabled: bool = True
+    image: bool = True
 
 
 class StopSettings(_Section):

@@ -1,0 +1,50 @@
+"""Where a chart is written, and what the plot tool says about it."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from ..errors import ConfigError
+from ..models import PlotResult, Verdict
+from .render import Chart
+
+__all__ = ["PLOTS_DIR", "plot_path", "plot_result", "save_chart"]
+
+PLOTS_DIR = "plots"
+MAX_NAME_CHARS = 100
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def plot_path(output: Path | None, home: Path, run_key: str) -> Path:
+    """``output``, else ``<state home>/plots/<run key made a file name>.png``."""
+    if output is not None:
+        return output
+    name = _UNSAFE.sub("_", run_key).strip("._")[-MAX_NAME_CHARS:] or "run"
+    return home / PLOTS_DIR / f"{name}.png"
+
+
+def save_chart(chart: Chart, path: Path) -> Path:
+    """Write the PNG (creating the plots directory under the state home); a ConfigError names the path."""
+    try:
+        if path.parent.name == PLOTS_DIR:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(chart.png)
+    except OSError as exc:
+        raise ConfigError(f"cannot write the chart to {path} ({exc.strerror}): pass -o with a writable path") from exc
+    return path.resolve()
+
+
+def plot_result(run: str, chart: Chart, path: Path, verdict: Verdict | None) -> PlotResult:
+    marked = f", {len(chart.flagged_steps)} flagged step(s) of the latest {verdict.decision.value} verdict" if (
+        verdict is not None and chart.flagged_steps
+    ) else ""
+    return PlotResult(
+        run=run,
+        summary=f"{', '.join(chart.panels)} for {len(chart.metrics)} metric(s){marked}: {path}",
+        path=str(path),
+        panels=chart.panels,
+        flagged_steps=chart.flagged_steps,
+        decision=verdict.decision if verdict is not None else None,
+        png_bytes=len(chart.png),
+    )
