@@ -13,6 +13,7 @@ server's worker threads.
 from __future__ import annotations
 
 import io
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -38,6 +39,8 @@ TITLE_INCHES = 0.4
 PANEL_GAP = 0.12  # of a panel's height
 MIN_DPI = 50
 """The smallest resolution tried to fit a size cap; below it the labels are unreadable."""
+MAX_NON_FINITE_MARKS = 40
+"""Crosses drawn for NaN/Inf values at most: a run that went NaN for good would draw a solid bar."""
 MAX_LINES_PER_PANEL = 4
 """Evals beyond the first four (in stored order) are left out of the eval panel, and the legend says so."""
 
@@ -50,6 +53,8 @@ PANELS: tuple[tuple[MetricRole, str], ...] = (
 LOG_SCALE_ROLES = frozenset({MetricRole.TRAIN_LOSS, MetricRole.GRAD_NORM})
 SEVERITY_COLOURS = {Severity.CRITICAL: "#d62728", Severity.WARNING: "#ff7f0e", Severity.WATCH: "#1f77b4"}
 NON_FINITE_COLOUR = "#d62728"
+MINOR_LABEL_DECADES = 2.0
+LABELLED_MANTISSAS = (2.0, 3.0, 5.0)
 
 
 @dataclass(frozen=True)
@@ -104,7 +109,7 @@ def render_chart(
     figure = Figure(figsize=(FIGURE_WIDTH_INCHES, height), dpi=dpi)
     FigureCanvasAgg(figure)
     figure.subplots_adjust(
-        left=0.1, right=0.98, bottom=0.5 / height, top=1 - TITLE_INCHES / height, hspace=PANEL_GAP
+        left=0.12, right=0.98, bottom=0.5 / height, top=1 - TITLE_INCHES / height, hspace=PANEL_GAP
     )  # fixed margins: matplotlib's constrained layout doubles the drawing time
     axes = figure.subplots(len(groups), 1, sharex=True, squeeze=False)[:, 0]
     flagged = _flagged(signals)
@@ -154,12 +159,13 @@ def _flagged(signals: Sequence[Signal]) -> list[Signal]:
 
 def _draw_panel(ax: Axes, role: MetricRole, label: str, series: list[MetricSeries], flagged: list[Signal]) -> None:
     shown = series[:MAX_LINES_PER_PANEL]
+    non_finite = False
     for s in shown:
         finite = np.isfinite(s.values)
         ax.plot(s.steps[finite], s.values[finite], linewidth=1.0, label=s.name)
-        _mark_non_finite(ax, s.steps[~finite])
+        non_finite |= _mark_non_finite(ax, s.steps[~finite])
     if role in LOG_SCALE_ROLES and _all_positive(shown):
-        ax.set_yscale("log")
+        _log_scale(ax)
     for signal in flagged:
         if signal.step is None:
             continue
@@ -167,19 +173,42 @@ def _draw_panel(ax: Axes, role: MetricRole, label: str, series: list[MetricSerie
         ax.axvline(signal.step, color=colour, linestyle="--", linewidth=0.9, alpha=0.8)
         _ring(ax, next((s for s in shown if s.name == signal.metric), None), signal, colour)
     ax.set_ylabel(label + (" (log)" if ax.get_yscale() == "log" else ""), fontsize=8)
-    ax.tick_params(labelsize=7)
+    ax.tick_params(which="both", labelsize=7)
     ax.grid(True, which="major", alpha=0.3)
     hidden = len(series) - len(shown)
-    if len(shown) > 1 or hidden or role is MetricRole.EVAL:
+    if len(shown) > 1 or hidden or non_finite or role is MetricRole.EVAL:
         ax.legend(fontsize=7, loc="best", title=f"+{hidden} more" if hidden else None, title_fontsize=7)
 
 
-def _mark_non_finite(ax: Axes, steps: np.ndarray) -> None:
-    if steps.size:
-        ax.plot(
-            steps, np.ones(steps.size), linestyle="none", marker="x", color=NON_FINITE_COLOUR,
-            markersize=6, transform=ax.get_xaxis_transform(), label=f"NaN/Inf ({steps.size})",
-        )  # fmt: skip
+def _mark_non_finite(ax: Axes, steps: np.ndarray) -> bool:
+    """Red crosses on the top edge at the NaN/Inf steps (at most MAX_NON_FINITE_MARKS, spread evenly);
+    the legend gives the full count. True if any."""
+    if not steps.size:
+        return False
+    shown = steps[np.linspace(0, steps.size - 1, min(steps.size, MAX_NON_FINITE_MARKS)).astype(int)]
+    ax.plot(
+        shown, np.full(shown.size, 0.97), linestyle="none", marker="x", color=NON_FINITE_COLOUR,
+        markersize=5, transform=ax.get_xaxis_transform(), label=f"NaN/Inf ({steps.size:,})",
+    )  # fmt: skip
+    return True
+
+
+def _log_scale(ax: Axes) -> None:
+    """Log scale with plain numbers (0.3, 2, 100) rather than 3×10⁻¹; the minor ticks at 2, 3 and 5 × 10ᵏ
+    get a label too while the axis spans at most MINOR_LABEL_DECADES (a flat loss spans less than one)."""
+    from matplotlib.ticker import FuncFormatter
+
+    ax.set_yscale("log")
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda value, _pos: f"{value:g}"))
+    ax.yaxis.set_minor_formatter(FuncFormatter(lambda value, _pos: _minor_label(ax, value)))
+
+
+def _minor_label(ax: Axes, value: float) -> str:
+    low, high = ax.get_ylim()
+    if value <= 0 or low <= 0 or math.log10(high / low) > MINOR_LABEL_DECADES:
+        return ""
+    mantissa = value / 10 ** math.floor(math.log10(value))
+    return f"{value:g}" if any(math.isclose(mantissa, m, rel_tol=1e-6) for m in LABELLED_MANTISSAS) else ""
 
 
 def _ring(ax: Axes, series: MetricSeries | None, signal: Signal, colour: str) -> None:
@@ -205,5 +234,6 @@ def _all_positive(series: list[MetricSeries]) -> bool:
 def _title(title: str, history: RunHistory, flagged: list[Signal]) -> str:
     step = history.last_step
     at = f" — step {step:,}" if step is not None else ""
-    marks = f" — {len(flagged)} flagged point(s)" if flagged else ""
+    steps = {signal.step for signal in flagged}
+    marks = f" — judge flagged {len(steps)} step(s)" if steps else ""
     return f"{title}{at}{marks}"
