@@ -2,7 +2,8 @@
 
 A test module takes the `api` fixture with ``api = review_fixtures.api`` (an assignment, not an import, so
 that test parameters named ``api`` do not read as redefinitions): a running `FakeAnthropic` that
-ANTHROPIC_API_KEY and ANTHROPIC_BASE_URL point at.
+ANTHROPIC_API_KEY and ANTHROPIC_BASE_URL point at; `openai_api` likewise a `FakeOpenAI` behind LLM_API_KEY,
+LLM_BASE_URL and LLM_MODEL.
 
 `unsure_project` writes a JSONL training log whose loss stays flat (it does not learn) — the judge's real
 UNSURE ("loss is not learning") — plus a training-check.toml naming it `flat`, and checks it once.
@@ -20,6 +21,7 @@ import pytest
 from mcp_training_check.config import load_config
 from mcp_training_check.service import Monitor
 from tests.fake_anthropic import FakeAnthropic
+from tests.fake_openai import FakeOpenAI
 from tests.test_cli import write_formats
 from tests.test_judge_helpers import ar1
 
@@ -46,6 +48,19 @@ def api(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeAnthropic]:
     with FakeAnthropic() as fake:
         monkeypatch.setenv("ANTHROPIC_API_KEY", fake.api_key)
         monkeypatch.setenv("ANTHROPIC_BASE_URL", fake.url)
+        yield fake
+
+
+OPENAI_MODEL = "qwen-test-72b"
+
+
+@pytest.fixture
+def openai_api(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeOpenAI]:
+    """A running `FakeOpenAI` that llm-chat's variables point at (no Anthropic key: openai is chosen)."""
+    with FakeOpenAI() as fake:
+        monkeypatch.setenv("LLM_API_KEY", fake.api_key)
+        monkeypatch.setenv("LLM_BASE_URL", fake.base_url)
+        monkeypatch.setenv("LLM_MODEL", OPENAI_MODEL)
         yield fake
 
 

@@ -126,7 +126,7 @@ def test_top_level_has_few_modules_and_no_shared_prefix() -> None:
 
 
 def test_every_stage_package_says_its_job_and_exports_its_names() -> None:
-    for package in ("sources", "state", "judge", "review", "stop", "config"):
+    for package in ("sources", "state", "judge", "review", "stop", "config", "plot"):
         init = ROOT / PACKAGE / package / "__init__.py"
         tree = ast.parse(init.read_text())
         assert ast.get_docstring(tree), f"{package}/__init__.py needs a docstring stating its job"

@@ -65,6 +65,7 @@ class Chart:
     panels: list[str]
     metrics: list[str]
     flagged_steps: list[int] = field(default_factory=list)
+    log_scale: list[str] = field(default_factory=list)  # panels drawn on a log axis
     dpi: int = DEFAULT_DPI
 
 
@@ -113,8 +114,8 @@ def render_chart(
     )  # fixed margins: matplotlib's constrained layout doubles the drawing time
     axes = figure.subplots(len(groups), 1, sharex=True, squeeze=False)[:, 0]
     flagged = _flagged(signals)
-    for ax, (role, label, series) in zip(axes, groups, strict=True):
-        _draw_panel(ax, role, label, series, flagged)
+    log_scale = [label for ax, (role, label, series) in zip(axes, groups, strict=True)
+                 if _draw_panel(ax, role, label, series, flagged)]  # fmt: skip
     axes[-1].set_xlabel("step")
     figure.suptitle(_title(title, history, flagged), fontsize=10)
     buffer = io.BytesIO()
@@ -124,6 +125,7 @@ def render_chart(
         panels=[label for _, label, _ in groups],
         metrics=[s.name for _, _, group in groups for s in group],
         flagged_steps=sorted({signal.step for signal in flagged if signal.step is not None}),
+        log_scale=log_scale,
         dpi=dpi,
     )
 
@@ -157,7 +159,8 @@ def _flagged(signals: Sequence[Signal]) -> list[Signal]:
     return marked
 
 
-def _draw_panel(ax: Axes, role: MetricRole, label: str, series: list[MetricSeries], flagged: list[Signal]) -> None:
+def _draw_panel(ax: Axes, role: MetricRole, label: str, series: list[MetricSeries], flagged: list[Signal]) -> bool:
+    """One panel; True if drawn on a log axis."""
     shown = series[:MAX_LINES_PER_PANEL]
     non_finite = False
     for s in shown:
@@ -178,6 +181,7 @@ def _draw_panel(ax: Axes, role: MetricRole, label: str, series: list[MetricSerie
     hidden = len(series) - len(shown)
     if len(shown) > 1 or hidden or non_finite or role is MetricRole.EVAL:
         ax.legend(fontsize=7, loc="best", title=f"+{hidden} more" if hidden else None, title_fontsize=7)
+    return ax.get_yscale() == "log"
 
 
 def _mark_non_finite(ax: Axes, steps: np.ndarray) -> bool:

@@ -108,7 +108,7 @@ def answer_from_reply(reply: str) -> ReviewAnswer:
     rest = head[first.end() :] if first else head
     named = {decision, *_DECISION_WORD.findall(rest)} - {None}
     if decision is None or len(named) > 1:
-        said = f"it names {' and '.join(sorted(map(str, named)))}" if named else "it does not start with one"
+        said = "it does not start with one" if decision is None else f"it names {' and '.join(sorted(map(str, named)))}"
         raise ReviewError(
             f"the reply is not exactly one of STOP / CONTINUE / WAIT ({said}; reply {_quote(text)}): ask the "
             "reviewer again for one decision word first, then record its reply"
