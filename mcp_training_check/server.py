@@ -187,9 +187,9 @@ def _add_review_tool(server: MCPServer, mon: Monitor) -> None:
 def _add_record_review_tool(server: MCPServer, mon: Monitor) -> None:
     """record_review: the agent backend's reply, stored like any reviewer's answer."""
 
-    @server.tool(
+    @server.tool(  # read-only as `check` is: it records state, never acts on the world
         annotations=ToolAnnotations(
-            read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False
+            read_only_hint=True, destructive_hint=False, idempotent_hint=False, open_world_hint=False
         )
     )
     @_translate_errors

@@ -6,6 +6,9 @@ within the deadline — plus the chart on the wire for both API backends, and wh
 from __future__ import annotations
 
 import base64
+import os
+import subprocess
+import sys
 import time
 
 import openai
@@ -228,3 +231,19 @@ def test_the_fake_refuses_what_a_server_would(openai_api):
     completion = client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])
     (call,) = completion.choices[0].message.tool_calls or []
     assert call.function.name == REVIEW_TOOL and call.function.arguments == '{"decision": "WAIT", "reason": "why"}'
+
+
+def test_the_api_clients_and_matplotlib_load_only_when_a_review_needs_them(tmp_path, isolated_home):
+    """A server start or an agent-backend review imports none of anthropic, openai or matplotlib."""
+    unsure_project(tmp_path).close()
+    script = (
+        "import sys\nfrom mcp_training_check.server import build_server\n"
+        "from mcp_training_check.service import Monitor\n"
+        f"build_server(Monitor()); result = Monitor().escalate_review({RUN!r})\n"
+        "print(result.next_action, sorted(m for m in ('anthropic', 'openai', 'matplotlib') if m in sys.modules))"
+    )
+    env = {**os.environ, "TRAINING_CHECK_HOME": str(isolated_home)}
+    done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=120)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["record_review", "[]"]

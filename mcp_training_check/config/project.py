@@ -12,10 +12,12 @@ Example (every key is optional except ``run`` in each ``[runs.NAME]``)::
     notes = "TRAINING_NOTES.md"        # Markdown file incidents are appended to
     wandb_timeout_seconds = 10         # bound on every request to a W&B server (a tool call must not hang)
     ssh_timeout_seconds = 10           # bound on each SSH step: connect, banner, login, every read or command
-    [defaults.review]                  # the external LLM reviewer
-    model = "claude-sonnet-5-5"        # else $LLM_MODEL, else this default
-    timeout_seconds = 60               # hard wall-clock bound on one review, retries included
+    [defaults.review]                  # the reviewer of unsure verdicts
+    backend = "openai"                 # anthropic | openai | agent; left out: from the environment, else agent
+    model = "claude-sonnet-5-5"        # else $LLM_MODEL, else this default (anthropic)
+    timeout_seconds = 60               # hard wall-clock bound on one review, retries and chart included
     enabled = true
+    image = true                       # false: send the numbers without the run's chart
     [defaults.judge]                   # detector threshold overrides, passed through as given
     spike_ratio = 3.0
 
