@@ -11,7 +11,6 @@ import base64
 import functools
 import hmac
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 from mcp.server.mcpserver import MCPServer
@@ -221,18 +220,12 @@ def _add_plot_tool(server: MCPServer, mon: Monitor) -> None:
 
     @server.tool(annotations=_READ_ONLY)
     @_translate_errors
-    def plot(
-        run: RunArg,
-        output: Annotated[
-            str | None,
-            Field(description="Where to write the PNG; default: under the state directory.", max_length=4096),
-        ] = None,
-    ) -> Annotated[CallToolResult, PlotResult]:
+    def plot(run: RunArg) -> Annotated[CallToolResult, PlotResult]:
         """Draw the run from its stored metrics: training loss (log scale), evals, learning rate and grad
         norm over steps, with the steps the latest verdict flagged marked (dashed lines, rings). Returns the
         PNG as an image and writes it to `path` (images are not shown in a terminal: give the user the path).
         Reads the run first if it was never read."""
-        result, png = mon.plot(run, output=Path(output) if output else None)
+        result, png = mon.plot(run)  # no path argument: a tool call must not be able to overwrite any file
         return CallToolResult(
             content=[
                 ImageContent(type="image", data=base64.b64encode(png).decode("ascii"), mime_type="image/png"),

@@ -60,7 +60,7 @@ def diverging(tmp_path):
     return monitor, str(log), report.verdict
 
 
-def test_the_plot_tool_returns_the_png_as_an_image_and_its_path(diverging):
+def test_the_plot_tool_returns_the_png_as_an_image_and_its_path(diverging, isolated_home):
     monitor, run, verdict = diverging
     result = call(build_server(monitor), "plot", {"run": run})
     assert not result.is_error, result.content
@@ -70,6 +70,7 @@ def test_the_plot_tool_returns_the_png_as_an_image_and_its_path(diverging):
     assert png.startswith(PNG_MAGIC)
     plotted = PlotResult.model_validate(result.structured_content)
     assert Path(plotted.path).read_bytes() == png, "the saved file is the picture sent"
+    assert Path(plotted.path).parent == isolated_home / "plots", "saved under the state directory"
     assert plotted.panels == ["training loss", "eval", "learning rate", "grad norm"]
     assert plotted.decision is not None and plotted.decision.value == "stop"
     flagged = sorted({s.step for s in verdict.signals if s.step is not None and s.severity.value != "info"})

@@ -63,7 +63,7 @@ def test_no_key_unsure_check_prompt_recorded_continue_and_the_interval_climbs(tm
         "strict, high-rigour reviewer",
         "Run: flat",
         "latest step 5,990 of 20,000",
-        "Training loss loss at 10 checkpoints",
+        "Training loss (loss) at 10 checkpoints",
         "Last evals of eval/acc",
         f"eval/acc {BASELINE}",
         "The judge said UNSURE",

@@ -69,7 +69,7 @@ def test_the_chart_goes_along_as_a_png_under_the_cap(tmp_path, openai_api):
     assert 10_000 < len(image) <= MAX_REVIEW_IMAGE_BYTES
     user = request.body["messages"][1]["content"]
     assert [part["type"] for part in user] == ["text", "image_url"], "the chart comes next to the numbers"
-    assert "Run: flat" in user[0]["text"] and "Training loss loss at 10 checkpoints" in user[0]["text"]
+    assert "Run: flat" in user[0]["text"] and "Training loss (loss) at 10 checkpoints" in user[0]["text"]
 
 
 def test_the_anthropic_request_carries_the_chart_too(tmp_path, api):

@@ -74,7 +74,10 @@ def openai_models(settings: ReviewSettings) -> list[str]:
     """The models to try in order: the file's model or LLM_MODEL, then LLM_FALLBACK_MODEL."""
     first = settings.model if "model" in settings.model_fields_set else os.environ.get(MODEL_ENV, "").strip()
     fallback = os.environ.get(FALLBACK_MODEL_ENV, "").strip()
-    return [m for i, m in enumerate([first, fallback]) if m and m not in [first, fallback][:i]]
+    models = [first] if first else []
+    if fallback and fallback not in models:
+        models.append(fallback)
+    return models
 
 
 def ask_openai(

@@ -73,7 +73,7 @@ ANSWER_FORMS: dict[AnswerForm, str] = {
     "json": 'Answer with exactly this JSON object and nothing else: {"decision": "STOP" | "CONTINUE" | "WAIT", '
     '"reason": "one or two sentences citing the numbers that decided"}',
     "word": "Respond with exactly one of STOP / CONTINUE / WAIT as the first word of your reply, then one or "
-    "two sentences citing the numbers that decided. Name no other decision word.",
+    "two sentences citing the numbers that decided. Write no other of the three words in capitals.",
 }
 
 
@@ -159,7 +159,8 @@ def _curve_section(facts: ReviewFacts) -> str:
     loss = primary_train_loss(facts.roles)
     if loss is not None and loss in history.metrics:
         shown = ", ".join(f"{step:,}: {_num(value)}" for step, value in _checkpoints(history.metrics[loss]))
-        lines.append(f"Training loss {loss} at {LOSS_CHECKPOINTS} checkpoints (step: mean since the previous): {shown}")
+        head = f"Training loss ({loss}) at {LOSS_CHECKPOINTS} checkpoints (step: mean since the previous)"
+        lines.append(f"{head}: {shown}")
     for name, series in history.metrics.items():
         info = facts.roles.get(name)
         if info is not None and info.role is MetricRole.EVAL and series.steps.size:
