@@ -105,6 +105,7 @@ def render_chart(
         )
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
+    from matplotlib.ticker import FuncFormatter
 
     height = PANEL_HEIGHT_INCHES * len(groups) + TITLE_INCHES
     figure = Figure(figsize=(FIGURE_WIDTH_INCHES, height), dpi=dpi)
@@ -116,7 +117,8 @@ def render_chart(
     flagged = _flagged(signals)
     log_scale = [label for ax, (role, label, series) in zip(axes, groups, strict=True)
                  if _draw_panel(ax, role, label, series, flagged)]  # fmt: skip
-    axes[-1].set_xlabel("step")
+    axes[-1].set_xlabel(_step_label([s for _, _, group in groups for s in group]), fontsize=8)
+    axes[-1].xaxis.set_major_formatter(FuncFormatter(lambda value, _pos: f"{value:,.0f}"))
     figure.suptitle(_title(title, history, flagged), fontsize=10)
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=dpi)
@@ -228,6 +230,13 @@ def _ring(ax: Axes, series: MetricSeries | None, signal: Signal, colour: str) ->
         [steps[at]], [values[at]], marker="o", markersize=9, markerfacecolor="none",
         markeredgecolor=colour, markeredgewidth=1.8, linestyle="none",
     )  # fmt: skip
+
+
+def _step_label(series: list[MetricSeries]) -> str:
+    """"step", saying from where every line shows logged values (the stored history keeps older points only
+    as bucket means, which smooth noise away)."""
+    exact_from = [int(s.steps[s.raw_from]) for s in series if 0 < s.raw_from < s.steps.size]
+    return f"step (values as logged from step {max(exact_from):,}; earlier: bucket means)" if exact_from else "step"
 
 
 def _all_positive(series: list[MetricSeries]) -> bool:
