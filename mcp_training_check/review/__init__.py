@@ -13,8 +13,9 @@ Reads the stored checks (`state`) and draws with `plot`; `Monitor` stores the an
 `schedule_next` and `stop_run`. The anthropic and openai packages are imported only when asked.
 """
 
+from .agent import record_reply
 from .answer import REVIEW_TOOL, ReviewAnswer, answer_from_reply
-from .backends import choose_backend, record_reply, run_review
+from .backends import choose_backend, run_review
 from .facts import current_review, latest_verdict_check, review_facts, unsure_check
 from .image import MAX_REVIEW_IMAGE_BYTES, review_image
 from .prompt import SYSTEM_PROMPT, ReviewFacts, build_prompt

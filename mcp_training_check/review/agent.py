@@ -16,7 +16,7 @@ from .answer import answer_from_reply
 from .outcome import Reply, answered, awaiting, failed
 from .prompt import ReviewFacts, build_prompt
 
-__all__ = ["AGENT_REVIEWER", "HOW_TO_ANSWER", "LLM_CHAT_TOOL", "agent_prompt", "recorded_reply"]
+__all__ = ["AGENT_REVIEWER", "HOW_TO_ANSWER", "LLM_CHAT_TOOL", "agent_prompt", "record_reply"]
 
 LLM_CHAT_TOOL = "mcp__llm-chat__chat"
 AGENT_REVIEWER = "agent"
@@ -32,7 +32,7 @@ def agent_prompt(facts: ReviewFacts) -> ReviewResult:
     return awaiting(facts, build_prompt(facts, "word"), HOW_TO_ANSWER)
 
 
-def recorded_reply(facts: ReviewFacts, reply: str, reviewer: str | None) -> ReviewResult:
+def record_reply(facts: ReviewFacts, reply: str, reviewer: str | None) -> ReviewResult:
     """The agent's reviewer's ``reply`` as a review of ``facts``: STOP / CONTINUE / WAIT, or a failed WAIT."""
     model = (reviewer or "").strip() or AGENT_REVIEWER
     try:

@@ -17,12 +17,12 @@ from ..errors import ReviewError
 from ..models import ReviewBackend, ReviewResult
 from . import anthropic as anthropic_backend
 from . import openai_compat
-from .agent import agent_prompt, recorded_reply
+from .agent import agent_prompt
 from .image import review_image
 from .outcome import Endpoint, Reply, answered, failed, within
 from .prompt import ReviewFacts, build_prompt
 
-__all__ = ["choose_backend", "record_reply", "run_review"]
+__all__ = ["choose_backend", "run_review"]
 
 
 def choose_backend(settings: ReviewSettings) -> ReviewBackend:
@@ -54,11 +54,6 @@ def run_review(facts: ReviewFacts, settings: ReviewSettings) -> ReviewResult:
     except ReviewError as exc:
         return failed(facts, backend, model, str(exc), time.monotonic() - started)
     return answered(facts, backend, reply, time.monotonic() - started)
-
-
-def record_reply(facts: ReviewFacts, reply: str, reviewer: str | None = None) -> ReviewResult:
-    """The agent's reviewer's reply, parsed and shaped like any backend's answer."""
-    return recorded_reply(facts, reply, reviewer)
 
 
 def _api_call(
