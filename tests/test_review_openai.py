@@ -160,6 +160,22 @@ def test_a_persistent_429_is_a_wait_after_the_bounded_retries(tmp_path, openai_a
     assert [r.status for r in openai_api.requests] == [429] * (1 + MAX_RETRIES)
 
 
+def test_a_persistent_server_error_is_a_wait_after_the_bounded_retries(tmp_path, openai_api):
+    openai_api.default = api_error("server_error", "The server had an error while processing your request.")
+    result, _ = review_failing(unsure_project(tmp_path, review="timeout_seconds = 10"), within=10 + SLACK_SECONDS)
+    assert "the OpenAI-compatible API failed (HTTP 500: server_error: The server had an error" in result.error
+    assert f"after {MAX_RETRIES} retries" in result.error
+    assert [r.status for r in openai_api.requests] == [500] * (1 + MAX_RETRIES)
+
+
+def test_a_long_retry_after_cannot_push_the_review_past_its_deadline(tmp_path, openai_api):
+    """openai honours retry-after up to 2 minutes; the wall-clock deadline still holds."""
+    openai_api.default = api_error("rate_limit_exceeded", "slow down", **{"retry-after": "30"})
+    result, elapsed = review_failing(unsure_project(tmp_path, review=FAILING))
+    assert f"timed out after {TIMEOUT} s" in result.error and elapsed >= TIMEOUT - 0.1
+    assert [r.status for r in openai_api.requests] == [429]
+
+
 def test_a_server_that_never_answers_is_a_wait_at_the_deadline(tmp_path, openai_api):
     openai_api.default = hang()
     result, elapsed = review_failing(unsure_project(tmp_path, review=FAILING))
