@@ -134,10 +134,11 @@ def test_ended_run_has_no_job_to_keep() -> None:
 
 def test_a_sweep_has_one_job_that_is_kept_and_names_the_limit() -> None:
     group = RunRef(raw="ent/proj/sweeps/sw1", kind=RunKind.WANDB_SWEEP, entity="ent", project="proj", sweep_id="sw1")
+    runs = [f"wandb:ent/proj/r{i}" for i in range(CRON_JOBS_PER_SESSION + 10)]
     members = [
-        (RunLine(run=f"wandb:ent/proj/r{i}", decision=Decision.CONTINUE, summary="ok", next_action="continue_monitoring"),
-         healthy(30, NOW, None, run=f"wandb:ent/proj/r{i}"))
-        for i in range(CRON_JOBS_PER_SESSION + 10)
+        (RunLine(run=run, decision=Decision.CONTINUE, summary="ok", next_action="continue_monitoring"),
+         healthy(30, NOW, None, run=run))
+        for run in runs
     ]  # fmt: skip
     first = group_report(group, members, NOW, in_force=None).schedule
     assert first.cron_action == "replace" and first.interval_minutes == 60
