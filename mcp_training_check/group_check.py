@@ -93,7 +93,7 @@ def check_members(members: Sequence[RunRef], check: Callable[[RunRef], MemberRes
 
 
 def group_report(
-    group: RunRef, results: list[MemberResult], now: datetime | None, *, in_force: HandedOutCron | None = None
+    group: RunRef, results: Sequence[MemberResult], now: datetime | None, *, in_force: HandedOutCron | None = None
 ) -> GroupReport:
     """Bad runs first; one schedule for the group: the shortest interval of any run still monitored.
     ``in_force``: the group's cron last handed out (kept while the interval is unchanged)."""
