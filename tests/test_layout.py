@@ -35,6 +35,7 @@ STAGES: dict[str, int] = {
     "cli": 10,
     "__main__": 10,
     "examples": 10,
+    "watch": 10,
 }
 
 
