@@ -109,7 +109,7 @@ def test_watch_sleeps_the_ladder_and_stops_on_stop_when_allowed(tmp_path: Path, 
     assert "cron" not in " ".join(lines)
     assert checks[-1].startswith("2026-03-04 13:47  STOP: loss is NaN")  # 09:47 + 10 + 20 + 30 + 3 × 60 min
     assert checks[-1].endswith("; stop monitoring: run stopped")
-    assert lines[-1].startswith("  STOPPED: ") and "incident #" in lines[-1]
+    assert lines[-1].startswith("  stopped: pid ") and lines[-1].endswith("(incident #1)")
     assert sleeper.poll() is not None
     assert "loss is NaN" in (tmp_path / "notes.md").read_text()
 
@@ -224,6 +224,6 @@ def test_watch_subprocess_with_stop_kills_the_configured_process(tmp_path: Path,
     assert watcher.seen[0].startswith("watching exp: one line per check, stops it on STOP as training-check.toml says")
     assert first.split("  ", 1)[1].startswith("CONTINUE")
     assert "STOP: loss is NaN" in last and last.endswith("stop monitoring: run stopped")
-    assert watcher.seen[-1].startswith("  STOPPED: ")
+    assert watcher.seen[-1].startswith("  stopped: pid ")
     assert returncode == 0, stderr
     assert sleeper.poll() is not None

@@ -127,6 +127,6 @@ def review_line(review: ReviewResult) -> str:
 
 
 def stop_line(result: StopResult) -> str:
-    where = f"; incident #{result.incident_id}" if result.incident_id is not None else ""
-    notes = f", notes in {result.notes_path}" if result.notes_path else ""
-    return f"{result.outcome.value.upper()}: {result.summary}{where}{notes}"
+    """stop_run's own summary (outcome, verification, where the notes went) and the incident number."""
+    incident = f" (incident #{result.incident_id})" if result.incident_id is not None else ""
+    return f"{result.summary}{incident}"
