@@ -19,6 +19,9 @@ schedule is made against the cron already in force for the run (`state.HandedOut
 interval keeps the same cron (``cron_action`` "keep", so a healthy run's job is not churned at every
 fire), until the job is `CRON_RENEW_MARGIN` from its expiry ("recreate": delete and create it again
 now); another interval is a new cron ("replace"). `handed_out` is what the service stores afterwards.
+A `schedule_next` in the same fire as the check that handed the cron out (after a review, before the
+skill touched the job) repeats that check's action for an unchanged cron: a "recreate" the skill has not
+carried out yet must not turn into "keep".
 
 `schedule_after` applies the ladder to a verdict (a reviewer's CONTINUE clears the unsure verdict it
 answered); `check_report` adds the one next action a check ends with (stop, review, keep watching, end).
@@ -247,9 +250,11 @@ def next_schedule(
     now: datetime | None = None,
     prompt_template: str = DEFAULT_PROMPT_TEMPLATE,
     in_force: HandedOutCron | None = None,
+    same_fire: bool = False,
 ) -> Schedule:
     """The next check of ``run``: interval, cron for CronCreate, when it fires, and what to do with the
-    run's job given ``in_force``, the cron last handed out for it.
+    run's job given ``in_force``, the cron last handed out for it (``same_fire``: by the check this call
+    follows, so the skill has not acted on it yet).
 
     ``now`` (default: the current time) is converted to the process's local zone, the zone
     CronCreate reads the expression in; a naive ``now`` is taken as local time.
@@ -265,7 +270,7 @@ def next_schedule(
     )
     local_now = (now or datetime.now()).astimezone()
     prompt = prompt_template.format(run=run)
-    cron, action, handed_out_at = _cron_in_force(interval, prompt, local_now, in_force)
+    cron, action, handed_out_at = _cron_in_force(interval, prompt, local_now, in_force, same_fire=same_fire)
     fire = CronExpr.parse(cron).next_fire(local_now)
     expires = (handed_out_at + CRON_MAX_AGE).astimezone(local_now.tzinfo)
     clock = f"{fire:%H:%M %Z}".strip()
@@ -305,14 +310,17 @@ def cron_action_reason(action: CronAction, expires: datetime) -> str:
 
 
 def _cron_in_force(
-    interval: int, prompt: str, local_now: datetime, in_force: HandedOutCron | None
+    interval: int, prompt: str, local_now: datetime, in_force: HandedOutCron | None, *, same_fire: bool
 ) -> tuple[str, CronAction, datetime]:
     """The cron to hand out, what to do with the run's job, and when that job was (or is now) handed out.
 
     The cron in force stays while the interval and prompt are unchanged, until CRON_RENEW_MARGIN before
-    it expires; otherwise a new cron whose first fire is ``interval`` minutes from now."""
+    it expires; otherwise a new cron whose first fire is ``interval`` minutes from now. In the same fire
+    the unchanged cron keeps the action already handed out (the skill has not acted on it yet)."""
     same_job = in_force is not None and (in_force.interval_minutes, in_force.prompt) == (interval, prompt)
     if in_force is not None and same_job and _is_valid_cron(in_force.cron):
+        if same_fire:
+            return in_force.cron, in_force.action, in_force.handed_out_at
         if local_now < in_force.handed_out_at + CRON_MAX_AGE - CRON_RENEW_MARGIN:
             return in_force.cron, "keep", in_force.handed_out_at
         return in_force.cron, "recreate", local_now
@@ -328,8 +336,9 @@ def _is_valid_cron(cron: str) -> bool:
     return True
 
 
-def handed_out(schedule: Schedule) -> HandedOutCron | None:
-    """What to store as the run's cron in force after ``schedule`` was handed out (None: no job any more)."""
+def handed_out(schedule: Schedule, check_id: int | None = None) -> HandedOutCron | None:
+    """What to store as the run's cron in force after ``schedule`` was handed out by the check row
+    ``check_id`` (None: no job any more)."""
     if not schedule.monitoring or schedule.cron_create is None or schedule.cron_expires_at is None:
         return None
     return HandedOutCron(
@@ -337,6 +346,8 @@ def handed_out(schedule: Schedule) -> HandedOutCron | None:
         prompt=schedule.cron_create.prompt,
         interval_minutes=schedule.interval_minutes or FIRST_INTERVAL_MINUTES,
         handed_out_at=schedule.cron_expires_at - CRON_MAX_AGE,
+        action=schedule.cron_action or "replace",
+        check_id=check_id,
     )
 
 
@@ -359,10 +370,11 @@ def schedule_after(
     run_status: RunStatus,
     now: datetime | None,
     in_force: HandedOutCron | None = None,
+    same_fire: bool = False,
 ) -> Schedule:
     """The next check after ``verdict``; ``review`` is the reviewer's STOP / CONTINUE / WAIT on it, if asked.
     A reviewer's CONTINUE clears the unsure verdict it answered: the interval climbs as when healthy.
-    ``in_force``: the cron last handed out for the run (see `next_schedule`)."""
+    ``in_force``, ``same_fire``: the cron last handed out for the run (see `next_schedule`)."""
     answer = (review or "").upper()
     cleared = verdict is not None and answer == "CONTINUE"
     return next_schedule(
@@ -376,6 +388,7 @@ def schedule_after(
         run_status=run_status,
         now=now,
         in_force=in_force,
+        same_fire=same_fire,
     )
 
 

@@ -213,18 +213,19 @@ class Monitor:
             stored_review = self._current_review(ctx, checks[:PREVIOUS_VERDICTS])
             review = review or (stored_review.decision if stored_review else None)
             read_failed = bool(checks) and checks[0].data_source == DataSource.UNREACHABLE.value
+            in_force = self.store.cron_in_force(ctx.key)
             schedule = self._schedule(
                 ctx, latest, self.store.run_info(ctx.key), checks, review=review, read_failed=read_failed, now=now,
-                in_force=self.store.cron_in_force(ctx.key),
+                in_force=in_force, same_fire=_handed_out_this_fire(in_force, checks),
             )  # fmt: skip
-            self.store.set_cron_in_force(ctx.key, handed_out(schedule))
-            self.store.record_check(
+            check_id = self.store.record_check(
                 ctx.key,
                 verdict=None,
                 data_source="schedule",
                 interval_minutes=schedule.interval_minutes,
                 monitoring=schedule.monitoring,
             )
+            self.store.set_cron_in_force(ctx.key, handed_out(schedule, check_id))
             return schedule
 
     def _schedule(
@@ -238,12 +239,14 @@ class Monitor:
         read_failed: bool,
         now: datetime | None,
         in_force: HandedOutCron | None,
+        same_fire: bool = False,
     ) -> Schedule:
         """``checks``: the run's recent checks, most recent first; the last interval comes from them.
-        ``in_force``: the cron last handed out for the run (None for a sweep member: it has no job)."""
+        ``in_force``: the cron last handed out for the run (None for a sweep member: it has no job);
+        ``same_fire``: it was handed out since the latest read, so the skill has not acted on it yet."""
         return schedule_after(
             run=ctx.ref.raw, verdict=verdict, previous_interval_minutes=last_interval(checks), review=review,
-            read_failed=read_failed, run_status=info.status, now=now, in_force=in_force,
+            read_failed=read_failed, run_status=info.status, now=now, in_force=in_force, same_fire=same_fire,
         )  # fmt: skip
 
     # ------------------------------------------------------------------ review
@@ -301,15 +304,15 @@ class Monitor:
         schedule = self._schedule(
             ctx, verdict, stored.info, checks, review=None, read_failed=not readable, now=now, in_force=in_force
         )
-        if hands_out_cron:
-            self.store.set_cron_in_force(ctx.key, handed_out(schedule))
-        self.store.record_check(
+        check_id = self.store.record_check(
             ctx.key,
             verdict=verdict,
             data_source=snapshot.data_source.value,
             interval_minutes=schedule.interval_minutes,
             monitoring=schedule.monitoring,
         )
+        if hands_out_cron:
+            self.store.set_cron_in_force(ctx.key, handed_out(schedule, check_id))
         return check_report(ctx.ref.raw, snapshot, verdict, schedule)
 
     # ------------------------------------------------------------------ check_many
@@ -385,6 +388,19 @@ class Monitor:
             verdict=latest.verdict if latest else None, review=self._current_review(ctx, checks),
             url=stored.info.url,
         )  # fmt: skip
+
+
+_READ_SOURCES = frozenset(source.value for source in DataSource)
+"""The data_source of a check row written by a read (a `check`): each starts a cron fire."""
+
+
+def _handed_out_this_fire(in_force: HandedOutCron | None, checks: Sequence[CheckRecord]) -> bool:
+    """True when ``in_force`` was handed out at or after the latest read (``checks`` most recent first): a
+    schedule_next after that check's review, before the skill acted on the check's cron_action."""
+    fire_start = next((c.id for c in checks if c.data_source in _READ_SOURCES), None)
+    return in_force is not None and in_force.check_id is not None and fire_start is not None and (
+        in_force.check_id >= fire_start
+    )
 
 
 def _shown(info: RunInfo) -> RunInfo:

@@ -3,6 +3,7 @@ Code's expiry, and remembered in the state database (schema v3) across processes
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import time
 from collections.abc import Iterator
@@ -14,6 +15,7 @@ import pytest
 from mcp_training_check.group_check import CRON_JOBS_PER_SESSION, group_report
 from mcp_training_check.models import Decision, RunKind, RunLine, RunRef, Schedule
 from mcp_training_check.schedule import CRON_MAX_AGE, CRON_RENEW_MARGIN, handed_out, next_schedule
+from mcp_training_check.service import Monitor
 from mcp_training_check.state import HandedOutCron, StateStore
 from mcp_training_check.state.schema import MIGRATIONS, SCHEMA_VERSION
 
@@ -187,3 +189,36 @@ def test_a_version_2_database_is_upgraded_keeping_its_data(isolated_home: Path) 
     assert db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == (str(SCHEMA_VERSION),)
     assert db.execute("SELECT cron FROM crons WHERE run_key = 'k'").fetchone() == ("47 * * * *",)
     db.close()
+
+
+# --------------------------------------------------------------------------- through Monitor
+
+
+def test_a_review_in_the_same_fire_repeats_the_recreate_and_the_next_fire_keeps(tmp_path: Path) -> None:
+    """check says recreate; escalate_review → schedule_next in the same fire must still say recreate (the
+    skill has not re-created the job yet), and the next fire's check keeps the new job."""
+    log = tmp_path / "train.jsonl"
+    clock = [NOW]
+    monitor = Monitor(clock=lambda: clock[0])
+    step = 0
+
+    def fire(after: timedelta) -> Schedule:
+        nonlocal step
+        clock[0] += after
+        with log.open("a") as handle:
+            for _ in range(40):
+                handle.write(json.dumps({"step": step, "loss": 3.0 / (1 + step / 100) ** 0.5, "lr": 3e-4}) + "\n")
+                step += 1
+        return monitor.check(str(log)).schedule
+
+    actions = [fire(timedelta(minutes=m)).cron_action for m in (0, 10, 20, 30, 60)]
+    assert actions == ["replace", "replace", "replace", "replace", "keep"]
+    hourly = monitor.store.cron_in_force(f"file:{log}")
+    assert hourly is not None and hourly.handed_out_at == NOW + timedelta(minutes=60)
+    renewal = fire(CRON_MAX_AGE - CRON_RENEW_MARGIN)
+    assert renewal.cron_action == "recreate"
+    after_review = monitor.schedule_next(str(log), review="WAIT")
+    assert after_review.cron_action == "recreate" and after_review.cron_create == renewal.cron_create
+    assert after_review.cron_expires_at == renewal.cron_expires_at == clock[0] + CRON_MAX_AGE
+    assert fire(timedelta(hours=1)).cron_action == "keep"
+    monitor.close()

@@ -16,7 +16,7 @@ Schema (version in ``meta``; ``MIGRATIONS[v]`` upgrades v-1 → v)::
     checks(id, run_key, at, decision, verdict, data_source, interval_minutes, monitoring)
     incidents(id, run_key, at, data)
     reviews(id, run_key, check_id, at, decision, data)        (v2, state.reviews)
-    crons(run_key, cron, prompt, interval_minutes, handed_out_at)  (v3, state.crons)
+    crons(run_key, cron, prompt, interval_minutes, handed_out_at, action, check_id)  (v3, state.crons)
 """
 
 from __future__ import annotations
