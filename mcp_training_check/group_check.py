@@ -145,13 +145,12 @@ def _group_schedule(
     )
     action = schedule.cron_action or "replace"
     clock = f" at {schedule.next_check_at:%H:%M %Z}".rstrip() if schedule.next_check_at else ""
-    expires = schedule.cron_expires_at
     return schedule.model_copy(
         update={
             "summary": f"next check in {interval} min (the shortest over {len(live)} run(s)){clock}"
             + CRON_ACTION_WORDS[action],
             "reason": f"One cron job for the whole {what}, never one per run (Claude Code allows "
             f"{CRON_JOBS_PER_SESSION} jobs a session), at the shortest interval any of its runs needs; "
-            + (cron_action_reason(action, expires) if expires else "CronDelete, then CronCreate(cron_create)."),
+            + cron_action_reason(action),
         }
     )

@@ -282,7 +282,7 @@ def next_schedule(
         cron_create=CronArgs(cron=cron, prompt=prompt, recurring=True),
         cron_action=action,
         cron_expires_at=expires,
-        reason=f"{why[0].upper()}{why[1:]}; {cron_action_reason(action, expires)}",
+        reason=f"{why[0].upper()}{why[1:]}; {cron_action_reason(action)}",
     )
 
 
@@ -293,20 +293,16 @@ CRON_ACTION_WORDS: dict[CronAction, str] = {
 }
 
 
-def cron_action_reason(action: CronAction, expires: datetime) -> str:
-    """What the skill does with the run's cron job, and when Claude Code would delete it by itself."""
-    when = f"{expires:%Y-%m-%d %H:%M %Z}".strip()
+def cron_action_reason(action: CronAction) -> str:
+    """What the skill does with the run's cron job (`cron_expires_at` says until when it lasts)."""
     if action == "keep":
-        return (
-            f"same cron as this run's job: keep it (CronCreate(cron_create) only if CronList shows none for this "
-            f"run). Claude Code deletes it by itself at {when}; a check before then will say to re-create it."
-        )
+        return "same cron as this run's job: keep it (create it only if CronList shows none)."
     if action == "recreate":
         return (
-            f"same cron, but Claude Code deletes this run's job by itself at {when}: re-create it now, "
+            "same cron, but Claude Code would soon delete this run's job by itself: re-create it now, "
             "CronDelete, then CronCreate(cron_create)."
         )
-    return f"replace this run's cron job: CronDelete, then CronCreate(cron_create); it lasts until {when}."
+    return "replace this run's cron job: CronDelete, then CronCreate(cron_create)."
 
 
 def _cron_in_force(
