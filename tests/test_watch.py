@@ -23,6 +23,9 @@ from mcp_training_check.config import load_config
 from mcp_training_check.errors import StopError
 from mcp_training_check.service import Monitor
 from mcp_training_check.watch import EXIT_INTERRUPTED, EXIT_TERMINATED, WatchClock, watch_run
+from tests import wandb_api_fixtures
+from tests.test_sweep import broken, healthy
+from tests.wandb_api_fixtures import wandb_monitor
 
 START = datetime(2026, 3, 4, 9, 47, tzinfo=UTC)
 LINE_TIMEOUT_SECONDS = 90  # a cold start on a busy 2-core machine takes seconds; a hang takes forever
@@ -227,3 +230,31 @@ def test_watch_subprocess_with_stop_kills_the_configured_process(tmp_path: Path,
     assert watcher.seen[-1].startswith("  stopped: pid ")
     assert returncode == 0, stderr
     assert sleeper.poll() is not None
+
+
+# --------------------------------------------------------------------------- a sweep
+
+
+server = wandb_api_fixtures.server  # the fake W&B server fixture
+
+
+def test_watch_of_a_sweep_prints_the_group_and_its_bad_runs_and_refuses_stop(server, tmp_path: Path) -> None:
+    for run_id in ("aaa", "bbb"):
+        healthy(server.add_run("ent", "proj", run_id, sweep="sw1"))
+    broken(server.add_run("ent", "proj", "zzz", sweep="sw1"))
+    monitor = wandb_monitor(tmp_path)
+    with pytest.raises(StopError, match="--stop stops one run, and 'ent/proj/sweeps/sw1' is a sweep or project"):
+        watch_run(monitor, "ent/proj/sweeps/sw1", act_on_stop=True, clock=FakeTime(tmp_path / "x", 0).clock(),
+                  emit=print)  # fmt: skip
+    fake = FakeTime(tmp_path / "unused.jsonl", 0, interrupt_at=2)
+    lines: list[str] = []
+    with pytest.raises(KeyboardInterrupt):
+        watch_run(monitor, "ent/proj/sweeps/sw1", act_on_stop=False, clock=fake.clock(), emit=lines.append)
+    monitor.close()
+    assert lines[0].startswith("2026-03-04 09:47  3 running run(s) in sweep ent/proj/sweeps/sw1: ")
+    assert "stop wandb:ent/proj/zzz first; next check in 10 min (the shortest over 3 run(s)) at 09:57 UTC" in lines[0]
+    assert lines[1].startswith("  STOP wandb:ent/proj/zzz: ")
+    groups = [line for line in lines if not line.startswith("  ")]
+    assert len(groups) == 2 and groups[1].startswith("2026-03-04 09:57  ") and "cron" not in " ".join(lines)
+    assert lines.index(groups[1]) == 2  # a sweep's runs are never stopped: one STOP line, nothing done
+    assert [round(s / 60) for s in fake.slept] == [10, 10]

@@ -2,7 +2,8 @@
 
 It is the skill's cron loop without an agent: `Monitor.check` at each turn, ``escalate_review`` on an
 unsure verdict, ``stop_run`` on a STOP only when the person passed ``--stop`` (never otherwise), and
-``schedule_next`` after a review or a stop. It sleeps until the schedule's ``next_check_at`` and returns
+``schedule_next`` after a review or a stop. A W&B sweep or project gets `check_many`: one line for the
+group and one per run to stop or review, never a stop. It sleeps until the schedule's ``next_check_at`` and returns
 once the schedule says monitoring is over. The clock and the sleep are passed in (`WatchClock`), so a
 test runs a week of checks in a second and `--seconds-per-minute` compresses time for a demo or a test.
 """
@@ -15,7 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from ..errors import StopError
-from ..models import CheckReport, ReviewResult, Schedule, StopResult
+from ..models import CheckReport, ReviewResult, RunKind, Schedule, StopResult
 from ..schedule import CRON_ACTION_WORDS
 from ..service import Monitor
 
@@ -23,6 +24,8 @@ __all__ = ["REAL_SECONDS_PER_MINUTE", "WatchClock", "compressed_clock", "watch_r
 
 REAL_SECONDS_PER_MINUTE = 60.0
 """Seconds slept per schedule minute when time is not compressed."""
+
+GROUP_KINDS = (RunKind.WANDB_SWEEP, RunKind.WANDB_PROJECT)
 
 
 
@@ -61,21 +64,48 @@ def watch_run(
     ``act_on_stop``: stop the run (as training-check.toml configures) on a stop verdict or a reviewer's
     STOP; without it a STOP is only reported. Errors of this package propagate; Ctrl-C raises
     KeyboardInterrupt from wherever the loop is, the state store staying consistent."""
-    if act_on_stop and monitor.context(run).settings.stop is None:
+    is_group = _refuse_stop_without_config(monitor, run, act_on_stop=act_on_stop)
+    while True:
+        checked_at = clock.now()
+        if is_group:
+            schedule, lines = _group_turn(monitor, run, checked_at)
+        else:
+            report = monitor.check(run, now=checked_at)
+            schedule, notes = _act(monitor, run, report, act_on_stop=act_on_stop, clock=clock)
+            lines = [check_line(report, schedule, checked_at), *(f"  {note}" for note in notes)]
+        for line in lines:
+            emit(line)
+        if not schedule.monitoring:
+            return schedule
+        clock.sleep(_wait_seconds(schedule, clock))
+
+
+def _refuse_stop_without_config(monitor: Monitor, run: str, *, act_on_stop: bool) -> bool:
+    """Whether ``run`` is a W&B sweep or project; StopError when --stop cannot be honoured."""
+    ctx = monitor.context(run)
+    is_group = ctx.ref.kind in GROUP_KINDS
+    if act_on_stop and is_group:
+        raise StopError(
+            f"--stop stops one run, and {run!r} is a sweep or project: watch it without --stop, and stop a "
+            "run it reports with `training-check stop <run> --confirm --reason ...` (its [runs.<name>.stop])."
+        )
+    if act_on_stop and ctx.settings.stop is None:
         raise StopError(
             f"--stop needs a way to stop {run!r}: add a [runs.<name>.stop] table for it to training-check.toml "
             "(pid_file, or method = \"wandb\" / \"ssh\"), or watch without --stop."
         )
-    while True:
-        checked_at = clock.now()
-        report = monitor.check(run, now=checked_at)
-        schedule, notes = _act(monitor, run, report, act_on_stop=act_on_stop, clock=clock)
-        emit(check_line(report, schedule, checked_at))
-        for note in notes:
-            emit(f"  {note}")
-        if not schedule.monitoring:
-            return schedule
-        clock.sleep(_wait_seconds(schedule, clock))
+    return is_group
+
+
+def _group_turn(monitor: Monitor, run: str, at: datetime) -> tuple[Schedule, list[str]]:
+    """One check of a sweep or project: its summary line, then a line per run to stop or review."""
+    report = monitor.check_many(run, now=at)
+    head = report.summary.removesuffix(report.schedule.summary).rstrip("; ")
+    lines = [f"{at:%Y-%m-%d %H:%M}  {head}; {_next_check_words(report.schedule)}"]
+    for line in report.runs:
+        if line.next_action in ("stop_run", "escalate_review") and line.decision is not None:
+            lines.append(f"  {line.decision.value.upper()} {line.run}: {line.summary}")
+    return report.schedule, lines
 
 
 def _act(
@@ -113,12 +143,14 @@ def check_line(report: CheckReport, schedule: Schedule, at: datetime) -> str:
     else:
         label, head = "UNREAD", "; ".join(report.snapshot.warnings) or report.snapshot.summary
     head = head if head.startswith(label) else f"{label}: {head}"
-    # the cron job is the skill's business, not the terminal's
+    return f"{at:%Y-%m-%d %H:%M}  {head.rstrip('.')}; {_next_check_words(schedule)}"
+
+
+def _next_check_words(schedule: Schedule) -> str:
+    """The schedule's summary without what to do with the cron job: that is the skill's business."""
     if schedule.cron_action is not None:
-        next_check = schedule.summary.removesuffix(CRON_ACTION_WORDS[schedule.cron_action])
-    else:
-        next_check = schedule.summary.partition(";")[0]  # "stop monitoring: run stopped"
-    return f"{at:%Y-%m-%d %H:%M}  {head.rstrip('.')}; {next_check}"
+        return schedule.summary.removesuffix(CRON_ACTION_WORDS[schedule.cron_action])
+    return schedule.summary.partition(";")[0]  # "stop monitoring: run stopped"
 
 
 def review_line(review: ReviewResult) -> str:
