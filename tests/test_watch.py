@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from mcp_training_check.config import load_config
-from mcp_training_check.errors import StopError
+from mcp_training_check.errors import RunNotFound, StopError
 from mcp_training_check.service import Monitor
 from mcp_training_check.watch import EXIT_INTERRUPTED, EXIT_TERMINATED, WatchClock, watch_run
 from tests import wandb_api_fixtures
@@ -140,6 +140,29 @@ def test_stop_flag_without_a_stop_config_is_refused_before_any_check(tmp_path: P
         watch_run(monitor, str(log), act_on_stop=True, clock=FakeTime(log, 50).clock(), emit=print)
     assert monitor.store.recent_checks(f"file:{log}") == []
     monitor.close()
+
+
+def test_a_later_error_is_printed_and_retried_but_a_first_one_ends_the_watch(tmp_path: Path) -> None:
+    log, away = tmp_path / "train.jsonl", tmp_path / "rotated.jsonl"
+    with pytest.raises(RunNotFound):
+        watch_run(Monitor(), str(log), act_on_stop=False, clock=FakeTime(log, 0).clock(), emit=print)
+    fake = FakeTime(log, append(log, 0, 200), interrupt_at=4)
+
+    def sleep(seconds: float) -> None:
+        fake.sleep(seconds)
+        if len(fake.slept) == 1:
+            log.rename(away)  # gone for the second check
+        if len(fake.slept) == 2:
+            away.rename(log)
+
+    lines: list[str] = []
+    with pytest.raises(KeyboardInterrupt):
+        watch_run(Monitor(), str(log), act_on_stop=False, clock=WatchClock(lambda: fake.now, sleep), emit=lines.append)
+    assert len(lines) == 4 and lines[0][18:].startswith("CONTINUE")
+    assert lines[1].startswith("2026-03-04 09:57  ERROR: ") and str(log) in lines[1]
+    assert lines[1].endswith("; trying again in 10 min")
+    assert lines[2].startswith("2026-03-04 10:07  ") and "next check in 20 min (healthy, interval up" in lines[2]
+    assert [round(s / 60) for s in fake.slept] == [10, 10, 20, 30]
 
 
 # --------------------------------------------------------------------------- a real subprocess

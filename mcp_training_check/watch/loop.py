@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from ..errors import StopError
+from ..errors import StopError, TrainingCheckError
 from ..models import CheckReport, ReviewResult, RunKind, Schedule, StopResult
 from ..schedule import CRON_ACTION_WORDS
 from ..service import Monitor
@@ -62,22 +62,39 @@ def watch_run(
     """Check ``run`` until its schedule says monitoring is over; return that last schedule.
 
     ``act_on_stop``: stop the run (as training-check.toml configures) on a stop verdict or a reviewer's
-    STOP; without it a STOP is only reported. Errors of this package propagate; Ctrl-C raises
-    KeyboardInterrupt from wherever the loop is, the state store staying consistent."""
+    STOP; without it a STOP is only reported. An error of this package in the first check propagates
+    (the run or the config is wrong); a later one is printed and the check retried at the same interval
+    (a log rotated away for a moment must not end a week of watching). Ctrl-C raises KeyboardInterrupt
+    from wherever the loop is, the state store staying consistent."""
     is_group = _refuse_stop_without_config(monitor, run, act_on_stop=act_on_stop)
+    last: Schedule | None = None
     while True:
         checked_at = clock.now()
-        if is_group:
-            schedule, lines = _group_turn(monitor, run, checked_at)
-        else:
-            report = monitor.check(run, now=checked_at)
-            schedule, notes = _act(monitor, run, report, act_on_stop=act_on_stop, clock=clock)
-            lines = [check_line(report, schedule, checked_at), *(f"  {note}" for note in notes)]
+        try:
+            schedule, lines = _turn(monitor, run, checked_at, is_group=is_group, act_on_stop=act_on_stop, clock=clock)
+        except TrainingCheckError as exc:
+            if last is None or last.interval_minutes is None:
+                raise
+            emit(f"{checked_at:%Y-%m-%d %H:%M}  ERROR: {exc}; trying again in {last.interval_minutes} min")
+            clock.sleep(last.interval_minutes * clock.seconds_per_minute)
+            continue
         for line in lines:
             emit(line)
         if not schedule.monitoring:
             return schedule
+        last = schedule
         clock.sleep(_wait_seconds(schedule, clock))
+
+
+def _turn(
+    monitor: Monitor, run: str, at: datetime, *, is_group: bool, act_on_stop: bool, clock: WatchClock
+) -> tuple[Schedule, list[str]]:
+    """One check (of a run or a group) and what follows it: the schedule to sleep by and the lines to print."""
+    if is_group:
+        return _group_turn(monitor, run, at)
+    report = monitor.check(run, now=at)
+    schedule, notes = _act(monitor, run, report, act_on_stop=act_on_stop, clock=clock)
+    return schedule, [check_line(report, schedule, at), *(f"  {note}" for note in notes)]
 
 
 def _refuse_stop_without_config(monitor: Monitor, run: str, *, act_on_stop: bool) -> bool:
