@@ -53,7 +53,12 @@ def write_cron(conn: sqlite3.Connection, run_key: str, cron: HandedOutCron) -> N
         """INSERT OR REPLACE INTO crons (run_key, cron, prompt, interval_minutes, handed_out_at, action, check_id)
            VALUES (?, ?, ?, ?, ?, ?, ?)""",
         (
-            run_key, cron.cron, cron.prompt, cron.interval_minutes, _utc_text(cron.handed_out_at), cron.action,
+            run_key,
+            cron.cron,
+            cron.prompt,
+            cron.interval_minutes,
+            _utc_text(cron.handed_out_at),
+            cron.action,
             cron.check_id,
         ),
     )

@@ -3,9 +3,10 @@
 It is the skill's cron loop without an agent: `Monitor.check` at each turn, ``escalate_review`` on an
 unsure verdict, ``stop_run`` on a STOP only when the person passed ``--stop`` (never otherwise), and
 ``schedule_next`` after a review or a stop. A W&B sweep or project gets `check_many`: one line for the
-group and one per run to stop or review, never a stop. It sleeps until the schedule's ``next_check_at`` and returns
-once the schedule says monitoring is over. The clock and the sleep are passed in (`WatchClock`), so a
-test runs a week of checks in a second and `--seconds-per-minute` compresses time for a demo or a test.
+group and one per run to stop or review, never a stop. It sleeps until the schedule's ``next_check_at``
+and returns once the schedule says monitoring is over. The clock and the sleep are passed in
+(`WatchClock`), so a test runs a week of checks in a second and `--seconds-per-minute` compresses time
+for a demo or a test.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ REAL_SECONDS_PER_MINUTE = 60.0
 """Seconds slept per schedule minute when time is not compressed."""
 
 GROUP_KINDS = (RunKind.WANDB_SWEEP, RunKind.WANDB_PROJECT)
-
+"""Run kinds watched with `check_many` (one line for the group)."""
 
 
 @dataclass(frozen=True)
@@ -109,7 +110,7 @@ def _refuse_stop_without_config(monitor: Monitor, run: str, *, act_on_stop: bool
     if act_on_stop and ctx.settings.stop is None:
         raise StopError(
             f"--stop needs a way to stop {run!r}: add a [runs.<name>.stop] table for it to training-check.toml "
-            "(pid_file, or method = \"wandb\" / \"ssh\"), or watch without --stop."
+            '(pid_file, or method = "wandb" / "ssh"), or watch without --stop.'
         )
     return is_group
 
