@@ -24,6 +24,7 @@ from mcp_training_check.errors import RunNotFound, StopError
 from mcp_training_check.service import Monitor
 from mcp_training_check.watch import EXIT_INTERRUPTED, EXIT_TERMINATED, WatchClock, watch_run
 from tests import wandb_api_fixtures
+from tests.runs import default_sigint
 from tests.test_sweep import broken, healthy
 from tests.wandb_api_fixtures import wandb_monitor
 
@@ -176,7 +177,7 @@ class Watcher:
         self.process = subprocess.Popen(
             [sys.executable, "-m", "mcp_training_check", "watch", *args],
             cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # as a terminal starts it
+            preexec_fn=default_sigint,  # as a terminal starts it
         )  # fmt: skip
         self.lines: queue.Queue[str] = queue.Queue()
         self.seen: list[str] = []
