@@ -6,6 +6,7 @@
     training-check record-review SOURCE ANSWER [--reviewer NAME]  (the agent backend's reply; - reads stdin)
     training-check plot SOURCE [-o run.png]        (loss, eval, LR, grad norm; the judge's flagged steps)
     training-check stop SOURCE --confirm --reason "..."
+    training-check watch SOURCE [--stop]             (the skill's loop in a terminal: one line per check)
     training-check serve [--http PORT] [--host 127.0.0.1] [--token T]
     training-check demo
 
@@ -75,6 +76,8 @@ def build_parser() -> argparse.ArgumentParser:
     stop.add_argument("--reason", required=True, help="one sentence for the incident record")
     stop.add_argument("--json", action="store_true", help="print one JSON object")
 
+    _add_watch_parser(commands)
+
     serve = commands.add_parser("serve", help="run the MCP server (stdio unless --http)")
     serve.add_argument("--http", type=int, metavar="PORT", help="serve streamable HTTP on PORT instead of stdio")
     serve.add_argument("--host", default="127.0.0.1", help="HTTP address (default 127.0.0.1)")
@@ -101,6 +104,17 @@ def _add_review_commands(commands: argparse._SubParsersAction) -> None:
     plot.add_argument("--json", action="store_true", help="print one JSON object")
 
 
+def _add_watch_parser(commands: argparse._SubParsersAction) -> None:
+    text = "check the run at the intervals the schedule gives, one line per check, until monitoring is over"
+    watch = commands.add_parser("watch", help=text, description=f"{text}. Ctrl-C quits (exit 130).")
+    watch.add_argument("source", help="the run (path, URL, entity/project/id, ssh://host/path or alias)")
+    watch.add_argument("--stop", action="store_true", help="stop the run on STOP as training-check.toml allows")
+    watch.add_argument(
+        "--seconds-per-minute", type=float, default=60.0, metavar="S",
+        help="compress time: sleep S seconds per schedule minute (default 60; for tests and demos)",
+    )  # fmt: skip
+
+
 def _add_run_args(sub: argparse.ArgumentParser) -> None:
     sub.add_argument("source", help="the run (path, URL, entity/project/id, ssh://host/path or alias)")
     sub.add_argument("--json", action="store_true", help="print one JSON object")
@@ -125,6 +139,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "serve":
         return _serve(args)
+    if args.command == "watch":
+        from .watch import watch_command
+
+        return watch_command(args.source, act_on_stop=args.stop, seconds_per_minute=args.seconds_per_minute)
     if args.command == "demo":
         from .examples.demo import run_demo
 

@@ -3,6 +3,8 @@
 `service.Monitor.check_many` lists the running runs and checks each with `Monitor.check`'s path; this
 module turns those reports into ``RunLine`` rows (bad runs first, summaries clipped so the result stays
 small) and picks one schedule for the whole group: the shortest interval any run still monitored needs.
+One cron job watches the whole group, never one per run: Claude Code allows `CRON_JOBS_PER_SESSION` jobs
+a session, and a sweep can have more runs than that.
 """
 
 from __future__ import annotations
@@ -14,7 +16,8 @@ from datetime import datetime
 from .config import ResolvedRunConfig
 from .errors import RunRefError, TrainingCheckError
 from .models import CheckReport, DataSource, Decision, GroupReport, RunKind, RunLine, RunRef, Schedule
-from .schedule import next_schedule
+from .schedule import CRON_ACTION_WORDS, cron_action_reason, next_schedule
+from .state import HandedOutCron
 
 __all__ = [
     "GROUP_LINES",
@@ -38,6 +41,10 @@ LINE_CHARS = 160
 
 HEALTHY_LINE_CHARS = 100
 """Longest summary of a run judged continue: the healthy ones need the least explaining."""
+
+CRON_JOBS_PER_SESSION = 50
+"""Claude Code refuses CronCreate beyond this many jobs in one session ("Too many scheduled jobs (max 50)",
+read from its tool code, 2.1.197 and 2.1.332): why a group gets one job, not one per run."""
 
 _GROUP_ORDER = {"stop_run": 0, "escalate_review": 1, "continue_monitoring": 2, "end_monitoring": 3, "fix_source": 4}
 
@@ -85,8 +92,11 @@ def check_members(members: Sequence[RunRef], check: Callable[[RunRef], MemberRes
         return list(pool.map(check, members))
 
 
-def group_report(group: RunRef, results: list[MemberResult], now: datetime | None) -> GroupReport:
-    """Bad runs first; one schedule for the group: the shortest interval of any run still monitored."""
+def group_report(
+    group: RunRef, results: Sequence[MemberResult], now: datetime | None, *, in_force: HandedOutCron | None = None
+) -> GroupReport:
+    """Bad runs first; one schedule for the group: the shortest interval of any run still monitored.
+    ``in_force``: the group's cron last handed out (kept while the interval is unchanged)."""
     what = "sweep" if group.kind is RunKind.WANDB_SWEEP else "project"
     lines = sorted((line for line, _ in results), key=lambda line: (_GROUP_ORDER[line.next_action], line.run))
     counts: dict[str, int] = {}
@@ -94,7 +104,7 @@ def group_report(group: RunRef, results: list[MemberResult], now: datetime | Non
         label = line.decision.value if line.decision else ("unreadable" if line.next_action == "fix_source" else "none")
         counts[label] = counts.get(label, 0) + 1
     live = [s for _, s in results if s is not None and s.monitoring and s.interval_minutes]
-    schedule = _group_schedule(group, live, len(results), what, now)
+    schedule = _group_schedule(group, live, len(results), what, now, in_force)
     tally = ", ".join(f"{n} {label}" for label, n in sorted(counts.items())) or "none"
     head = f"{len(lines)} running run(s) in {what} {group.raw}: {tally}"
     if lines and lines[0].next_action == "stop_run":
@@ -109,7 +119,9 @@ def group_report(group: RunRef, results: list[MemberResult], now: datetime | Non
     )
 
 
-def _group_schedule(group: RunRef, live: list[Schedule], checked: int, what: str, now: datetime | None) -> Schedule:
+def _group_schedule(
+    group: RunRef, live: list[Schedule], checked: int, what: str, now: datetime | None, in_force: HandedOutCron | None
+) -> Schedule:
     if not live:
         why = "no running runs" if not checked else "no run left to watch"
         return Schedule(
@@ -129,12 +141,16 @@ def _group_schedule(group: RunRef, live: list[Schedule], checked: int, what: str
         read_failed=False,
         run_ended=False,
         now=now,
+        in_force=in_force,
     )
+    action = schedule.cron_action or "replace"
+    clock = f" at {schedule.next_check_at:%H:%M %Z}".rstrip() if schedule.next_check_at else ""
     return schedule.model_copy(
         update={
-            "summary": f"next check in {interval} min (the shortest over {len(live)} run(s))"
-            + (f" at {schedule.next_check_at:%H:%M %Z}".rstrip() if schedule.next_check_at else ""),
-            "reason": f"One cron job for the whole {what}: the shortest interval any of its runs needs; replace the "
-            "previous job: CronDelete, then CronCreate(cron_create).",
+            "summary": f"next check in {interval} min (the shortest over {len(live)} run(s)){clock}"
+            + CRON_ACTION_WORDS[action],
+            "reason": f"One cron job for the whole {what}, never one per run (Claude Code allows "
+            f"{CRON_JOBS_PER_SESSION} jobs a session), at the shortest interval any of its runs needs; "
+            + cron_action_reason(action),
         }
     )

@@ -247,6 +247,12 @@ class CronArgs(Strict):
     cron: str
     prompt: str
     recurring: bool = True
+    durable: bool = Field(
+        default=True, description="Survive a restart of Claude Code (.claude/scheduled_tasks.json); drop it if refused."
+    )
+
+
+CronAction = Literal["replace", "keep", "recreate"]
 
 
 class Schedule(Strict):
@@ -256,6 +262,14 @@ class Schedule(Strict):
     next_check_at: datetime | None = None
     cron_create: CronArgs | None = Field(
         default=None, description="Arguments for CronCreate (replace the previous job with CronDelete first)."
+    )
+    cron_action: CronAction | None = Field(
+        default=None,
+        description="replace: CronDelete the run's job, CronCreate(cron_create); keep: the run's job with this cron "
+        "stays (create it if CronList has none); recreate: same cron but it expires soon, CronDelete + CronCreate.",
+    )
+    cron_expires_at: datetime | None = Field(
+        default=None, description="When Claude Code deletes the job made from cron_create by itself."
     )
     reason: str
 

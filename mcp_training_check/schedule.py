@@ -14,6 +14,15 @@ minutes across hour, day and whole-hour DST boundaries. ``*/60`` is never writte
 only); 60 minutes is ``M * * * *``. `CronExpr` parses what CronCreate accepts and finds the next fire,
 which is how ``next_check_at`` is computed and how the tests check the expression.
 
+Claude Code deletes a recurring job by itself some days after creating it (`CRON_MAX_AGE`). So a
+schedule is made against the cron already in force for the run (`state.HandedOutCron`): the same
+interval keeps the same cron (``cron_action`` "keep", so a healthy run's job is not churned at every
+fire), until the job is `CRON_RENEW_MARGIN` from its expiry ("recreate": delete and create it again
+now); another interval is a new cron ("replace"). `handed_out` is what the service stores afterwards.
+A `schedule_next` in the same fire as the check that handed the cron out (after a review, before the
+skill touched the job) repeats that check's action for an unchanged cron: a "recreate" the skill has not
+carried out yet must not turn into "keep".
+
 `schedule_after` applies the ladder to a verdict (a reviewer's CONTINUE clears the unsure verdict it
 answered); `check_report` adds the one next action a check ends with (stop, review, keep watching, end).
 """
@@ -25,6 +34,7 @@ from datetime import datetime, timedelta
 
 from .models import (
     CheckReport,
+    CronAction,
     CronArgs,
     DataSource,
     Decision,
@@ -35,6 +45,7 @@ from .models import (
     Severity,
     Verdict,
 )
+from .state import HandedOutCron
 
 INTERVAL_LADDER_MINUTES: tuple[int, ...] = (10, 20, 30, 60)  # each divides 60, so `M,M+I,...` is even
 FIRST_INTERVAL_MINUTES = INTERVAL_LADDER_MINUTES[0]
@@ -44,6 +55,16 @@ MINUTES_PER_HOUR = 60
 CRON_SEARCH_LIMIT_DAYS = 366 * 5  # a valid expression fires within 5 years (Feb 29 needs 4)
 ONE_MINUTE = timedelta(minutes=1)
 DEFAULT_PROMPT_TEMPLATE = "/training-check {run}"
+
+CRON_MAX_AGE = timedelta(days=7)
+"""How long Claude Code keeps a recurring CronCreate job before deleting it by itself (after one last fire).
+Read from the installed tool code: 7 days in 2.1.197 (``recurringMaxAgeMs`` 604,800,000 ms); 2.1.332
+makes it a remotely configured value, 30 days by default (0 = never), reported as ``maxAgeMs`` in the
+CronCreate result. The shortest seen is assumed: re-creating a job early costs nothing."""
+
+CRON_RENEW_MARGIN = timedelta(days=1)
+"""A job is re-created at the first check this close to its expiry: at least 24 fires at the 60-min cap,
+so a few fires skipped while the session was busy (jobs fire only when it is idle) cannot let it lapse."""
 
 
 # --------------------------------------------------------------------------- cron
@@ -228,8 +249,12 @@ def next_schedule(
     run_status: RunStatus | None = None,
     now: datetime | None = None,
     prompt_template: str = DEFAULT_PROMPT_TEMPLATE,
+    in_force: HandedOutCron | None = None,
+    same_fire: bool = False,
 ) -> Schedule:
-    """The next check of ``run``: interval, cron for CronCreate, and when it fires.
+    """The next check of ``run``: interval, cron for CronCreate, when it fires, and what to do with the
+    run's job given ``in_force``, the cron last handed out for it (``same_fire``: by the check this call
+    follows, so the skill has not acted on it yet).
 
     ``now`` (default: the current time) is converted to the process's local zone, the zone
     CronCreate reads the expression in; a naive ``now`` is taken as local time.
@@ -244,16 +269,81 @@ def next_schedule(
         read_failed=read_failed,
     )
     local_now = (now or datetime.now()).astimezone()
-    cron = cron_every(interval, local_now.replace(second=0, microsecond=0) + timedelta(minutes=interval))
+    prompt = prompt_template.format(run=run)
+    cron, action, handed_out_at = _cron_in_force(interval, prompt, local_now, in_force, same_fire=same_fire)
     fire = CronExpr.parse(cron).next_fire(local_now)
+    expires = (handed_out_at + CRON_MAX_AGE).astimezone(local_now.tzinfo)
     clock = f"{fire:%H:%M %Z}".strip()
     return Schedule(
-        summary=f"next check in {interval} min ({why}) at {clock}",
+        summary=f"next check in {interval} min ({why}) at {clock}{CRON_ACTION_WORDS[action]}",
         monitoring=True,
         interval_minutes=interval,
         next_check_at=fire,
-        cron_create=CronArgs(cron=cron, prompt=prompt_template.format(run=run), recurring=True),
-        reason=f"{why[0].upper()}{why[1:]}; replace this run's cron job: CronDelete, then CronCreate(cron_create).",
+        cron_create=CronArgs(cron=cron, prompt=prompt, recurring=True),
+        cron_action=action,
+        cron_expires_at=expires,
+        reason=f"{why[0].upper()}{why[1:]}; {cron_action_reason(action)}",
+    )
+
+
+CRON_ACTION_WORDS: dict[CronAction, str] = {
+    "replace": "",
+    "keep": "; keep the cron job",
+    "recreate": "; re-create the cron job now, it expires soon",
+}
+
+
+def cron_action_reason(action: CronAction) -> str:
+    """What the skill does with the run's cron job (`cron_expires_at` says until when it lasts)."""
+    if action == "keep":
+        return "same cron as this run's job: keep it (create it only if CronList shows none)."
+    if action == "recreate":
+        return (
+            "same cron, but Claude Code would soon delete this run's job by itself: re-create it now, "
+            "CronDelete, then CronCreate(cron_create)."
+        )
+    return "replace this run's cron job: CronDelete, then CronCreate(cron_create)."
+
+
+def _cron_in_force(
+    interval: int, prompt: str, local_now: datetime, in_force: HandedOutCron | None, *, same_fire: bool
+) -> tuple[str, CronAction, datetime]:
+    """The cron to hand out, what to do with the run's job, and when that job was (or is now) handed out.
+
+    The cron in force stays while the interval and prompt are unchanged, until CRON_RENEW_MARGIN before
+    it expires; otherwise a new cron whose first fire is ``interval`` minutes from now. In the same fire
+    the unchanged cron keeps the action already handed out (the skill has not acted on it yet)."""
+    same_job = in_force is not None and (in_force.interval_minutes, in_force.prompt) == (interval, prompt)
+    if in_force is not None and same_job and _is_valid_cron(in_force.cron):
+        if same_fire:
+            return in_force.cron, in_force.action, in_force.handed_out_at
+        if local_now < in_force.handed_out_at + CRON_MAX_AGE - CRON_RENEW_MARGIN:
+            return in_force.cron, "keep", in_force.handed_out_at
+        return in_force.cron, "recreate", local_now
+    cron = cron_every(interval, local_now.replace(second=0, microsecond=0) + timedelta(minutes=interval))
+    return cron, "replace", local_now
+
+
+def _is_valid_cron(cron: str) -> bool:
+    try:
+        CronExpr.parse(cron)
+    except ValueError:
+        return False
+    return True
+
+
+def handed_out(schedule: Schedule, check_id: int | None = None) -> HandedOutCron | None:
+    """What to store as the run's cron in force after ``schedule`` was handed out by the check row
+    ``check_id`` (None: no job any more)."""
+    if not schedule.monitoring or schedule.cron_create is None or schedule.cron_expires_at is None:
+        return None
+    return HandedOutCron(
+        cron=schedule.cron_create.cron,
+        prompt=schedule.cron_create.prompt,
+        interval_minutes=schedule.interval_minutes or FIRST_INTERVAL_MINUTES,
+        handed_out_at=schedule.cron_expires_at - CRON_MAX_AGE,
+        action=schedule.cron_action or "replace",
+        check_id=check_id,
     )
 
 
@@ -275,9 +365,12 @@ def schedule_after(
     read_failed: bool,
     run_status: RunStatus,
     now: datetime | None,
+    in_force: HandedOutCron | None = None,
+    same_fire: bool = False,
 ) -> Schedule:
     """The next check after ``verdict``; ``review`` is the reviewer's STOP / CONTINUE / WAIT on it, if asked.
-    A reviewer's CONTINUE clears the unsure verdict it answered: the interval climbs as when healthy."""
+    A reviewer's CONTINUE clears the unsure verdict it answered: the interval climbs as when healthy.
+    ``in_force``, ``same_fire``: the cron last handed out for the run (see `next_schedule`)."""
     answer = (review or "").upper()
     cleared = verdict is not None and answer == "CONTINUE"
     return next_schedule(
@@ -290,6 +383,8 @@ def schedule_after(
         run_ended=run_status.has_ended,
         run_status=run_status,
         now=now,
+        in_force=in_force,
+        same_fire=same_fire,
     )
 
 

@@ -35,8 +35,9 @@ from .service import Monitor
 INSTRUCTIONS = """\
 Watches the quality of running ML training jobs. For a scheduled check call `check` with the run;
 act on its `next_action`: stop_run (when the verdict is stop), escalate_review (unsure; then stop_run
-on its STOP, else schedule_next), or nothing. Then hand the latest `cron_create` to CronCreate (after
-CronDelete of the previous job) unless `monitoring` is false. Pass the same `run` string to every tool.
+on its STOP, else schedule_next), or nothing. Then, unless `monitoring` is false, follow the latest
+schedule's `cron_action`: keep the run's cron job, or CronDelete it and CronCreate(cron_create) (replace;
+recreate: before Claude Code expires it). Pass the same `run` string to every tool.
 For a whole W&B sweep or project call `check_many` instead of `check`."""
 
 RunArg = Annotated[

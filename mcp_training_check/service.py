@@ -16,7 +16,7 @@ config. Everything else is read fresh at every call.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -60,10 +60,10 @@ from .review import (
     unsure_check,
 )
 from .roles import RoleInfo, assign_roles
-from .schedule import check_report, schedule_after
+from .schedule import check_report, handed_out, schedule_after
 from .snapshot import build_snapshot
 from .sources.wandb_api import list_running_runs
-from .state import CheckRecord, RunHistory, StateStore, last_interval
+from .state import CheckRecord, HandedOutCron, RunHistory, StateStore, last_interval
 from .stop import (
     KEY_METRICS_IN_INCIDENT,
     Incident,
@@ -103,9 +103,21 @@ class RunContext:
 
 
 class Monitor:
-    def __init__(self, *, home: Path | None = None, config: ProjectConfig | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        home: Path | None = None,
+        config: ProjectConfig | None = None,
+        clock: Callable[[], datetime] | None = None,
+    ) -> None:
+        """``clock``: the time a call without ``now`` schedules from (default: the wall clock); a test or
+        `training-check watch` with a compressed clock passes its own."""
         self.store = StateStore(home)
         self._config = config
+        self._clock = clock
+
+    def _now(self, now: datetime | None) -> datetime | None:
+        return now if now is not None or self._clock is None else self._clock()
 
     @property
     def config(self) -> ProjectConfig:
@@ -205,7 +217,7 @@ class Monitor:
     def schedule_next(self, run: str, *, review: str | None = None, now: datetime | None = None) -> Schedule:
         """Next check after the latest one; ``review`` is the reviewer's STOP/CONTINUE/WAIT, by default
         the stored answer of escalate_review to the latest verdict (if it was asked)."""
-        ctx = self.context(run)
+        ctx, now = self.context(run), self._now(now)
         with self.store.run_lock(ctx.key):
             checks = self.store.recent_checks(ctx.key, limit=INTERVAL_LOOKBACK_CHECKS)
             latest_check = latest_verdict_check(checks[:PREVIOUS_VERDICTS])
@@ -213,16 +225,19 @@ class Monitor:
             stored_review = self._current_review(ctx, checks[:PREVIOUS_VERDICTS])
             review = review or (stored_review.decision if stored_review else None)
             read_failed = bool(checks) and checks[0].data_source == DataSource.UNREACHABLE.value
+            in_force = self.store.cron_in_force(ctx.key)
             schedule = self._schedule(
-                ctx, latest, self.store.run_info(ctx.key), checks, review=review, read_failed=read_failed, now=now
-            )
-            self.store.record_check(
+                ctx, latest, self.store.run_info(ctx.key), checks, review=review, read_failed=read_failed, now=now,
+                in_force=in_force, same_fire=_handed_out_this_fire(in_force, checks),
+            )  # fmt: skip
+            check_id = self.store.record_check(
                 ctx.key,
                 verdict=None,
                 data_source="schedule",
                 interval_minutes=schedule.interval_minutes,
                 monitoring=schedule.monitoring,
             )
+            self.store.set_cron_in_force(ctx.key, handed_out(schedule, check_id))
             return schedule
 
     def _schedule(
@@ -235,11 +250,15 @@ class Monitor:
         review: str | None,
         read_failed: bool,
         now: datetime | None,
+        in_force: HandedOutCron | None,
+        same_fire: bool = False,
     ) -> Schedule:
-        """``checks``: the run's recent checks, most recent first; the last interval comes from them."""
+        """``checks``: the run's recent checks, most recent first; the last interval comes from them.
+        ``in_force``: the cron last handed out for the run (None for a sweep member: it has no job);
+        ``same_fire``: it was handed out since the latest read, so the skill has not acted on it yet."""
         return schedule_after(
             run=ctx.ref.raw, verdict=verdict, previous_interval_minutes=last_interval(checks), review=review,
-            read_failed=read_failed, run_status=info.status, now=now,
+            read_failed=read_failed, run_status=info.status, now=now, in_force=in_force, same_fire=same_fire,
         )  # fmt: skip
 
     # ------------------------------------------------------------------ review
@@ -315,21 +334,27 @@ class Monitor:
     ) -> CheckReport:
         ctx = self.context(run, roles=roles, baselines=baselines)
         with self.store.run_lock(ctx.key):
-            return self._check(ctx, now)
+            return self._check(ctx, self._now(now), hands_out_cron=True)
 
-    def _check(self, ctx: RunContext, now: datetime | None) -> CheckReport:
+    def _check(self, ctx: RunContext, now: datetime | None, *, hands_out_cron: bool) -> CheckReport:
+        """``hands_out_cron``: the schedule goes to the skill as this run's cron job (not for a sweep member)."""
         snapshot, stored = self._read(ctx)
         checks = self.store.recent_checks(ctx.key, limit=INTERVAL_LOOKBACK_CHECKS)
         readable = snapshot.data_source is not DataSource.UNREACHABLE
         verdict = self._judge(ctx, stored, checks) if readable and snapshot.metrics else None
-        schedule = self._schedule(ctx, verdict, stored.info, checks, review=None, read_failed=not readable, now=now)
-        self.store.record_check(
+        in_force = self.store.cron_in_force(ctx.key) if hands_out_cron else None
+        schedule = self._schedule(
+            ctx, verdict, stored.info, checks, review=None, read_failed=not readable, now=now, in_force=in_force
+        )
+        check_id = self.store.record_check(
             ctx.key,
             verdict=verdict,
             data_source=snapshot.data_source.value,
             interval_minutes=schedule.interval_minutes,
             monitoring=schedule.monitoring,
         )
+        if hands_out_cron:
+            self.store.set_cron_in_force(ctx.key, handed_out(schedule, check_id))
         return check_report(ctx.ref.raw, snapshot, verdict, schedule)
 
     # ------------------------------------------------------------------ check_many
@@ -343,18 +368,21 @@ class Monitor:
         now: datetime | None = None,
     ) -> GroupReport:
         """`check` over every running run of a W&B sweep or project, GROUP_WORKERS at a time."""
-        ctx = self.context(run, roles=roles, baselines=baselines)
+        ctx, now = self.context(run, roles=roles, baselines=baselines), self._now(now)
         require_group(ctx.ref, run)
         members = list_running_runs(ctx.ref, timeout_seconds=ctx.settings.wandb_timeout_seconds)
         results = check_members(members, lambda ref: self._check_member(ctx, ref, now))
-        return group_report(ctx.ref, results, now)
+        with self.store.run_lock(ctx.key):
+            report = group_report(ctx.ref, results, now, in_force=self.store.cron_in_force(ctx.key))
+            self.store.set_cron_in_force(ctx.key, handed_out(report.schedule))
+        return report
 
     def _check_member(self, group: RunContext, ref: RunRef, now: datetime | None) -> tuple[RunLine, Schedule | None]:
         """One run of a group, with the group's roles, baselines and judge settings (never its stop)."""
         ctx = RunContext(ref=ref, settings=member_settings(group.settings, ref))
         try:
             with self.store.run_lock(ctx.key):
-                report = self._check(ctx, now)
+                report = self._check(ctx, now, hands_out_cron=False)
         except TrainingCheckError as exc:
             return unreadable_line(ref, exc), None
         return member_line(ref, report), report.schedule
@@ -402,6 +430,19 @@ class Monitor:
             verdict=latest.verdict if latest else None, review=self._current_review(ctx, checks),
             url=stored.info.url,
         )  # fmt: skip
+
+
+_READ_SOURCES = frozenset(source.value for source in DataSource)
+"""The data_source of a check row written by a read (a `check`): each starts a cron fire."""
+
+
+def _handed_out_this_fire(in_force: HandedOutCron | None, checks: Sequence[CheckRecord]) -> bool:
+    """True when ``in_force`` was handed out at or after the latest read (``checks`` most recent first): a
+    schedule_next after that check's review, before the skill acted on the check's cron_action."""
+    fire_start = next((c.id for c in checks if c.data_source in _READ_SOURCES), None)
+    return in_force is not None and in_force.check_id is not None and fire_start is not None and (
+        in_force.check_id >= fire_start
+    )
 
 
 def _shown(info: RunInfo) -> RunInfo:

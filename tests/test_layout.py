@@ -36,6 +36,7 @@ STAGES: dict[str, int] = {
     "cli": 10,
     "__main__": 10,
     "examples": 10,
+    "watch": 10,
 }
 
 

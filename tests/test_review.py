@@ -221,6 +221,7 @@ def test_a_state_database_from_before_reviews_is_upgraded_in_place(tmp_path, iso
     monitor.close()
     db = sqlite3.connect(isolated_home / DB_FILENAME)  # back to schema 1, as an older version left it
     db.execute("DROP TABLE reviews")
+    db.execute("DROP TABLE crons")  # schema 3's, also newer than 1
     db.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
     db.commit()
     db.close()

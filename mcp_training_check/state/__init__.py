@@ -4,11 +4,13 @@
     history         `RunHistory` / `MetricSeries`: the in-memory view of a run's stored metrics
     stored_series   bounded per-metric storage: recent points exact, older ones as bucket means
     reviews         the reviewer's stored answers, each tied to the check it answered
+    crons           the cron job in force per run: CronCreate arguments last handed out, and since when
     schema, lock    the tables and their migrations; the per-run lock
 
 Reads batches from `sources` (their cursor and points); knows nothing of judging, reviewing or stopping.
 """
 
+from .crons import HandedOutCron
 from .history import MetricSeries, RunHistory
 from .lock import DEFAULT_LOCK_TIMEOUT_SECONDS, run_lock
 from .schema import SCHEMA_VERSION
@@ -31,6 +33,7 @@ __all__ = [
     "MAX_CHECKS_PER_RUN",
     "SCHEMA_VERSION",
     "CheckRecord",
+    "HandedOutCron",
     "MetricSeries",
     "RunHistory",
     "RunListing",

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sqlite3
 
+from .crons import MIGRATION as CRONS_MIGRATION
 from .reviews import MIGRATION as REVIEWS_MIGRATION
 
 MIGRATIONS: dict[int, tuple[str, ...]] = {
@@ -36,6 +37,7 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
         "CREATE INDEX incidents_by_run ON incidents (run_key, id)",
     ),
     2: REVIEWS_MIGRATION,
+    3: CRONS_MIGRATION,
 }
 SCHEMA_VERSION = max(MIGRATIONS)
 

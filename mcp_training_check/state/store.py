@@ -16,6 +16,7 @@ Schema (version in ``meta``; ``MIGRATIONS[v]`` upgrades v-1 → v)::
     checks(id, run_key, at, decision, verdict, data_source, interval_minutes, monitoring)
     incidents(id, run_key, at, data)
     reviews(id, run_key, check_id, at, decision, data)        (v2, state.reviews)
+    crons(run_key, cron, prompt, interval_minutes, handed_out_at, action, check_id)  (v3, state.crons)
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from pydantic import BaseModel, ConfigDict
 from ..errors import StateError
 from ..models import Decision, ReviewResult, RunInfo, RunStatus, Verdict
 from ..sources.base import Cursor, ReadBatch
+from .crons import HandedOutCron, delete_cron, read_cron, write_cron
 from .history import MetricSeries, RunHistory
 from .lock import DEFAULT_LOCK_TIMEOUT_SECONDS, LOCKS_DIRNAME, RunLock, run_lock
 from .reviews import insert_review, latest_review
@@ -401,6 +403,19 @@ class StateStore:
         with self._transaction("read reviews", write=False) as conn:
             return latest_review(conn, run_key)
 
+    def cron_in_force(self, run_key: str) -> HandedOutCron | None:
+        """The cron last handed out for the run (or sweep) and when it was first handed out."""
+        with self._transaction("read the cron in force", write=False) as conn:
+            return read_cron(conn, run_key)
+
+    def set_cron_in_force(self, run_key: str, cron: HandedOutCron | None) -> None:
+        """Remember the cron just handed out (None: monitoring ended, no job should exist)."""
+        with self._transaction("record the cron in force", write=True) as conn:
+            if cron is None:
+                delete_cron(conn, run_key)
+            else:
+                write_cron(conn, run_key, cron)
+
     # ------------------------------------------------------------------ runs
 
     @staticmethod
@@ -421,11 +436,11 @@ class StateStore:
         return [RunListing(key, datetime.fromisoformat(at) if at else None) for key, at in rows]
 
     def forget_run(self, run_key: str) -> bool:
-        """Delete everything stored for the run (cursor, history, checks, incidents, reviews); False if none."""
+        """Delete everything stored for the run (cursor, history, checks, incidents, reviews, cron); False if none."""
         with self._transaction("forget a run", write=True) as conn:
             deleted = sum(
                 conn.execute(f"DELETE FROM {table} WHERE run_key = ?", (run_key,)).rowcount
-                for table in ("runs", "series", "checks", "incidents", "reviews")
+                for table in ("runs", "series", "checks", "incidents", "reviews", "crons")
             )
         return deleted > 0
 
