@@ -7,6 +7,8 @@ small) and picks one schedule for the whole group: the shortest interval any run
 
 from __future__ import annotations
 
+import itertools
+import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
@@ -15,6 +17,7 @@ from .config import ResolvedRunConfig
 from .errors import RunRefError, TrainingCheckError
 from .models import CheckReport, DataSource, Decision, GroupReport, RunKind, RunLine, RunRef, Schedule
 from .schedule import next_schedule
+from .sources import Progress, no_progress
 
 __all__ = [
     "GROUP_LINES",
@@ -79,10 +82,24 @@ def _clip(text: str, limit: int = LINE_CHARS) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
-def check_members(members: Sequence[RunRef], check: Callable[[RunRef], MemberResult]) -> list[MemberResult]:
-    """``check`` on every member, GROUP_WORKERS at a time, results in the members' order."""
+def check_members(
+    members: Sequence[RunRef], check: Callable[[RunRef], MemberResult], progress: Progress | None = None
+) -> list[MemberResult]:
+    """``check`` on every member, GROUP_WORKERS at a time, results in the members' order; ``progress``
+    hears of each one done."""
+    report = progress or no_progress
+    done = itertools.count(1)
+    lock = threading.Lock()
+
+    def check_one(ref: RunRef) -> MemberResult:
+        result = check(ref)
+        with lock:
+            count = next(done)
+        report(count, len(members), "checking runs")
+        return result
+
     with ThreadPoolExecutor(max_workers=GROUP_WORKERS) as pool:
-        return list(pool.map(check, members))
+        return list(pool.map(check_one, members))
 
 
 def group_report(group: RunRef, results: list[MemberResult], now: datetime | None) -> GroupReport:

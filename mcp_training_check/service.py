@@ -50,6 +50,7 @@ from .review import ReviewFacts, current_review, latest_verdict_check, review_fa
 from .roles import RoleInfo, assign_roles
 from .schedule import check_report, schedule_after
 from .snapshot import build_snapshot
+from .sources import Progress
 from .sources.wandb_api import list_running_runs
 from .state import CheckRecord, RunHistory, StateStore, last_interval
 from .stop import (
@@ -127,13 +128,16 @@ class Monitor:
         *,
         roles: Mapping[str, str] | None = None,
         baselines: Mapping[str, float] | None = None,
+        progress: Progress | None = None,
     ) -> MetricSnapshot:
+        """``progress`` hears of a long read (a long run's first check, its fill-in)."""
         ctx = self.context(run, roles=roles, baselines=baselines)
         with self.store.run_lock(ctx.key):
-            return self._read(ctx)[0]
+            return self._read(ctx, progress)[0]
 
-    def _read(self, ctx: RunContext) -> tuple[MetricSnapshot, Stored]:
-        outcome = sources.read_with_fallback(ctx.ref, ctx.settings, self.store.get_cursor(ctx.key))
+    def _read(self, ctx: RunContext, progress: Progress | None = None) -> tuple[MetricSnapshot, Stored]:
+        cursor = self.store.get_cursor(ctx.key)
+        outcome = sources.read_with_fallback(ctx.ref, ctx.settings, cursor, progress)
         if outcome.batch is not None:
             self.store.apply_batch(ctx.key, outcome.batch)
         stored = self._load(ctx)
@@ -165,10 +169,12 @@ class Monitor:
         *,
         roles: Mapping[str, str] | None = None,
         baselines: Mapping[str, float] | None = None,
+        progress: Progress | None = None,
     ) -> Verdict:
         ctx = self.context(run, roles=roles, baselines=baselines)
         with self.store.run_lock(ctx.key):
-            stored = self._read(ctx)[1] if self.store.get_cursor(ctx.key) is None else self._load(ctx)
+            never_read = self.store.get_cursor(ctx.key) is None
+            stored = self._read(ctx, progress)[1] if never_read else self._load(ctx)
             checks = self.store.recent_checks(ctx.key, limit=PREVIOUS_VERDICTS)
             verdict = self._judge(ctx, stored, checks)
             self.store.record_check(
@@ -270,13 +276,14 @@ class Monitor:
         roles: Mapping[str, str] | None = None,
         baselines: Mapping[str, float] | None = None,
         now: datetime | None = None,
+        progress: Progress | None = None,
     ) -> CheckReport:
         ctx = self.context(run, roles=roles, baselines=baselines)
         with self.store.run_lock(ctx.key):
-            return self._check(ctx, now)
+            return self._check(ctx, now, progress)
 
-    def _check(self, ctx: RunContext, now: datetime | None) -> CheckReport:
-        snapshot, stored = self._read(ctx)
+    def _check(self, ctx: RunContext, now: datetime | None, progress: Progress | None = None) -> CheckReport:
+        snapshot, stored = self._read(ctx, progress)
         checks = self.store.recent_checks(ctx.key, limit=INTERVAL_LOOKBACK_CHECKS)
         readable = snapshot.data_source is not DataSource.UNREACHABLE
         verdict = self._judge(ctx, stored, checks) if readable and snapshot.metrics else None
@@ -299,12 +306,14 @@ class Monitor:
         roles: Mapping[str, str] | None = None,
         baselines: Mapping[str, float] | None = None,
         now: datetime | None = None,
+        progress: Progress | None = None,
     ) -> GroupReport:
-        """`check` over every running run of a W&B sweep or project, GROUP_WORKERS at a time."""
+        """`check` over every running run of a W&B sweep or project, GROUP_WORKERS at a time; ``progress``
+        hears of each run checked."""
         ctx = self.context(run, roles=roles, baselines=baselines)
         require_group(ctx.ref, run)
         members = list_running_runs(ctx.ref, timeout_seconds=ctx.settings.wandb_timeout_seconds)
-        results = check_members(members, lambda ref: self._check_member(ctx, ref, now))
+        results = check_members(members, lambda ref: self._check_member(ctx, ref, now), progress)
         return group_report(ctx.ref, results, now)
 
     def _check_member(self, group: RunContext, ref: RunRef, now: datetime | None) -> tuple[RunLine, Schedule | None]:

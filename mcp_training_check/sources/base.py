@@ -13,6 +13,8 @@ the start (the fill-in) until it reaches the live end; the store keeps those poi
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -29,6 +31,44 @@ Progress = Callable[[float, float | None, str], None]
 
 def no_progress(done: float, total: float | None, message: str) -> None:
     """The progress callback of a caller that does not show progress."""
+
+
+PROGRESS_AFTER_SECONDS = 1.0
+"""Progress is shown only for work that has run this long: a quick check stays silent."""
+
+PROGRESS_EVERY_SECONDS = 0.5
+"""At most two progress reports a second."""
+
+
+class ThrottledProgress:
+    """A `Progress` that passes reports on to ``show(count, text)``: none during the first
+    ``after_seconds``, then at most one per ``every_seconds``. ``count`` numbers the reports shown (so
+    it always grows, as MCP progress must); ``text`` is the message with its "done of total". Any thread
+    may report."""
+
+    def __init__(
+        self,
+        show: Callable[[int, str], None],
+        *,
+        after_seconds: float = PROGRESS_AFTER_SECONDS,
+        every_seconds: float = PROGRESS_EVERY_SECONDS,
+    ) -> None:
+        self._show = show
+        self._after, self._every = after_seconds, every_seconds
+        self._started = time.monotonic()
+        self._last: float | None = None
+        self._lock = threading.Lock()
+        self.shown = 0
+
+    def __call__(self, done: float, total: float | None, message: str) -> None:
+        now = time.monotonic()
+        with self._lock:
+            if now - self._started < self._after or (self._last is not None and now - self._last < self._every):
+                return
+            self._last = now
+            self.shown += 1
+            count = self.shown
+        self._show(count, message if total is None else f"{message}: {done:,.0f} of {total:,.0f}")
 
 
 @dataclass

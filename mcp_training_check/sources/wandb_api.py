@@ -247,7 +247,7 @@ class WandbApiSource:
                 answers = sampled_history(api, self.ref, [spec for _, spec in page])
             for (key, _), answer in zip(page, answers, strict=True):
                 rows[key].extend((int(row["_step"]), row.get(key)) for row in answer if row.get("_step") is not None)
-            self.progress(start + len(page), len(specs), f"read an overview of {self.path}")
+            self.progress(start + len(page), len(specs), f"reading an overview of {self.path}, specs")
         for series in rows.values():
             series.sort(key=lambda row: row[0])
         batch = _batch(rows, {}, storage_id, last_step, info, restarted, warnings)
@@ -272,7 +272,7 @@ class WandbApiSource:
         batch.fill = FillBatch(builder.build(), None if done else exact_from, done=done)
         if not done:
             batch.cursor["fill"] = {"next_step": last + 1, "exact_from": exact_from}
-        self.progress(last + 1, last_step + 1, f"re-read older history of {self.path} exactly (fill-in)")
+        self.progress(last + 1, last_step + 1, f"re-reading older history of {self.path} exactly (fill-in), steps")
 
     def _fetch(self, api: wandb.Api, starts: dict[str, int], last_step: int) -> dict[str, list[tuple[int, Any]]]:
         """Rows of each key with step in [start, last_step], paged so that none is sampled away."""

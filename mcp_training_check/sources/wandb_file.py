@@ -90,6 +90,7 @@ class WandbFileSource:
         if start > 0:
             for payloads in frame_records(handle, start, framer):
                 decoder.feed(payloads)
+                self.progress(framer.resume, stat.st_size, f"reading {file_path.name}, bytes")
         fill, fill_cursor, fill_undecodable = self._fill(handle, cursor, framer.resume)
         return self._batch(
             file_path, stat, head, state, series=decoder.builder.build(), offset=framer.resume,
@@ -119,7 +120,7 @@ class WandbFileSource:
             return None, None, 0
         piece = read_fill(handle, fill_cursor, live_offset, self.limits)
         exact_from = int(fill_cursor["exact_from"])
-        self.progress(piece.cursor["offset"], live_offset, "re-read older history exactly (fill-in)")
+        self.progress(piece.cursor["offset"], live_offset, "re-reading older history exactly (fill-in), bytes")
         batch = FillBatch(piece.series, None if piece.done else exact_from, done=piece.done)
         return batch, None if piece.done else piece.cursor, piece.undecodable
 

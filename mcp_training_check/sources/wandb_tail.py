@@ -141,7 +141,7 @@ def _read_tail(
         part = decode_range(handle, start, stop, RunState(), resync=True)
         parts.insert(0, part)
         counts.update({name: len(chunk) for name, chunk in part.series.items()})
-        progress(size - start, None, f"read the newest {(size - start) / MiB:.0f} MiB of the run file")
+        progress(size - start, None, f"read the newest {(size - start) / MiB:.0f} MiB of the run file exactly")
         wanted = names | set(counts)
         if start <= floor or (wanted and all(counts[name] >= limits.tail_points for name in wanted)):
             return parts, start
@@ -167,7 +167,7 @@ def _read_middle(handle: BinaryIO, lo: int, hi: int, limits: TailLimits, progres
         start = lo + pick * BLOCK_SIZE
         out.append(_Middle(decode_range(handle, start, start + BLOCK_SIZE, RunState(), resync=True), exact=False))
         if done % 64 == 0:
-            progress(done, len(picks), "sampled older blocks of the run file for an overview")
+            progress(done, len(picks), "sampling older blocks of the run file for an overview, blocks")
     return out
 
 
