@@ -35,9 +35,14 @@ def sample_indices(n: int, samples: int | None) -> np.ndarray:
 
 
 class ColumnarRun(FakeRun):
-    def __init__(self, server: FakeWandb, entity: str, project: str, run_id: str, columns: dict[str, Column], **kw: Any):
+    def __init__(
+        self, server: FakeWandb, entity: str, project: str, run_id: str, columns: dict[str, Column], **kw: Any
+    ) -> None:
         super().__init__(server, entity, project, run_id, **kw)
-        self.columns = {name: (np.asarray(s, dtype=np.int64), np.asarray(v, dtype=np.float64)) for name, (s, v) in columns.items()}
+        self.columns = {
+            name: (np.asarray(steps, dtype=np.int64), np.asarray(values, dtype=np.float64))
+            for name, (steps, values) in columns.items()
+        }
 
     @cached_property
     def _all_steps(self) -> np.ndarray:

@@ -46,6 +46,7 @@ __all__ = [
 ]
 
 HEAD_CHECK_BYTES = 4096  # identity check: a replaced file differs in its first bytes
+DEFAULT_LIMITS = TailLimits()  # how much a first read and each fill-in read (see wandb_tail)
 
 # --------------------------------------------------------------------------- the source
 
@@ -59,7 +60,7 @@ class WandbFileSource:
 
     def __init__(self, path: str | Path, *, limits: TailLimits | None = None, progress: Progress | None = None) -> None:
         self.path = Path(path)
-        self.limits = limits or TailLimits()
+        self.limits = limits or DEFAULT_LIMITS
         self.progress = progress or no_progress
 
     def read(self, cursor: Cursor | None) -> ReadBatch:

@@ -149,8 +149,8 @@ def frame_range(handle: BinaryIO, start: int, stop: int, framer: Framer) -> Iter
     or the end of the file when it ended first.
     """
     framer.stop_at = stop
-    span = block_floor(max(stop - start, 0)) + 2 * BLOCK_SIZE  # the range, and a block to finish a record
-    for payloads in frame_records(handle, start, framer, min(span, READ_WINDOW_BYTES)):
+    span = block_floor(max(stop - start, 0) + BLOCK_SIZE - 1)  # whole blocks; more follow only to finish a record
+    for payloads in frame_records(handle, start, framer, min(max(span, BLOCK_SIZE), READ_WINDOW_BYTES)):
         yield payloads
         if framer.done:
             return

@@ -298,6 +298,14 @@ class StateStore:
         conn.execute("DELETE FROM series WHERE run_key = ?", (fill_key(run_key),))
         conn.execute("DELETE FROM meta WHERE key = ?", (EXACT_FROM_META + run_key,))
 
+    def fill_points(self, run_key: str) -> int:
+        """Values a fill-in under way has re-read so far (0 when none is)."""
+        with self._transaction("read the fill-in", write=False) as conn:
+            row = conn.execute(
+                "SELECT sum(total_points) FROM series WHERE run_key = ?", (fill_key(run_key),)
+            ).fetchone()
+        return int(row[0] or 0)
+
     @staticmethod
     def _exact_from(conn: sqlite3.Connection, run_key: str) -> int | None:
         row = conn.execute("SELECT value FROM meta WHERE key = ?", (EXACT_FROM_META + run_key,)).fetchone()
