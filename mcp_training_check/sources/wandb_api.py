@@ -60,8 +60,10 @@ SPECS_PER_REQUEST = 50
 SUMMARY_VALUES = 8
 """Numeric summary values kept in RunInfo (every value costs the agent tokens)."""
 
-MAX_GROUP_RUNS = 100
-"""Running runs of a sweep or project checked in one call."""
+MAX_GROUP_RUNS = 500
+"""Running runs of a sweep or project checked in one call. Each costs about two requests (its run, its new
+rows), GROUP_WORKERS at a time: 200 take ~20 s against a loopback server (benchmarks/bench_first_check.py);
+the result lists GROUP_LINES of them whatever the count."""
 
 _NON_FINITE = {"NaN": math.nan, "nan": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
 _INTERNAL_PREFIX = "_"
