@@ -73,7 +73,7 @@ def open_primary(
     if ref.kind in (RunKind.WANDB_DIR, RunKind.WANDB_FILE):
         return "wandb_file", DataSource.WANDB_FILE, WandbFileSource(ref.path or "", progress=progress)
     if ref.kind is RunKind.LOG_FILE:
-        return "log", DataSource.LOG, LogFileSource(ref.path or "")
+        return "log", DataSource.LOG, LogFileSource(ref.path or "", progress=progress)
     if ref.kind is RunKind.WANDB_API:
         timeout = settings.wandb_timeout_seconds if settings is not None else DEFAULT_TIMEOUT_SECONDS
         return "wandb", DataSource.WANDB, WandbApiSource(ref, timeout_seconds=timeout, progress=progress)
@@ -83,7 +83,7 @@ def open_primary(
             "(CLI: training-check check) for all its running runs, or pass one run as entity/project/run_id."
         )
     if ref.kind is RunKind.SSH:
-        return "ssh", DataSource.SSH, SshLogSource(ref, timeout_seconds=_ssh_timeout(settings))
+        return "ssh", DataSource.SSH, SshLogSource(ref, timeout_seconds=_ssh_timeout(settings), progress=progress)
     raise SourceUnavailable(f"`run` {ref.raw!r}: no source reads runs of kind {ref.kind.value}.")
 
 

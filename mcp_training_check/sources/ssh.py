@@ -24,7 +24,7 @@ import paramiko
 
 from ..errors import RunNotFound, SourceUnavailable
 from ..models import RunInfo, RunKind, RunRef
-from .base import Cursor, ReadBatch
+from .base import Cursor, Progress, ReadBatch
 from .logs import CHUNK_BYTES, HEAD_BYTES, LogParser, file_identity, read_open_log
 from .ssh_connect import DEFAULT_SSH_TIMEOUT_SECONDS, SshTarget, resolve_target, run_remote_script, ssh_client
 
@@ -37,7 +37,12 @@ class SshLogSource:
     """The log at ``ssh://[user@]host[:port]/path``; the cursor is the local reader's (offset, identity, parser)."""
 
     def __init__(
-        self, ref: RunRef, *, timeout_seconds: float = DEFAULT_SSH_TIMEOUT_SECONDS, fmt: str | None = None
+        self,
+        ref: RunRef,
+        *,
+        timeout_seconds: float = DEFAULT_SSH_TIMEOUT_SECONDS,
+        fmt: str | None = None,
+        progress: Progress | None = None,
     ) -> None:
         if ref.kind is not RunKind.SSH or not ref.host or not ref.path:
             raise ValueError(f"SshLogSource reads an ssh://host/path run, not {ref.raw!r}")
@@ -48,6 +53,7 @@ class SshLogSource:
             fmt = self.path[-3:].lower()
         LogParser(fmt)  # validates fmt now rather than at the first read
         self.fmt = fmt
+        self.progress = progress
 
     def read(self, cursor: Cursor | None) -> ReadBatch:
         target = resolve_target(self.ref.host or "", SourceUnavailable)
@@ -59,7 +65,10 @@ class SshLogSource:
                 size = fh.stat().st_size or 0
                 head = fh.read(HEAD_BYTES)
                 identity = file_identity(inode=inode, dev=dev, size=size, head=head)
-                batch = read_open_log(_Windowed(fh, size), cursor, identity=identity, head=head, fmt=self.fmt, end=size)
+                windowed = _Windowed(fh, size)
+                batch = read_open_log(
+                    windowed, cursor, identity=identity, head=head, fmt=self.fmt, end=size, progress=self.progress
+                )
         batch.info = RunInfo(name=self.path.rsplit("/", 1)[-1], url=self.ref.key, host=target.hostname)
         return batch
 
@@ -135,8 +144,11 @@ class _Windowed:
         return out
 
     def _fetch(self, start: int) -> Iterator[bytes]:
-        for window in range(start, self._end, WINDOW_BYTES):
-            window_end = min(window + WINDOW_BYTES, self._end)
+        """From ``start``: first one CHUNK_BYTES window (a tail-first read samples small windows), then
+        WINDOW_BYTES windows."""
+        window, size = start, CHUNK_BYTES
+        while window < self._end:
+            window_end = min(window + size, self._end)
             pieces: list[Any] = [
                 (at, min(CHUNK_BYTES, window_end - at)) for at in range(window, window_end, CHUNK_BYTES)
             ]
@@ -144,3 +156,4 @@ class _Windowed:
                 if not data:  # truncated since the stat: the next read sees it as restarted
                     return
                 yield data
+            window, size = window_end, WINDOW_BYTES
