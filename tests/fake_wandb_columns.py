@@ -39,14 +39,17 @@ class ColumnarRun(FakeRun):
         self, server: FakeWandb, entity: str, project: str, run_id: str, columns: dict[str, Column], **kw: Any
     ) -> None:
         super().__init__(server, entity, project, run_id, **kw)
-        self.columns = {
+        self.columns = {  # np.asarray keeps an int64 / float64 array as it is (shared steps stay shared)
             name: (np.asarray(steps, dtype=np.int64), np.asarray(values, dtype=np.float64))
             for name, (steps, values) in columns.items()
         }
 
     @cached_property
     def _all_steps(self) -> np.ndarray:
-        return np.unique(np.concatenate([steps for steps, _ in self.columns.values()]))
+        arrays = [steps for steps, _ in self.columns.values()]
+        if arrays and all(a is arrays[0] for a in arrays):  # metrics logged together share one array
+            return arrays[0]
+        return np.unique(np.concatenate(arrays)) if arrays else np.zeros(0, np.int64)
 
     def log(self, step: int, **metrics: Any) -> dict[str, Any]:
         raise TypeError("a ColumnarRun is read-only: log to a run made with FakeWandb.add_run")
@@ -73,8 +76,8 @@ class ColumnarRun(FakeRun):
         keys = [k for k in spec.get("keys") or [] if k != "_step"]
         if any(k not in self.columns for k in keys):
             return []
-        steps = self._all_steps
-        for key in keys:
+        steps = self.columns[keys[0]][0] if keys else self._all_steps  # rows holding a key: the key's steps
+        for key in keys[1:]:
             steps = np.intersect1d(steps, self.columns[key][0], assume_unique=True)
         lo = 0 if spec.get("minStep") is None else int(np.searchsorted(steps, spec["minStep"], side="left"))
         hi = steps.size if spec.get("maxStep") is None else int(np.searchsorted(steps, spec["maxStep"], side="right"))

@@ -241,3 +241,17 @@ def test_cli_shows_no_bar_when_stderr_is_not_a_terminal(tmp_path, scaled_default
     out = capsys.readouterr()
     assert "\r" not in out.err and "overview" in out.out
     assert os.environ["TRAINING_CHECK_HOME"]
+
+
+# --------------------------------------------------------------------------- the corpus
+
+
+def test_corpus_first_checks_tail_first_decide_as_full_reads():
+    """benchmarks/tail_first.py on the corpus runs long enough to get an overview at the scaled sizes."""
+    from benchmarks.corpus_runs import load_corpus
+    from benchmarks.tail_first import compare_first_checks, summarize
+
+    runs = [run for run in load_corpus() if run.last_step >= 3500]
+    results = compare_first_checks(runs, fractions=(0.8, 1.0))
+    assert sum(r.exact_from is not None for r in results) >= 5
+    assert all(r.same for r in results), summarize(results)
