@@ -46,8 +46,8 @@ from benchmarks.corpus_runs import CORPUS, load_corpus  # noqa: E402
 from benchmarks.tail_first import CORPUS_LIMITS, compare_first_checks, summarize  # noqa: E402
 from mcp_training_check.models import CheckReport  # noqa: E402
 from mcp_training_check.service import Monitor  # noqa: E402
-from mcp_training_check.sources.wandb_file import BLOCK_SIZE, TailLimits, WandbFileSource  # noqa: E402
-from mcp_training_check.state import StateStore  # noqa: E402
+from mcp_training_check.sources import wandb_file  # noqa: E402
+from mcp_training_check.sources.wandb_file import BLOCK_SIZE, TailLimits  # noqa: E402
 from tests.fake_wandb import FakeWandb  # noqa: E402
 from tests.fake_wandb_columns import add_columnar_run  # noqa: E402
 
@@ -95,19 +95,23 @@ def local_first_check(steps: int, metrics: int, full_read_steps: int, fill: bool
     print(f"\n(a) local .wandb, {steps:,} steps × {metrics} metrics, {size / 1e6:,.0f} MB")
     with tempfile.TemporaryDirectory(prefix="bench-first-") as home:
         monitor = Monitor(home=Path(home))
-        cost, report = measured(lambda: monitor.check(str(path)))
+        cost, report = measured(lambda: monitor.check(str(path), roles=ROLES))
         snap = report.snapshot
         print(
             f"  first check (tail-first)  {cost.wall_s:7.2f} s wall {cost.cpu_s:7.2f} s CPU  "
             f"{cost.bytes_read / 1e6:8.1f} MB read  {snap.new_points:>10,} values  target ≤ {FIRST_CHECK_SECONDS:g} s "
             f"{_ok(cost.wall_s, FIRST_CHECK_SECONDS)}"
         )
-        print(f"    overview before step {snap.overview_before_step}; verdict: {_decision(report)}")
+        print(f"    overview before step {snap.overview_before_step:,}; verdict: {_decision(report)}")
         if fill:
             _fill_until_exact(monitor, str(path))
         monitor.close()
     if steps <= full_read_steps:
-        _full_first_read(path)
+        _full_first_check(path, report)
+
+
+ROLES = {"train/metric_0": "train_loss"}
+"""The benchmark files name their metrics train/metric_N: the first one stands in for the loss."""
 
 
 def _decision(report: CheckReport) -> str:
@@ -118,7 +122,7 @@ def _fill_until_exact(monitor: Monitor, run: str) -> None:
     costs = []
     report = None
     for _ in range(FILL_CHECKS_LIMIT):
-        cost, report = measured(lambda: monitor.check(run))
+        cost, report = measured(lambda: monitor.check(run, roles=ROLES))
         costs.append(cost)
         if report.snapshot.overview_before_step is None:
             break
@@ -131,14 +135,22 @@ def _fill_until_exact(monitor: Monitor, run: str) -> None:
     )
 
 
-def _full_first_read(path: Path) -> None:
-    """What every first check did before: the whole file read and stored."""
-    with tempfile.TemporaryDirectory(prefix="bench-full-") as home, StateStore(Path(home)) as store:
-        whole = TailLimits(small_file_bytes=WHOLE_FILE)
-        cost, _ = measured(lambda: store.apply_batch("run", WandbFileSource(path, limits=whole).read(None)))
+def _full_first_check(path: Path, tail_first: CheckReport) -> None:
+    """What every first check did before: the whole file read, stored and judged."""
+    saved = wandb_file.DEFAULT_LIMITS
+    wandb_file.DEFAULT_LIMITS = TailLimits(small_file_bytes=WHOLE_FILE)
+    try:
+        with tempfile.TemporaryDirectory(prefix="bench-full-") as home:
+            monitor = Monitor(home=Path(home))
+            cost, report = measured(lambda: monitor.check(str(path), roles=ROLES))
+            monitor.close()
+    finally:
+        wandb_file.DEFAULT_LIMITS = saved
+    same = report.verdict and tail_first.verdict and report.verdict.decision is tail_first.verdict.decision
     print(
-        f"  full first read (before)  {cost.wall_s:7.2f} s wall {cost.cpu_s:7.2f} s CPU  "
-        f"{cost.bytes_read / 1e6:8.1f} MB read"
+        f"  full first check (before) {cost.wall_s:7.2f} s wall {cost.cpu_s:7.2f} s CPU  "
+        f"{cost.bytes_read / 1e6:8.1f} MB read  {report.snapshot.new_points:>10,} values  "
+        f"same decision as tail-first: {'yes' if same else 'NO'} ({_decision(report)[:40]})"
     )
 
 
@@ -169,7 +181,7 @@ def wandb_first_check(server: FakeWandb, steps: int, metrics: int, *, exact: boo
         with tempfile.TemporaryDirectory(prefix="bench-wandb-") as home:
             monitor = Monitor(home=Path(home))
             before, rows_before = len(server.requests), server.rows_served["total"]
-            cost, report = measured(lambda: monitor.check(f"bench/long/{run_id}"))
+            cost, report = measured(lambda: monitor.check(f"bench/long/{run_id}", roles=ROLES))
             requests = _graphql_requests(server, before)
             rows = server.rows_served["total"] - rows_before
             monitor.close()
@@ -179,7 +191,7 @@ def wandb_first_check(server: FakeWandb, steps: int, metrics: int, *, exact: boo
     history = sum(1 for op in requests if "History" in op)
     print(
         f"  {steps:>9,} × {metrics:<2} {label} {cost.wall_s:6.2f} s wall  {len(requests):>3} requests "
-        f"({history} history)  {rows:>10,} rows  "
+        f"({history} history)  {rows:>10,} rows  {report.verdict.decision.value if report.verdict else '-'}  "
         + ("" if exact else f"target ≤ {FIRST_CHECK_REQUESTS} requests, ≤ {FIRST_CHECK_SECONDS:g} s "
            f"{_ok(len(requests), FIRST_CHECK_REQUESTS)}/{_ok(cost.wall_s, FIRST_CHECK_SECONDS)}; "
            f"overview before step {report.snapshot.overview_before_step}")

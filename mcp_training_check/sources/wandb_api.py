@@ -261,7 +261,7 @@ class WandbApiSource:
         """Re-read the next pages of exact history (see `wandb_api_overview`), into ``batch``."""
         if not isinstance(fill, dict):
             return
-        first, last = fill_range(fill, last_step, PAGE_STEPS)
+        first, last = fill_range(fill, last_step, PAGE_STEPS, len(keys))
         rows = self._fetch(api, dict.fromkeys(keys, first), last) if first <= last else {}
         builder = SeriesBuilder()
         for key, series in rows.items():

@@ -21,6 +21,7 @@ from typing import Any
 
 __all__ = [
     "FILL_PAGES_PER_CHECK",
+    "FILL_ROWS_PER_CHECK",
     "FIRST_READ_EXACT_REQUESTS",
     "OVERVIEW_SAMPLES",
     "RECENT_POINTS",
@@ -47,7 +48,10 @@ FIRST_READ_EXACT_REQUESTS = 2
 """A first read that an exact read does in at most this many requests stays exact."""
 
 FILL_PAGES_PER_CHECK = 2
-"""Pages (each `PAGE_STEPS` steps of every metric) of exact history re-read per later check."""
+"""Most pages (each `PAGE_STEPS` steps of every metric) of exact history re-read per later check..."""
+
+FILL_ROWS_PER_CHECK = 200_000
+"""... and most rows: a run with many metrics re-reads fewer steps per check (~2 s of transfer and parsing)."""
 
 
 def key_counts(history_keys: Any, keys: list[str]) -> dict[str, int]:
@@ -90,7 +94,8 @@ def overview_specs(counts: dict[str, int], last_step: int) -> tuple[list[tuple[s
     return specs, exact_from
 
 
-def fill_range(fill: dict[str, Any], last_step: int, page_steps: int) -> tuple[int, int]:
+def fill_range(fill: dict[str, Any], last_step: int, page_steps: int, keys: int) -> tuple[int, int]:
     """Steps [first, last] of exact history to re-read in this check."""
     first = int(fill.get("next_step", 0))
-    return first, min(first + FILL_PAGES_PER_CHECK * page_steps - 1, last_step)
+    steps = min(FILL_PAGES_PER_CHECK * page_steps, max(FILL_ROWS_PER_CHECK // max(keys, 1), 1))
+    return first, min(first + steps - 1, last_step)
