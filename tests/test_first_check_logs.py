@@ -113,3 +113,28 @@ def test_short_log_is_read_whole(tmp_path, scaled):
     write(path, jsonl, range(200))
     batch = LogFileSource(path).read(None)
     assert batch.fill is None and len(batch.series["loss"]) == 200
+
+
+def test_over_ssh_tail_first_and_fill_in_store_what_a_full_read_stores(tmp_path, scaled, ssh_home, monkeypatch):
+    """The same code over SFTP (tests/sshd.py: a real OpenSSH server on 127.0.0.1): small sampled windows,
+    seeks into the middle of the file, the fill-in in pieces."""
+    from mcp_training_check.config import parse_run
+    from mcp_training_check.sources import SshLogSource
+
+    path = tmp_path / "train.jsonl"
+    path.write_text("")
+    write(path, jsonl, range(STEPS))
+    store = StateStore(tmp_path / "ssh")
+    source = SshLogSource(parse_run(ssh_home.url(path)), timeout_seconds=5.0)
+    first = read_into(store, source)
+    assert first.fill is not None and first.fill.first
+    history, checks = store.load_history("log"), 0
+    while history.exact_from is not None:
+        read_into(store, source)
+        history = store.load_history("log")
+        checks += 1
+        assert checks < 40, "the fill-in never arrived"
+    monkeypatch.setattr(log_tail, "DEFAULT_LIMITS", LogTailLimits(small_bytes=1 << 40))
+    full = StateStore(tmp_path / "full")
+    read_into(full, LogFileSource(path))
+    assert_same_history(full.load_history("log"), history)
