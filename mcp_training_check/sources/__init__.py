@@ -6,6 +6,10 @@ that place cannot be reached reads the configured log fallback instead, saying s
 
 The stored cursor is one dict per run holding a sub-cursor per source, so switching to the fallback
 and back never loses either position. A log fallback is a local path or an ``ssh://host/path`` URL.
+
+A long run's first read is tail-first: the recent history exactly, an overview of the older one, then a
+bounded fill-in per read (`base.FillBatch`; ``wandb_tail``, ``log_tail``, ``wandb_api_overview``). Long
+reads report to a `Progress` callback (`ThrottledProgress` passes on only those lasting over a second).
 """
 
 from __future__ import annotations

@@ -78,6 +78,11 @@ class LogTailLimits:
     overview_window_bytes: int = LOG_OVERVIEW_WINDOW_BYTES
     fill_bytes_per_check: int = LOG_FILL_BYTES_PER_CHECK
 
+    @property
+    def read_whole_up_to(self) -> int:
+        """Logs up to this size are read whole: the small ones, and any a head and a first tail would cover."""
+        return max(self.small_bytes, self.head_bytes + self.tail_first_bytes)
+
 
 DEFAULT_LIMITS = LogTailLimits()  # what `logs.read_open_log` uses unless told otherwise
 

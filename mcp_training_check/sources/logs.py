@@ -222,7 +222,7 @@ def read_open_log(
     keep = parser is not None  # else read from the start, so that a CSV header is seen again
     limits = limits or log_tail.DEFAULT_LIMITS
     size = int(end if end is not None else identity.get("size", 0))
-    if not keep and size > limits.small_bytes:  # a long log's first read: tail first (log_tail)
+    if not keep and size > limits.read_whole_up_to:  # a long log's first read: tail first (log_tail)
         return _tail_first(fh, identity, size, fmt, limits, progress, restarted=cursor is not None)
     parser = parser or LogParser(fmt)
     start = offset if keep else 0

@@ -84,7 +84,7 @@ class WandbFileSource:
             _check_header(file_path, head)
             start = len(FILE_HEADER) if len(head) >= len(FILE_HEADER) else 0
         state = RunState.from_cursor(cursor)
-        if start == len(FILE_HEADER) and stat.st_size > self.limits.small_file_bytes:
+        if start == len(FILE_HEADER) and stat.st_size > self.limits.read_whole_up_to:
             return self._first_read(file_path, handle, stat, head, state, restarted)
         framer = Framer(resume=start)
         decoder = Decoder(state)

@@ -69,6 +69,11 @@ class TailLimits:
     overview_blocks: int = OVERVIEW_BLOCKS
     fill_bytes_per_check: int = FILL_BYTES_PER_CHECK
 
+    @property
+    def read_whole_up_to(self) -> int:
+        """Files up to this size are read whole: the small ones, and any a head and a first tail would cover."""
+        return max(self.small_file_bytes, self.head_bytes + self.tail_first_bytes)
+
 
 @dataclass
 class Part:
