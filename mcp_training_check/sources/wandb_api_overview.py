@@ -73,8 +73,8 @@ def exact_requests(keys: int, last_step: int, page_steps: int, specs_per_request
 
 def _window_steps(count: int, last_step: int) -> int:
     steps = last_step + 1
-    if count <= 0:
-        return min(steps, MAX_WINDOW_STEPS)
+    if count <= 0:  # the server did not count the key's rows: take it for logged every step
+        return min(steps, math.ceil(RECENT_POINTS * RECENT_MARGIN))
     return min(steps, MAX_WINDOW_STEPS, math.ceil(RECENT_POINTS * RECENT_MARGIN * steps / count))
 
 
