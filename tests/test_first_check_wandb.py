@@ -111,3 +111,25 @@ def test_columnar_run_answers_like_a_row_run(spec):
         assert a.keys() == b.keys()
         assert all(a[k] == b[k] or (math.isnan(a[k]) and math.isnan(b[k])) for k in a)
     assert columns.history_keys()["lastStep"] == rows.history_keys()["lastStep"] == 2999
+
+
+@pytest.mark.parametrize(
+    ("counts", "last_step", "windows", "exact_from"),
+    [
+        ({"loss": 1_000_000}, 999_999, {"loss": 2560}, 997_440),  # dense: 2,048 values and a margin
+        ({"loss": 1_000_000, "eval": 1_000}, 999_999, {"loss": 2560, "eval": 100_000}, 997_440),  # sparse: widest
+        ({"eval": 10_000}, 999_999, {"eval": 100_000}, 900_000),  # one value every 100 steps: 2,560 of them
+        ({"loss": 0}, 999_999, {"loss": 2560}, 997_440),  # not counted: taken for one a step
+        ({"loss": 1_000}, 999, {"loss": 1000}, 0),  # the whole run fits: no overview spec
+    ],
+)
+def test_overview_specs_size_each_window_by_the_metric_rate(counts, last_step, windows, exact_from):
+    from mcp_training_check.sources.wandb_api_overview import OVERVIEW_SAMPLES, overview_specs
+
+    specs, got_exact_from = overview_specs(counts, last_step)
+    recent = {key: spec for key, spec in specs if spec["maxStep"] == last_step}
+    assert {key: spec["maxStep"] - spec["minStep"] + 1 for key, spec in recent.items()} == windows
+    assert all(spec["samples"] >= spec["maxStep"] - spec["minStep"] + 1 for spec in recent.values())  # exact
+    overview = [spec for _, spec in specs if spec["maxStep"] != last_step]
+    assert all(spec["minStep"] == 0 and spec["samples"] == OVERVIEW_SAMPLES for spec in overview)
+    assert got_exact_from == exact_from
