@@ -18,7 +18,9 @@ Printed, side by side in one run:
     requests; target ≤ 60 s.
 (d) the corpus (``--corpus``, default corpus/runs.jsonl.gz): first checks tail-first vs full read must decide
     alike (benchmarks/tail_first.py), with the default sizes scaled to its runs, and a stress setting whose
-    tail holds fewer values than state's 2,048-point recent window (reported, no target).
+    tail holds fewer values than state's 2,048-point recent window (reported, no target);
+(e) replay.py's tables for monitoring that starts half way / 80 % into each run, its first check a full read
+    vs tail-first, both sizes.
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ import numpy as np  # noqa: E402
 from bench_wandb_read import cached_run_file  # noqa: E402
 
 from benchmarks.corpus_runs import CORPUS, load_corpus  # noqa: E402
-from benchmarks.tail_first import CORPUS_LIMITS, compare_first_checks, summarize  # noqa: E402
+from benchmarks.tail_first import CORPUS_LIMITS, compare_first_checks, late_start_tables, summarize  # noqa: E402
 from mcp_training_check.models import CheckReport  # noqa: E402
 from mcp_training_check.service import Monitor  # noqa: E402
 from mcp_training_check.sources import wandb_file  # noqa: E402
@@ -57,6 +59,8 @@ GROUP_SECONDS = 60.0
 FILL_CHECKS_LIMIT = 400  # a fill that needs more checks than this is reported as not arriving
 STRESS_LIMITS = dataclasses.replace(CORPUS_LIMITS, tail_max_bytes=8 * BLOCK_SIZE, overview_blocks=2)
 GROUP_RUN_STEPS = 500
+LATE_STARTS = (0.5, 0.8)
+"""Where monitoring starts in the replay tables (e): the first check then reads half / most of the run."""
 WHOLE_FILE = 1 << 62  # a small-file threshold no file reaches: read whole, as every first check did before
 
 
@@ -249,6 +253,11 @@ def main(argv: list[str] | None = None) -> None:
         print(summarize(compare_first_checks(runs, CORPUS_LIMITS)))
         print("    stress: a tail shorter than the 2,048-point recent window (8 blocks), 2 overview blocks")
         print(summarize(compare_first_checks(runs, STRESS_LIMITS)))
+        for fraction in LATE_STARTS:
+            print(f"\n(e) replay tables, monitoring from {fraction:.0%} into each run (checks before: continue)")
+            print(late_start_tables(runs, fraction))
+            print("    stress sizes:")
+            print(late_start_tables(runs, fraction, STRESS_LIMITS))
 
 
 if __name__ == "__main__":

@@ -20,15 +20,25 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.corpus_runs import Run
+from benchmarks.replay import DEFAULT_CHECKS, evaluate, markdown, split_scores
 from mcp_training_check.judge import judge
-from mcp_training_check.models import Decision
+from mcp_training_check.models import Decision, Verdict
 from mcp_training_check.roles import assign_roles
+from mcp_training_check.service import PREVIOUS_VERDICTS
 from mcp_training_check.sources.base import ReadBatch
 from mcp_training_check.sources.wandb_file import BLOCK_SIZE, TailLimits, WandbFileSource
 from mcp_training_check.state import StateStore
 from tests.wandb_writer import RunFileWriter, go_json_number, history_record, run_record, summary_record
 
-__all__ = ["CORPUS_LIMITS", "FirstChecks", "compare_first_checks", "write_corpus_run"]
+__all__ = [
+    "CORPUS_LIMITS",
+    "FirstChecks",
+    "append_corpus_steps",
+    "compare_first_checks",
+    "late_start_tables",
+    "replay_from",
+    "write_corpus_run",
+]
 
 CORPUS_LIMITS = TailLimits(
     small_file_bytes=0,
@@ -47,17 +57,25 @@ CUT_FRACTIONS = (0.6, 0.8, 1.0)
 SECONDS_PER_STEP = 0.137
 
 
-def write_corpus_run(path: Path, run: Run, upto: int) -> None:
-    """The run's points up to step ``upto`` as a wandb 0.31 run file."""
+def _rows(run: Run, lo: int | None, hi: int) -> dict[int, list[tuple[str, str]]]:
+    """The run's values with lo < step ≤ hi, per step, as (key, value_json)."""
     rows: dict[int, list[tuple[str, str]]] = {}
     for name, (steps, values) in run.metrics.items():
-        keep = steps <= upto
+        keep = (steps <= hi) if lo is None else (steps > lo) & (steps <= hi)
         for step, value in zip(steps[keep].tolist(), values[keep].tolist(), strict=True):
             rows.setdefault(step, []).append((name, go_json_number(float(value))))
-    with open(path, "wb") as handle:
-        writer = RunFileWriter.create(handle)
-        writer.write(run_record(1, run.id, name=run.id, config=run.run_config("full")))
-        num = 2
+    return rows
+
+
+def append_corpus_steps(path: Path, run: Run, lo: int | None, hi: int) -> None:
+    """Append the run's steps lo < step ≤ hi as wandb writes them (the run record first, for a new file)."""
+    new = not path.exists()
+    with open(path, "ab") as handle:
+        writer = RunFileWriter.create(handle) if new else RunFileWriter(handle, path.stat().st_size)
+        if new:
+            writer.write(run_record(1, run.id, name=run.id, config=run.run_config("full")))
+        rows = _rows(run, lo, hi)
+        num = 2 + 3 * (lo or 0)
         for step in sorted(rows):
             runtime = go_json_number(step * SECONDS_PER_STEP)
             items = [*rows[step], ("_runtime", runtime), ("_step", str(step))]
@@ -65,6 +83,12 @@ def write_corpus_run(path: Path, run: Run, upto: int) -> None:
             writer.write(summary_record(num + 1, items))
             writer.write(history_record(num + 2, items, step))
             num += 3
+
+
+def write_corpus_run(path: Path, run: Run, upto: int) -> None:
+    """The run's points up to step ``upto`` as a wandb 0.31 run file."""
+    path.unlink(missing_ok=True)
+    append_corpus_steps(path, run, None, upto)
 
 
 @dataclass
@@ -120,3 +144,59 @@ def summarize(results: Sequence[FirstChecks]) -> str:
     share = np.mean([r.same for r in results]) if results else 1.0
     lines.append(f"agreement {share:.1%} (target 100%)")
     return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- replays starting late
+
+
+def replay_from(
+    run: Run, cuts: Sequence[int], start: int, limits: TailLimits, workdir: Path, overviews: list[str] | None = None
+) -> list[Decision]:
+    """Monitoring that begins at check ``start`` of a replay (its first check reads the run so far, with
+    ``limits``), then checks the growing ``.wandb`` file at every later cut, earlier verdicts carried as
+    `Monitor` carries them. Checks before ``start`` did not happen: they count as continue. A run whose first
+    check got an overview is added to ``overviews``."""
+    path = workdir / f"run-{run.id}.wandb"
+    path.unlink(missing_ok=True)
+    source = WandbFileSource(path, limits=limits)
+    previous: list[Verdict] = []
+    decisions = [Decision.CONTINUE] * start
+    with StateStore(workdir / f"state-{run.id}-{limits.small_file_bytes}") as store:
+        prev_cut: int | None = None
+        for cut in cuts[start:]:
+            append_corpus_steps(path, run, prev_cut, cut)
+            store.apply_batch("run", source.read(store.get_cursor("run")))
+            history = store.load_history("run")
+            if prev_cut is None and history.exact_from is not None and overviews is not None:
+                overviews.append(run.id)
+            prev_cut = cut
+            verdict = judge(
+                history, assign_roles(history.metrics), baselines=run.baselines,
+                previous=previous[:PREVIOUS_VERDICTS], run_config=run.run_config("full"),
+            )  # fmt: skip
+            previous.insert(0, Verdict.model_validate_json(verdict.model_dump_json()))
+            decisions.append(verdict.decision)
+    path.unlink()
+    return decisions
+
+
+def late_start_tables(
+    runs: Sequence[Run], start_fraction: float, limits: TailLimits = CORPUS_LIMITS, checks: int = DEFAULT_CHECKS
+) -> str:
+    """The replay tables (benchmarks/replay.py's scoring) of monitoring that starts ``start_fraction`` into
+    each run, its first check a full read vs tail-first with ``limits``."""
+    start = round(start_fraction * checks)
+    whole = TailLimits(small_file_bytes=1 << 62)
+    overviews: list[str] = []
+    with tempfile.TemporaryDirectory(prefix="late-start-") as tmp:
+        work = Path(tmp)
+        full = evaluate(runs, lambda run, cuts: replay_from(run, cuts, start, whole, work), checks)
+        tail = evaluate(runs, lambda run, cuts: replay_from(run, cuts, start, limits, work, overviews), checks)
+    tables = {f"full first check at {start + 1}": full, f"tail-first first check at {start + 1}": tail}
+    differ = [a.run.id for a, b in zip(full, tail, strict=True) if a.decisions != b.decisions]
+    scores = {name: split_scores(results) for name, results in tables.items()}
+    return markdown(scores) + (
+        f"\n{len(overviews)} of {len(runs)} runs had an overview at their first check; "
+        f"{len(runs) - len(differ)} get the same decision at every check"
+        + (f" (differ: {', '.join(differ)})" if differ else "")
+    )
