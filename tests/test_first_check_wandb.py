@@ -133,3 +133,27 @@ def test_overview_specs_size_each_window_by_the_metric_rate(counts, last_step, w
     overview = [spec for _, spec in specs if spec["maxStep"] != last_step]
     assert all(spec["minStep"] == 0 and spec["samples"] == OVERVIEW_SAMPLES for spec in overview)
     assert got_exact_from == exact_from
+
+
+def test_check_many_reports_progress_from_its_worker_threads(server, tmp_path):
+    import anyio
+    from mcp import Client
+
+    from mcp_training_check.server import build_server
+    from tests.wandb_api_fixtures import wandb_monitor
+
+    for index in range(6):
+        log_steps(server.add_run("ent", "sweepy", f"m{index}"), range(50))
+    notes: list[str | None] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        notes.append(message)
+
+    async def go():
+        async with Client(build_server(wandb_monitor(tmp_path), progress_after_seconds=0)) as client:
+            return await client.call_tool("check_many", {"run": "ent/sweepy"}, progress_callback=on_progress)
+
+    result = anyio.run(go)
+    assert not result.is_error, result.content
+    assert result.structured_content["counts"] and sum(result.structured_content["counts"].values()) == 6
+    assert notes and all(note and note.startswith("checking runs: ") and note.endswith(" of 6") for note in notes)
