@@ -51,6 +51,9 @@ CORPUS_LIMITS = TailLimits(
 """The default limits scaled to corpus runs (1,000-5,000 steps): the runs longer than ~3,500 steps get a
 real overview (their older steps sampled), shorter ones are read whole."""
 
+WHOLE = TailLimits(small_file_bytes=1 << 62)
+"""Limits under which every file is read whole: the first checks as they were."""
+
 CUT_FRACTIONS = (0.6, 0.8, 1.0)
 """Where in each run a first check is made."""
 
@@ -124,7 +127,8 @@ def compare_first_checks(
                 cut = int(run.first_step + round((run.last_step - run.first_step) * fraction))
                 path = root / f"run-{run.id}-{cut}.wandb"
                 write_corpus_run(path, run, cut)
-                full, _ = _first_check(run, WandbFileSource(path).read(None), root / f"full-{run.id}-{cut}")
+                whole = WandbFileSource(path, limits=WHOLE).read(None)
+                full, _ = _first_check(run, whole, root / f"full-{run.id}-{cut}")
                 tail_batch = WandbFileSource(path, limits=limits).read(None)
                 tail, exact_from = _first_check(run, tail_batch, root / f"tail-{run.id}-{cut}")
                 out.append(FirstChecks(run.id, cut, full, tail, exact_from))
@@ -186,11 +190,10 @@ def late_start_tables(
     """The replay tables (benchmarks/replay.py's scoring) of monitoring that starts ``start_fraction`` into
     each run, its first check a full read vs tail-first with ``limits``."""
     start = round(start_fraction * checks)
-    whole = TailLimits(small_file_bytes=1 << 62)
     overviews: list[str] = []
     with tempfile.TemporaryDirectory(prefix="late-start-") as tmp:
         work = Path(tmp)
-        full = evaluate(runs, lambda run, cuts: replay_from(run, cuts, start, whole, work), checks)
+        full = evaluate(runs, lambda run, cuts: replay_from(run, cuts, start, WHOLE, work), checks)
         tail = evaluate(runs, lambda run, cuts: replay_from(run, cuts, start, limits, work, overviews), checks)
     tables = {f"full first check at {start + 1}": full, f"tail-first first check at {start + 1}": tail}
     differ = [a.run.id for a, b in zip(full, tail, strict=True) if a.decisions != b.decisions]
