@@ -31,7 +31,13 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from mcp_training_check.sources.wandb_file import BLOCK_SIZE, FILE_HEADER, WandbFileSource, pb  # noqa: E402
+from mcp_training_check.sources.wandb_file import (  # noqa: E402
+    BLOCK_SIZE,
+    FILE_HEADER,
+    TailLimits,
+    WandbFileSource,
+    pb,
+)
 from tests.wandb_writer import RunFileWriter, go_json_number, run_record  # noqa: E402
 
 OUT_DIR = REPO / "benchmarks" / "out"
@@ -45,6 +51,8 @@ START_TIMESTAMP = 1_796_000_000.0
 SECONDS_PER_STEP = 0.137
 HISTORY_TAG = (2 << 3) | 2  # Record.history, length-delimited
 CHUNK = struct.Struct("<IHB")
+WHOLE = TailLimits(small_file_bytes=1 << 62)
+"""The reader alone, reading the whole file (a first check reads long files tail-first: bench_first_check.py)."""
 
 
 # --------------------------------------------------------------------------- the file
@@ -195,7 +203,7 @@ def timed(action: Callable[[], Any], repeat: int = 1) -> tuple[Timing, Any]:
 
 
 def first_read(path: Path, repeat: int) -> tuple[dict[str, Timing], Any]:
-    reader, batch = timed(lambda: WandbFileSource(path).read(None), repeat)
+    reader, batch = timed(lambda: WandbFileSource(path, limits=WHOLE).read(None), repeat)
     every, _ = timed(lambda: bare_decode(path, len(FILE_HEADER), history_only=False), repeat)
     history, _ = timed(lambda: bare_decode(path, len(FILE_HEADER), history_only=True), repeat)
     return {"reader": reader, "every": every, "history": history}, batch
@@ -206,7 +214,7 @@ def incremental_read(path: Path, steps: int, metrics: int, cursor: dict[str, Any
     size = path.stat().st_size
     try:
         append_steps(path, steps, APPEND_STEPS, metrics)
-        reader, batch = timed(lambda: WandbFileSource(path).read(cursor), INCREMENTAL_REPEAT)
+        reader, batch = timed(lambda: WandbFileSource(path, limits=WHOLE).read(cursor), INCREMENTAL_REPEAT)
         bare, _ = timed(lambda: bare_decode(path, size, history_only=False), INCREMENTAL_REPEAT)
     finally:
         os.truncate(path, size)  # keep the cached file as generated

@@ -21,7 +21,7 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TextIO
 
 from pydantic import BaseModel
 
@@ -42,6 +42,7 @@ from .roles import parse_baselines, parse_role_overrides
 
 if TYPE_CHECKING:  # the service imports wandb; `serve --help` and `demo` should not wait for it
     from .service import Monitor
+    from .sources import Progress
 
 EXIT_ERROR = 2
 
@@ -150,15 +151,43 @@ def _dispatch(args: argparse.Namespace) -> int:
     from .service import Monitor
 
     monitor = Monitor()
+    bar = TerminalProgress(sys.stderr)
     try:
-        result = _run_command(monitor, args)
+        result = _run_command(monitor, args, bar.progress() if sys.stderr.isatty() else None)
     finally:
+        bar.clear()
         monitor.close()
     _print(result, as_json=args.json)
     return 0
 
 
-def _run_command(monitor: Monitor, args: argparse.Namespace) -> BaseModel:
+class TerminalProgress:
+    """One line on stderr, rewritten in place, while a long read runs (the CLI shows it on a terminal only)."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self._width = 0
+
+    def progress(self) -> Progress:
+        from .sources import ThrottledProgress
+
+        return ThrottledProgress(self.show)
+
+    def show(self, count: int, text: str) -> None:
+        spinner = "|/-\\"[count % 4]
+        line = f"training-check {spinner} {text}"
+        self.stream.write("\r" + line.ljust(self._width))
+        self.stream.flush()
+        self._width = len(line)
+
+    def clear(self) -> None:
+        if self._width:
+            self.stream.write("\r" + " " * self._width + "\r")
+            self.stream.flush()
+            self._width = 0
+
+
+def _run_command(monitor: Monitor, args: argparse.Namespace, progress: Progress | None = None) -> BaseModel:
     if args.command == "schedule":
         return monitor.schedule_next(args.source, review=args.review)
     if args.command == "review":
@@ -174,12 +203,12 @@ def _run_command(monitor: Monitor, args: argparse.Namespace) -> BaseModel:
     baselines = parse_baselines(args.baseline)
     group_kinds = (RunKind.WANDB_SWEEP, RunKind.WANDB_PROJECT)
     if args.command == "check" and monitor.context(args.source).ref.kind in group_kinds:
-        return monitor.check_many(args.source, roles=roles, baselines=baselines)
+        return monitor.check_many(args.source, roles=roles, baselines=baselines, progress=progress)
     if args.command == "read":
-        return monitor.read_metrics(args.source, roles=roles, baselines=baselines)
+        return monitor.read_metrics(args.source, roles=roles, baselines=baselines, progress=progress)
     if args.command == "judge":
-        return monitor.judge(args.source, roles=roles, baselines=baselines)
-    return monitor.check(args.source, roles=roles, baselines=baselines)
+        return monitor.judge(args.source, roles=roles, baselines=baselines, progress=progress)
+    return monitor.check(args.source, roles=roles, baselines=baselines, progress=progress)
 
 
 def _serve(args: argparse.Namespace) -> int:

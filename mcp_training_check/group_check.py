@@ -9,6 +9,8 @@ a session, and a sweep can have more runs than that.
 
 from __future__ import annotations
 
+import itertools
+import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
@@ -17,6 +19,7 @@ from .config import ResolvedRunConfig
 from .errors import RunRefError, TrainingCheckError
 from .models import CheckReport, DataSource, Decision, GroupReport, RunKind, RunLine, RunRef, Schedule
 from .schedule import CRON_ACTION_WORDS, cron_action_reason, next_schedule
+from .sources import Progress, no_progress
 from .state import HandedOutCron
 
 __all__ = [
@@ -86,10 +89,24 @@ def _clip(text: str, limit: int = LINE_CHARS) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
-def check_members(members: Sequence[RunRef], check: Callable[[RunRef], MemberResult]) -> list[MemberResult]:
-    """``check`` on every member, GROUP_WORKERS at a time, results in the members' order."""
+def check_members(
+    members: Sequence[RunRef], check: Callable[[RunRef], MemberResult], progress: Progress | None = None
+) -> list[MemberResult]:
+    """``check`` on every member, GROUP_WORKERS at a time, results in the members' order; ``progress``
+    hears of each one done."""
+    report = progress or no_progress
+    done = itertools.count(1)
+    lock = threading.Lock()
+
+    def check_one(ref: RunRef) -> MemberResult:
+        result = check(ref)
+        with lock:
+            count = next(done)
+        report(count, len(members), "checking runs")
+        return result
+
     with ThreadPoolExecutor(max_workers=GROUP_WORKERS) as pool:
-        return list(pool.map(check, members))
+        return list(pool.map(check_one, members))
 
 
 def group_report(

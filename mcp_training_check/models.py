@@ -202,6 +202,11 @@ class MetricSnapshot(Strict):
     last_step: int | None = None
     skipped_chunks: int = Field(default=0, description="Corrupt chunks skipped in this read.")
     restarted: bool = Field(default=False, description="The source shrank or was replaced; read from start.")
+    overview_before_step: int | None = Field(
+        default=None,
+        description="History before this step is so far an overview (sampled), re-read exactly over the next "
+        "checks; null when all of it is exact. No stop verdict rests on the overview alone.",
+    )
     warnings: list[str] = Field(default_factory=list)
 
 

@@ -8,12 +8,15 @@ becomes a `ToolError` whose text says what to fix; anything else is a bug and su
 from __future__ import annotations
 
 import base64
+import contextlib
 import functools
 import hmac
 from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, TypeVar
 
-from mcp.server.mcpserver import MCPServer
+import anyio.from_thread
+import anyio.lowlevel
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, ImageContent, TextContent, ToolAnnotations
 from pydantic import Field
@@ -31,6 +34,7 @@ from .models import (
     Verdict,
 )
 from .service import Monitor
+from .sources import PROGRESS_AFTER_SECONDS, ThrottledProgress
 
 INSTRUCTIONS = """\
 Watches the quality of running ML training jobs. For a scheduled check call `check` with the run;
@@ -89,12 +93,27 @@ def _translate_errors(fn: Callable[..., T]) -> Callable[..., T]:
     return wrapper
 
 
-def build_server(monitor: Monitor | None = None) -> MCPServer:
-    """The server with its tools bound to ``monitor`` (a fresh one on the default state dir if None)."""
+def mcp_progress(ctx: Context, after_seconds: float = PROGRESS_AFTER_SECONDS) -> ThrottledProgress:
+    """MCP progress notifications for the current tool call, sendable from its worker thread or any other
+    (check_many's pool). A client that asked for none gets none; one that went away does not fail the call."""
+    token = anyio.from_thread.run_sync(anyio.lowlevel.current_token)
+
+    def show(count: int, text: str) -> None:
+        with contextlib.suppress(Exception):  # progress is a courtesy: never let it break a check
+            anyio.from_thread.run(ctx.report_progress, count, None, text, token=token)
+
+    return ThrottledProgress(show, after_seconds=after_seconds)
+
+
+def build_server(
+    monitor: Monitor | None = None, *, progress_after_seconds: float = PROGRESS_AFTER_SECONDS
+) -> MCPServer:
+    """The server with its tools bound to ``monitor`` (a fresh one on the default state dir if None);
+    reads running longer than ``progress_after_seconds`` send MCP progress notifications."""
     mon = monitor or Monitor()
     server = MCPServer(name="training-check", version=__version__, instructions=INSTRUCTIONS)
-    _add_step_tools(server, mon)
-    _add_check_tools(server, mon)
+    _add_step_tools(server, mon, progress_after_seconds)
+    _add_check_tools(server, mon, progress_after_seconds)
     _add_review_tool(server, mon)
     _add_record_review_tool(server, mon)
     _add_plot_tool(server, mon)
@@ -102,24 +121,26 @@ def build_server(monitor: Monitor | None = None) -> MCPServer:
     return server
 
 
-def _add_step_tools(server: MCPServer, mon: Monitor) -> None:
+def _add_step_tools(server: MCPServer, mon: Monitor, after: float) -> None:
     """The three steps of a check, one tool each: read_metrics, judge, schedule_next."""
 
     @server.tool(annotations=_READ_ONLY)
     @_translate_errors
-    def read_metrics(run: RunArg, roles: RolesArg = None, baselines: BaselinesArg = None) -> MetricSnapshot:
+    def read_metrics(
+        run: RunArg, ctx: Context, roles: RolesArg = None, baselines: BaselinesArg = None
+    ) -> MetricSnapshot:
         """Read the run's metrics that are new since the last check (state is kept on disk) and return a
         compact snapshot: per metric its role, last and best value, a few recent checkpoints, NaN/Inf count.
         Call `judge` next, or use `check` to read, judge and schedule in one call."""
-        return mon.read_metrics(run, roles=roles, baselines=baselines)
+        return mon.read_metrics(run, roles=roles, baselines=baselines, progress=mcp_progress(ctx, after))
 
     @server.tool(annotations=_READ_ONLY)
     @_translate_errors
-    def judge(run: RunArg, roles: RolesArg = None, baselines: BaselinesArg = None) -> Verdict:
+    def judge(run: RunArg, ctx: Context, roles: RolesArg = None, baselines: BaselinesArg = None) -> Verdict:
         """Judge the stored metrics of the run: decision stop (clearly bad), continue (healthy) or unsure
         (flat, noisy, below baseline early), with the signals and their numbers. Reads first if the run was
         never read. Next: stop_run on stop, escalate_review on unsure, then schedule_next."""
-        return mon.judge(run, roles=roles, baselines=baselines)
+        return mon.judge(run, roles=roles, baselines=baselines, progress=mcp_progress(ctx, after))
 
     @server.tool(annotations=_READ_ONLY)
     @_translate_errors
@@ -140,25 +161,27 @@ def _add_step_tools(server: MCPServer, mon: Monitor) -> None:
         return mon.schedule_next(run, review=review)
 
 
-def _add_check_tools(server: MCPServer, mon: Monitor) -> None:
+def _add_check_tools(server: MCPServer, mon: Monitor, after: float) -> None:
     """The three steps in one call: check for one run, check_many for a W&B sweep or project."""
 
     @server.tool(annotations=_READ_ONLY)
     @_translate_errors
-    def check(run: RunArg, roles: RolesArg = None, baselines: BaselinesArg = None) -> CheckReport:
+    def check(run: RunArg, ctx: Context, roles: RolesArg = None, baselines: BaselinesArg = None) -> CheckReport:
         """One scheduled check: read new metrics, judge them and schedule the next check. Act on
         `next_action`: stop_run, escalate_review, fix_source, end_monitoring or continue_monitoring; then pass
         `schedule.cron_create` to CronCreate."""
-        return mon.check(run, roles=roles, baselines=baselines)
+        return mon.check(run, roles=roles, baselines=baselines, progress=mcp_progress(ctx, after))
 
     @server.tool(annotations=_READ_ONLY)
     @_translate_errors
-    def check_many(run: GroupArg, roles: RolesArg = None, baselines: BaselinesArg = None) -> GroupReport:
+    def check_many(
+        run: GroupArg, ctx: Context, roles: RolesArg = None, baselines: BaselinesArg = None
+    ) -> GroupReport:
         """`check` for every running run of a W&B sweep or project at once: one line per run, the bad ones
         first (stop, unsure, continue, ended, unreadable), and one schedule for the group (the shortest
         interval). Then call stop_run / check with a line's `run` as its next_action says, and pass
         `schedule.cron_create` to CronCreate."""
-        return mon.check_many(run, roles=roles, baselines=baselines)
+        return mon.check_many(run, roles=roles, baselines=baselines, progress=mcp_progress(ctx, after))
 
 
 def _add_review_tool(server: MCPServer, mon: Monitor) -> None:

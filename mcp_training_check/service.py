@@ -62,6 +62,7 @@ from .review import (
 from .roles import RoleInfo, assign_roles
 from .schedule import check_report, handed_out, schedule_after
 from .snapshot import build_snapshot
+from .sources import Progress
 from .sources.wandb_api import list_running_runs
 from .state import CheckRecord, HandedOutCron, RunHistory, StateStore, last_interval
 from .stop import (
@@ -151,13 +152,16 @@ class Monitor:
         *,
         roles: Mapping[str, str] | None = None,
         baselines: Mapping[str, float] | None = None,
+        progress: Progress | None = None,
     ) -> MetricSnapshot:
+        """``progress`` hears of a long read (a long run's first check, its fill-in)."""
         ctx = self.context(run, roles=roles, baselines=baselines)
         with self.store.run_lock(ctx.key):
-            return self._read(ctx)[0]
+            return self._read(ctx, progress)[0]
 
-    def _read(self, ctx: RunContext) -> tuple[MetricSnapshot, Stored]:
-        outcome = sources.read_with_fallback(ctx.ref, ctx.settings, self.store.get_cursor(ctx.key))
+    def _read(self, ctx: RunContext, progress: Progress | None = None) -> tuple[MetricSnapshot, Stored]:
+        cursor = self.store.get_cursor(ctx.key)
+        outcome = sources.read_with_fallback(ctx.ref, ctx.settings, cursor, progress)
         if outcome.batch is not None:
             self.store.apply_batch(ctx.key, outcome.batch)
         stored = self._load(ctx)
@@ -189,10 +193,12 @@ class Monitor:
         *,
         roles: Mapping[str, str] | None = None,
         baselines: Mapping[str, float] | None = None,
+        progress: Progress | None = None,
     ) -> Verdict:
         ctx = self.context(run, roles=roles, baselines=baselines)
         with self.store.run_lock(ctx.key):
-            stored = self._read(ctx)[1] if self.store.get_cursor(ctx.key) is None else self._load(ctx)
+            never_read = self.store.get_cursor(ctx.key) is None
+            stored = self._read(ctx, progress)[1] if never_read else self._load(ctx)
             checks = self.store.recent_checks(ctx.key, limit=PREVIOUS_VERDICTS)
             verdict = self._judge(ctx, stored, checks)
             self.store.record_check(
@@ -331,14 +337,18 @@ class Monitor:
         roles: Mapping[str, str] | None = None,
         baselines: Mapping[str, float] | None = None,
         now: datetime | None = None,
+        progress: Progress | None = None,
     ) -> CheckReport:
         ctx = self.context(run, roles=roles, baselines=baselines)
         with self.store.run_lock(ctx.key):
-            return self._check(ctx, self._now(now), hands_out_cron=True)
+            return self._check(ctx, self._now(now), hands_out_cron=True, progress=progress)
 
-    def _check(self, ctx: RunContext, now: datetime | None, *, hands_out_cron: bool) -> CheckReport:
-        """``hands_out_cron``: the schedule goes to the skill as this run's cron job (not for a sweep member)."""
-        snapshot, stored = self._read(ctx)
+    def _check(
+        self, ctx: RunContext, now: datetime | None, *, hands_out_cron: bool, progress: Progress | None = None
+    ) -> CheckReport:
+        """``hands_out_cron``: the schedule goes to the skill as this run's cron job (not for a sweep member);
+        ``progress`` hears of a long read."""
+        snapshot, stored = self._read(ctx, progress)
         checks = self.store.recent_checks(ctx.key, limit=INTERVAL_LOOKBACK_CHECKS)
         readable = snapshot.data_source is not DataSource.UNREACHABLE
         verdict = self._judge(ctx, stored, checks) if readable and snapshot.metrics else None
@@ -366,12 +376,14 @@ class Monitor:
         roles: Mapping[str, str] | None = None,
         baselines: Mapping[str, float] | None = None,
         now: datetime | None = None,
+        progress: Progress | None = None,
     ) -> GroupReport:
-        """`check` over every running run of a W&B sweep or project, GROUP_WORKERS at a time."""
+        """`check` over every running run of a W&B sweep or project, GROUP_WORKERS at a time; ``progress``
+        hears of each run checked."""
         ctx, now = self.context(run, roles=roles, baselines=baselines), self._now(now)
         require_group(ctx.ref, run)
         members = list_running_runs(ctx.ref, timeout_seconds=ctx.settings.wandb_timeout_seconds)
-        results = check_members(members, lambda ref: self._check_member(ctx, ref, now))
+        results = check_members(members, lambda ref: self._check_member(ctx, ref, now), progress)
         with self.store.run_lock(ctx.key):
             report = group_report(ctx.ref, results, now, in_force=self.store.cron_in_force(ctx.key))
             self.store.set_cron_in_force(ctx.key, handed_out(report.schedule))

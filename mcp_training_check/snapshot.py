@@ -105,6 +105,8 @@ def build_snapshot(
     )
     shown = names[:MAX_METRICS_SHOWN]
     notes = list(warnings or [])
+    if history.exact_from is not None:
+        notes.append(overview_note(history.exact_from))
     if len(names) > len(shown):
         notes.append(f"{len(names) - len(shown)} more metrics stored but not listed (role: other).")
     metrics = [summarize_metric(history.metrics[name], roles[name]) for name in shown]
@@ -118,7 +120,15 @@ def build_snapshot(
         last_step=history.last_step,
         skipped_chunks=skipped_chunks,
         restarted=restarted,
+        overview_before_step=history.exact_from,
         warnings=notes,
+    )
+
+
+def overview_note(exact_from: int) -> str:
+    return (
+        f"history before step {exact_from:,} is an overview (sampled blocks) until the next checks re-read it "
+        "exactly; its point and NaN counts cover the sample only"
     )
 
 

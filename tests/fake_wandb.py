@@ -453,6 +453,22 @@ class FakeRun:
             out.update(self.summary_overrides)
             return out
 
+    def row_count(self) -> int:
+        return len(self.rows)
+
+    def tail_rows(self, n: int) -> list[dict[str, Any]]:
+        return self.rows[-n:]
+
+    def sampled(self, spec: dict[str, Any]) -> list[dict[str, Any]]:
+        """One `sampledHistory` spec: rows holding all its keys, in [minStep, maxStep], sampled to `samples`."""
+        keys = spec.get("keys") or []
+        rows = [
+            {k: r[k] for k in keys}
+            for r in self.rows
+            if all(k in r for k in keys) and _in_range(r, spec.get("minStep"), spec.get("maxStep"), max_inclusive=True)
+        ]
+        return _sample(rows, spec.get("samples", 500))
+
     def history_keys(self) -> dict[str, Any]:
         keys: dict[str, dict[str, Counter]] = {}
         for row in self.rows:
@@ -597,7 +613,7 @@ class _RunNode(_Node):
         return _dumps(self.run.summary)
 
     def resolve_historyLineCount(self):
-        return len(self.run.rows)
+        return self.run.row_count()
 
     def resolve_historyKeys(self, **_):
         return self.run.history_keys()
@@ -630,7 +646,7 @@ class _RunNode(_Node):
         return len(self.run.console)
 
     def resolve_historyTail(self):
-        return _dumps([_dumps(r) for r in self.run.rows[-10:]])
+        return _dumps([_dumps(r) for r in self.run.tail_rows(10)])
 
     def resolve_wandbConfig(self, keys=None):
         return _dumps({})
@@ -642,14 +658,7 @@ class _RunNode(_Node):
         result = []
         for spec_text in specs or ():
             spec = json.loads(spec_text) if isinstance(spec_text, str) else spec_text
-            keys = spec.get("keys") or []
-            rows = [
-                {k: r[k] for k in keys}
-                for r in self.run.rows
-                if all(k in r for k in keys)
-                and _in_range(r, spec.get("minStep"), spec.get("maxStep"), max_inclusive=True)
-            ]
-            rows = _sample(rows, spec.get("samples", 500))
+            rows = self.run.sampled(spec)
             self.s.count_rows(self.op, len(rows))
             result.append(rows)
         return result

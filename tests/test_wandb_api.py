@@ -108,6 +108,7 @@ def test_long_range_is_paged_not_sampled(server, store, monkeypatch):
     from mcp_training_check.sources import wandb_api
 
     monkeypatch.setattr(wandb_api, "PAGE_STEPS", 100)
+    monkeypatch.setattr(wandb_api, "FIRST_READ_EXACT_REQUESTS", 100)  # an exact first read, not an overview
     run = server.add_run("ent", "proj", "run1")
     log_steps(run, range(1050))
     batch = Reader(source(), store).read()

@@ -14,6 +14,7 @@ eval, becomes critical.
 from __future__ import annotations
 
 from ..models import Decision, RunStatus, Severity, Signal, SignalKind, Verdict
+from ..state import RunHistory
 from .context import JudgeContext, signal
 from .settings import PolicySettings
 from .stats import fmt_step
@@ -144,6 +145,27 @@ def combine(signals: list[Signal], train_loss: str | None) -> list[Signal]:
                 cause = _first_cause(s, optimizer)
             if cause is not None:
                 s = _upgrade(s, cause, _WHY[cause.kind] if s.kind is SignalKind.DIVERGENCE else _AFTER[cause.kind])
+        out.append(s)
+    return out
+
+
+def exact_evidence_only(signals: list[Signal], history: RunHistory) -> list[Signal]:
+    """No stop on an overview: a critical signal whose evidence reaches before ``history.exact_from`` (the
+    older history a long run's first check only sampled) is a warning until that history is re-read.
+
+    Its evidence lies where it starts: ``since_step`` when the signal has one, else its ``step``.
+    """
+    if history.exact_from is None:
+        return signals
+    out = []
+    for s in signals:
+        start = s.evidence.get("since_step", s.step)
+        if s.severity is Severity.CRITICAL and not history.is_exact(None if start is None else int(start)):
+            message = (
+                f"{s.message.rstrip('.')}; its evidence reaches before step {history.exact_from:,}, read so far "
+                "only as an overview: not enough to stop until the next checks re-read it exactly."
+            )
+            s = s.model_copy(update={"severity": Severity.WARNING, "message": message})
         out.append(s)
     return out
 

@@ -6,6 +6,10 @@ that place cannot be reached reads the configured log fallback instead, saying s
 
 The stored cursor is one dict per run holding a sub-cursor per source, so switching to the fallback
 and back never loses either position. A log fallback is a local path or an ``ssh://host/path`` URL.
+
+A long run's first read is tail-first: the recent history exactly, an overview of the older one, then a
+bounded fill-in per read (`base.FillBatch`; ``wandb_tail``, ``log_tail``, ``wandb_api_overview``). Long
+reads report to a `Progress` callback (`ThrottledProgress` passes on only those lasting over a second).
 """
 
 from __future__ import annotations
@@ -17,7 +21,18 @@ from typing import TYPE_CHECKING
 from ..config import parse_run
 from ..errors import RunRefError, SourceError, SourceUnavailable
 from ..models import DataSource, RunKind, RunRef
-from .base import Cursor, ReadBatch, SeriesBuilder, SeriesChunk, Source
+from .base import (
+    PROGRESS_AFTER_SECONDS,
+    Cursor,
+    FillBatch,
+    Progress,
+    ReadBatch,
+    SeriesBuilder,
+    SeriesChunk,
+    Source,
+    ThrottledProgress,
+    no_progress,
+)
 from .logs import LogFileSource
 from .ssh import SshLogSource
 from .ssh_connect import DEFAULT_SSH_TIMEOUT_SECONDS
@@ -28,16 +43,21 @@ if TYPE_CHECKING:
     from ..config import ResolvedRunConfig
 
 __all__ = [
+    "PROGRESS_AFTER_SECONDS",
     "Cursor",
+    "FillBatch",
     "LogFileSource",
+    "Progress",
     "ReadBatch",
     "ReadOutcome",
     "SeriesBuilder",
     "SeriesChunk",
     "Source",
     "SshLogSource",
+    "ThrottledProgress",
     "WandbApiSource",
     "WandbFileSource",
+    "no_progress",
     "open_primary",
     "read_with_fallback",
 ]
@@ -50,22 +70,24 @@ class ReadOutcome:
     warnings: list[str] = field(default_factory=list)
 
 
-def open_primary(ref: RunRef, settings: ResolvedRunConfig | None = None) -> tuple[str, DataSource, Source]:
-    """The run's own source: (cursor key, data_source label, source)."""
+def open_primary(
+    ref: RunRef, settings: ResolvedRunConfig | None = None, progress: Progress | None = None
+) -> tuple[str, DataSource, Source]:
+    """The run's own source: (cursor key, data_source label, source); ``progress`` hears of long reads."""
     if ref.kind in (RunKind.WANDB_DIR, RunKind.WANDB_FILE):
-        return "wandb_file", DataSource.WANDB_FILE, WandbFileSource(ref.path or "")
+        return "wandb_file", DataSource.WANDB_FILE, WandbFileSource(ref.path or "", progress=progress)
     if ref.kind is RunKind.LOG_FILE:
-        return "log", DataSource.LOG, LogFileSource(ref.path or "")
+        return "log", DataSource.LOG, LogFileSource(ref.path or "", progress=progress)
     if ref.kind is RunKind.WANDB_API:
         timeout = settings.wandb_timeout_seconds if settings is not None else DEFAULT_TIMEOUT_SECONDS
-        return "wandb", DataSource.WANDB, WandbApiSource(ref, timeout_seconds=timeout)
+        return "wandb", DataSource.WANDB, WandbApiSource(ref, timeout_seconds=timeout, progress=progress)
     if ref.kind in (RunKind.WANDB_SWEEP, RunKind.WANDB_PROJECT):
         raise RunRefError(
             f"`run` {ref.raw!r} names a whole W&B {ref.kind.value.removeprefix('wandb_')}: call check_many "
             "(CLI: training-check check) for all its running runs, or pass one run as entity/project/run_id."
         )
     if ref.kind is RunKind.SSH:
-        return "ssh", DataSource.SSH, SshLogSource(ref, timeout_seconds=_ssh_timeout(settings))
+        return "ssh", DataSource.SSH, SshLogSource(ref, timeout_seconds=_ssh_timeout(settings), progress=progress)
     raise SourceUnavailable(f"`run` {ref.raw!r}: no source reads runs of kind {ref.kind.value}.")
 
 
@@ -73,11 +95,13 @@ def _ssh_timeout(settings: ResolvedRunConfig | None) -> float:
     return settings.ssh_timeout_seconds if settings is not None else DEFAULT_SSH_TIMEOUT_SECONDS
 
 
-def read_with_fallback(ref: RunRef, settings: ResolvedRunConfig, stored: Cursor | None) -> ReadOutcome:
+def read_with_fallback(
+    ref: RunRef, settings: ResolvedRunConfig, stored: Cursor | None, progress: Progress | None = None
+) -> ReadOutcome:
     """Read the primary source; on an unreachable primary read the log fallback; never lose a cursor."""
     cursors: Cursor = dict(stored or {})
     try:
-        name, label, source = open_primary(ref, settings)
+        name, label, source = open_primary(ref, settings, progress)
         return ReadOutcome(_read(source, name, cursors), label)
     except SourceError as primary_error:
         if not settings.log_fallback:

@@ -3,10 +3,19 @@
 A source reads *incrementally*: ``read(cursor)`` returns only what was appended after ``cursor`` and a
 new cursor to store. A cursor is a small JSON-able dict, opaque to everyone but its source (a byte
 offset and file identity for files, a last step for W&B). ``None`` means "from the start".
+
+A long run's *first* read does not read everything: it reads the recent history exactly and an
+overview (a sample) of the older one, and says so with a `FillBatch` whose ``exact_from`` is the
+first step read exactly. Each later read then re-reads a bounded piece of the history exactly from
+the start (the fill-in) until it reaches the live end; the store keeps those points apart and, on
+``done``, they replace the stored series, which are then what a full read would have stored.
 """
 
 from __future__ import annotations
 
+import threading
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -15,6 +24,51 @@ import numpy as np
 from ..models import RunInfo
 
 Cursor = dict[str, Any]
+
+Progress = Callable[[float, float | None, str], None]
+"""``progress(done, total, message)``: how far a long read has come (units are the source's: bytes, rows)."""
+
+
+def no_progress(done: float, total: float | None, message: str) -> None:
+    """The progress callback of a caller that does not show progress."""
+
+
+PROGRESS_AFTER_SECONDS = 1.0
+"""Progress is shown only for work that has run this long: a quick check stays silent."""
+
+PROGRESS_EVERY_SECONDS = 0.5
+"""At most two progress reports a second."""
+
+
+class ThrottledProgress:
+    """A `Progress` that passes reports on to ``show(count, text)``: none during the first
+    ``after_seconds``, then at most one per ``every_seconds``. ``count`` numbers the reports shown (so
+    it always grows, as MCP progress must); ``text`` is the message with its "done of total". Any thread
+    may report."""
+
+    def __init__(
+        self,
+        show: Callable[[int, str], None],
+        *,
+        after_seconds: float = PROGRESS_AFTER_SECONDS,
+        every_seconds: float = PROGRESS_EVERY_SECONDS,
+    ) -> None:
+        self._show = show
+        self._after, self._every = after_seconds, every_seconds
+        self._started = time.monotonic()
+        self._last: float | None = None
+        self._lock = threading.Lock()
+        self.shown = 0
+
+    def __call__(self, done: float, total: float | None, message: str) -> None:
+        now = time.monotonic()
+        with self._lock:
+            if now - self._started < self._after or (self._last is not None and now - self._last < self._every):
+                return
+            self._last = now
+            self.shown += 1
+            count = self.shown
+        self._show(count, message if total is None else f"{message}: {done:,.0f} of {total:,.0f}")
 
 
 @dataclass
@@ -26,6 +80,21 @@ class SeriesChunk:
 
     def __len__(self) -> int:
         return int(self.steps.shape[0])
+
+
+@dataclass
+class FillBatch:
+    """Exact history re-read from the start of the run, while the stored older history is an overview.
+
+    ``first``: the overview was just read; drop any earlier fill. ``series``: the next exact points in
+    log order. ``done``: the fill reached the live end: its points replace the stored series.
+    ``exact_from``: the first step stored exactly (older steps are an overview) until then.
+    """
+
+    series: dict[str, SeriesChunk]
+    exact_from: int | None
+    first: bool = False
+    done: bool = False
 
 
 @dataclass
@@ -41,6 +110,7 @@ class ReadBatch:
     # has) stay, since the primary's cursor will not read them again
     restart_drops_read_metrics_only: bool = False
     warnings: list[str] = field(default_factory=list)
+    fill: FillBatch | None = None  # set while the older history is an overview (see the module docstring)
 
     @property
     def new_points(self) -> int:

@@ -30,7 +30,8 @@ import numpy as np
 
 from ..errors import RunNotFound, SourceUnavailable
 from ..models import RunInfo
-from .base import Cursor, ReadBatch, SeriesBuilder, SeriesChunk
+from . import log_tail
+from .base import Cursor, Progress, ReadBatch, SeriesBuilder, SeriesChunk, no_progress
 from .logparse import (
     ERROR_PREFIX,
     FATAL_PREFIX,
@@ -204,37 +205,89 @@ def read_open_log(
     head: bytes,
     fmt: str | None = None,
     end: int | None = None,
+    limits: log_tail.LogTailLimits | None = None,
+    progress: Progress | None = None,
 ) -> ReadBatch:
     """Read an open log from the cursor's offset: the part shared by local files and SSH.
 
     ``identity`` (from `file_identity`) and ``head`` describe the file now; when they show it was replaced
     or truncated it is read from the start with ``restarted=True``. ``fh`` needs ``seek``, ``tell`` and
     ``read``; ``end`` bounds the read (the size a remote stat reported, so a growing file cannot keep a
-    read going). A partial last line is left for the next read.
+    read going). A partial last line is left for the next read. A long log's first read is tail-first,
+    and later reads carry its fill-in on (``log_tail``); ``progress`` hears of those.
     """
     offset = int(cursor.get("offset", 0)) if cursor else 0
     same = cursor is not None and _same_file(cursor.get("identity"), identity, head, offset)
     parser = _restore(cursor, fmt) if same else None
     keep = parser is not None  # else read from the start, so that a CSV header is seen again
+    limits = limits or log_tail.DEFAULT_LIMITS
+    size = int(end if end is not None else identity.get("size", 0))
+    if not keep and size > limits.read_whole_up_to:  # a long log's first read: tail first (log_tail)
+        return _tail_first(fh, identity, size, fmt, limits, progress, restarted=cursor is not None)
     parser = parser or LogParser(fmt)
     start = offset if keep else 0
     fh.seek(start)
     notes = ParseNotes()
     series, consumed = _consume(_chunks(fh, end), parser, notes)
-    return ReadBatch(
+    batch = ReadBatch(
         series=series,
         cursor={"offset": start + consumed, "identity": dict(identity), "parser": parser.to_state()},
         skipped_chunks=notes.skipped,
         restarted=cursor is not None and not keep,
         warnings=notes.warnings(),
     )
+    fill = cursor.get("fill") if keep and cursor else None
+    if isinstance(fill, dict):
+        _continue_fill(fh, fill, batch, fmt, limits, progress)
+    return batch
+
+
+def _tail_first(
+    fh: Any,
+    identity: Mapping[str, Any],
+    size: int,
+    fmt: str | None,
+    limits: log_tail.LogTailLimits,
+    progress: Progress | None,
+    *,
+    restarted: bool,
+) -> ReadBatch:
+    first = log_tail.read_log_tail_first(fh, size, fmt, _consume, limits, progress or no_progress)
+    cursor: Cursor = {"offset": first.offset, "identity": dict(identity), "parser": first.parser.to_state()}
+    if first.fill_cursor is not None:
+        cursor["fill"] = first.fill_cursor
+    return ReadBatch(
+        series=first.series,
+        cursor=cursor,
+        skipped_chunks=first.notes.skipped,
+        restarted=restarted,
+        warnings=first.notes.warnings(),
+        fill=first.fill,
+    )
+
+
+def _continue_fill(
+    fh: Any, fill: dict[str, Any], batch: ReadBatch, fmt: str | None, limits: log_tail.LogTailLimits,
+    progress: Progress | None,
+) -> None:
+    """The next piece of a long log's fill-in, into ``batch`` (on arrival its parser becomes the live one)."""
+    live = int(batch.cursor["offset"])
+    piece = log_tail.continue_fill(fh, fill, live, fmt, _consume, limits)
+    batch.fill = piece.batch
+    if piece.cursor is not None:
+        batch.cursor["fill"] = piece.cursor
+    if piece.parser is not None:
+        batch.cursor["parser"] = piece.parser.to_state()
+    done = piece.cursor["offset"] if piece.cursor else live
+    (progress or no_progress)(done, live, "re-reading older log lines exactly, bytes")
 
 
 class LogFileSource:
     """A local training log, read incrementally (see the module docstring for the cursor)."""
 
-    def __init__(self, path: str | Path, *, fmt: str | None = None) -> None:
+    def __init__(self, path: str | Path, *, fmt: str | None = None, progress: Progress | None = None) -> None:
         self.path = Path(path).expanduser()
+        self.progress = progress
         if fmt is None and self.path.suffix.lower() in (".csv", ".tsv"):
             fmt = self.path.suffix.lower()[1:]
         LogParser(fmt)  # validates fmt now rather than at the first read
@@ -266,6 +319,6 @@ class LogFileSource:
         st = os.fstat(fh.fileno())
         head = fh.read(HEAD_BYTES)
         identity = file_identity(inode=st.st_ino, dev=st.st_dev, size=st.st_size, head=head)
-        batch = read_open_log(fh, cursor, identity=identity, head=head, fmt=self.fmt)
+        batch = read_open_log(fh, cursor, identity=identity, head=head, fmt=self.fmt, progress=self.progress)
         batch.info = RunInfo(name=self.path.name)
         return batch

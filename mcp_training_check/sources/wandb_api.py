@@ -1,6 +1,6 @@
 """Runs on a W&B server (cloud or self-hosted), read through the public `wandb.Api`.
 
-Incremental and exact:
+Incremental and exact (a long run's first read excepted: see `wandb_api_overview`):
 
 * The cursor holds, per metric, the last step read and its raw value, plus the run's storage id.
   A check asks only for rows from that step on: one ``sampledHistory`` spec per metric (a spec with
@@ -33,7 +33,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import RunNotFound, SourceUnavailable
 from ..models import RunInfo, RunKind, RunRef, RunStatus
-from .base import Cursor, ReadBatch, SeriesBuilder
+from .base import Cursor, FillBatch, Progress, ReadBatch, SeriesBuilder, no_progress
+from .wandb_api_overview import FIRST_READ_EXACT_REQUESTS, exact_requests, fill_range, key_counts, overview_specs
 
 if TYPE_CHECKING:
     import wandb
@@ -59,8 +60,10 @@ SPECS_PER_REQUEST = 50
 SUMMARY_VALUES = 8
 """Numeric summary values kept in RunInfo (every value costs the agent tokens)."""
 
-MAX_GROUP_RUNS = 100
-"""Running runs of a sweep or project checked in one call."""
+MAX_GROUP_RUNS = 500
+"""Running runs of a sweep or project checked in one call. Each costs about two requests (its run, its new
+rows), GROUP_WORKERS at a time: 200 take ~20 s against a loopback server (benchmarks/bench_first_check.py);
+the result lists GROUP_LINES of them whatever the count."""
 
 _NON_FINITE = {"NaN": math.nan, "nan": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
 _INTERNAL_PREFIX = "_"
@@ -169,6 +172,7 @@ class WandbApiSource:
         *,
         api_factory: ApiFactory | None = None,
         timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
+        progress: Progress | None = None,
     ) -> None:
         if ref.kind is not RunKind.WANDB_API:
             raise ValueError(f"WandbApiSource reads one W&B run, not {ref.kind.value}")
@@ -176,6 +180,7 @@ class WandbApiSource:
         self.timeout_seconds = timeout_seconds
         self._api_factory = api_factory or default_api_factory(ref, timeout_seconds)
         self.path = f"{ref.entity}/{ref.project}/{ref.run_id}"
+        self.progress = progress or no_progress
 
     def _errors(self) -> contextlib.AbstractContextManager[None]:
         where = self.ref.host or "the W&B server"
@@ -192,28 +197,84 @@ class WandbApiSource:
             last_step = int(history_keys.get("lastStep", -1) if isinstance(history_keys, dict) else -1)
             keys = _numeric_keys(history_keys)
         stored = cursor or {}
-        warnings: list[str] = []
-        previous: dict[str, list[Any]] = dict(stored.get("keys") or {})
-        restarted = False
-        if stored.get("storage_id") not in (None, storage_id):
-            restarted, previous = True, {}
-            warnings.append(f"run {self.path} was replaced on the server (new storage id); read from the start")
-        elif previous and last_step < int(stored.get("last_step", -1)):
-            restarted, previous = True, {}
-            warnings.append(
-                f"run {self.path} went back from step {stored.get('last_step')} to {last_step} (resumed from an "
-                "earlier step); re-read from the start"
-            )
+        previous, restarted, warnings = self._previous(stored, storage_id, last_step)
         keys = sorted(set(keys) | set(previous))
-        rows = self._fetch(api, {k: int(previous[k][0]) if k in previous else 0 for k in keys}, last_step)
-        if previous and not _overlap_intact(rows, previous, last_step):
-            restarted, previous = True, {}
+        if previous:
+            rows = self._fetch(api, {k: int(previous[k][0]) if k in previous else 0 for k in keys}, last_step)
+            if _overlap_intact(rows, previous, last_step):
+                batch = _batch(rows, previous, storage_id, last_step, info, restarted, warnings)
+                self._fill(api, stored.get("fill"), keys, last_step, batch)
+                return batch
+            restarted = True
             warnings.append(
                 f"run {self.path}: the last row read before changed (resumed from an earlier step); "
                 "re-read from the start"
             )
+        counts = key_counts(history_keys, keys)
+        if exact_requests(len(keys), last_step, PAGE_STEPS, SPECS_PER_REQUEST) <= FIRST_READ_EXACT_REQUESTS:
             rows = self._fetch(api, dict.fromkeys(keys, 0), last_step)
-        return _batch(rows, previous, storage_id, last_step, info, restarted, warnings)
+            return _batch(rows, {}, storage_id, last_step, info, restarted, warnings)
+        return self._first_read(api, counts, last_step, storage_id, info, restarted, warnings)
+
+    def _previous(
+        self, stored: Cursor, storage_id: str, last_step: int
+    ) -> tuple[dict[str, list[Any]], bool, list[str]]:
+        """The last row read of each key, unless the run was replaced or went back (then a restart)."""
+        previous: dict[str, list[Any]] = dict(stored.get("keys") or {})
+        if stored.get("storage_id") not in (None, storage_id):
+            return {}, True, [f"run {self.path} was replaced on the server (new storage id); read from the start"]
+        if previous and last_step < int(stored.get("last_step", -1)):
+            return {}, True, [
+                f"run {self.path} went back from step {stored.get('last_step')} to {last_step} (resumed from an "
+                "earlier step); re-read from the start"
+            ]
+        return previous, False, []
+
+    def _first_read(
+        self,
+        api: wandb.Api,
+        counts: dict[str, int],
+        last_step: int,
+        storage_id: str,
+        info: RunInfo,
+        restarted: bool,
+        warnings: list[str],
+    ) -> ReadBatch:
+        """A long run: an overview of the older history and the recent rows exactly, in few requests."""
+        specs, exact_from = overview_specs(counts, last_step)
+        rows: dict[str, list[tuple[int, Any]]] = {key: [] for key in counts}
+        for start in range(0, len(specs), SPECS_PER_REQUEST):
+            page = specs[start : start + SPECS_PER_REQUEST]
+            with self._errors():
+                answers = sampled_history(api, self.ref, [spec for _, spec in page])
+            for (key, _), answer in zip(page, answers, strict=True):
+                rows[key].extend((int(row["_step"]), row.get(key)) for row in answer if row.get("_step") is not None)
+            self.progress(start + len(page), len(specs), f"reading an overview of {self.path}, specs")
+        for series in rows.values():
+            series.sort(key=lambda row: row[0])
+        batch = _batch(rows, {}, storage_id, last_step, info, restarted, warnings)
+        batch.fill = FillBatch({}, exact_from, first=True)
+        batch.cursor["fill"] = {"next_step": 0, "exact_from": exact_from}
+        return batch
+
+    def _fill(self, api: wandb.Api, fill: Any, keys: list[str], last_step: int, batch: ReadBatch) -> None:
+        """Re-read the next pages of exact history (see `wandb_api_overview`), into ``batch``."""
+        if not isinstance(fill, dict):
+            return
+        first, last = fill_range(fill, last_step, PAGE_STEPS, len(keys))
+        rows = self._fetch(api, dict.fromkeys(keys, first), last) if first <= last else {}
+        builder = SeriesBuilder()
+        for key, series in rows.items():
+            for step, raw in series:
+                value = to_float(raw)
+                if value is not None:
+                    builder.add(key, step, value)
+        done = last >= last_step
+        exact_from = int(fill["exact_from"])
+        batch.fill = FillBatch(builder.build(), None if done else exact_from, done=done)
+        if not done:
+            batch.cursor["fill"] = {"next_step": last + 1, "exact_from": exact_from}
+        self.progress(last + 1, last_step + 1, f"re-reading older history of {self.path} exactly (fill-in), steps")
 
     def _fetch(self, api: wandb.Api, starts: dict[str, int], last_step: int) -> dict[str, list[tuple[int, Any]]]:
         """Rows of each key with step in [start, last_step], paged so that none is sampled away."""

@@ -1,6 +1,7 @@
 """What is kept between checks, on disk: the read cursor, a bounded history, the checks, reviews, incidents.
 
-    store           `StateStore`: one SQLite file under ``$TRAINING_CHECK_HOME`` (WAL, shared by processes)
+    store           `StateStore`: one SQLite file under ``$TRAINING_CHECK_HOME`` (WAL, shared by processes);
+                    keeps a fill-in's exact series apart until they replace an overview
     history         `RunHistory` / `MetricSeries`: the in-memory view of a run's stored metrics
     stored_series   bounded per-metric storage: recent points exact, older ones as bucket means
     reviews         the reviewer's stored answers, each tied to the check it answered

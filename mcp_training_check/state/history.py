@@ -3,6 +3,10 @@
 `state.StateStore.load_history` builds these; nothing here touches the disk. Old history is kept
 downsampled (bucket means) and recent points at full resolution, so a run of any length fits in a
 bounded size: ``steps[:raw_from]`` are bucket means, ``steps[raw_from:]`` are the values as logged.
+
+A long run's first check reads only an overview (a sample) of its older history; until later checks
+have re-read it exactly, ``RunHistory.exact_from`` is the first step whose points are exact. Points
+before it are real values, but not all of them: counts and extremes there are the sample's.
 """
 
 from __future__ import annotations
@@ -52,6 +56,11 @@ class RunHistory:
     run_key: str
     metrics: dict[str, MetricSeries] = field(default_factory=dict)
     info: RunInfo = field(default_factory=RunInfo)
+    exact_from: int | None = None  # steps before it are an overview (sampled); None: all history is exact
+
+    def is_exact(self, step: int | None) -> bool:
+        """Whether the history at ``step`` was read exactly (not only sampled)."""
+        return self.exact_from is None or (step is not None and step >= self.exact_from)
 
     @property
     def last_step(self) -> int | None:

@@ -9,6 +9,10 @@ full resolution, older ones folded into at most ``max_buckets`` buckets that kee
 extremes. Each metric is one row of numpy blobs, so applying a batch rewrites only the rows of the
 metrics it touched.
 
+While a source fills in a long run's older history (``sources.base.FillBatch``), the exact points
+it re-reads are kept as series of a shadow key (`fill_key`) and replace the run's series when the
+fill arrives; the first exactly read step is a ``meta`` row (``exact_from:<run_key>``) until then.
+
 Schema (version in ``meta``; ``MIGRATIONS[v]`` upgrades v-1 → v)::
 
     runs(run_key, cursor, info, batch_seq, last_check_at, ...)
@@ -37,7 +41,7 @@ from pydantic import BaseModel, ConfigDict
 
 from ..errors import StateError
 from ..models import Decision, ReviewResult, RunInfo, RunStatus, Verdict
-from ..sources.base import Cursor, ReadBatch
+from ..sources.base import Cursor, FillBatch, ReadBatch
 from .crons import HandedOutCron, delete_cron, read_cron, write_cron
 from .history import MetricSeries, RunHistory
 from .lock import DEFAULT_LOCK_TIMEOUT_SECONDS, LOCKS_DIRNAME, RunLock, run_lock
@@ -53,6 +57,13 @@ DEFAULT_RECENT_POINTS = 2048
 DEFAULT_MAX_BUCKETS = 1024
 MAX_CHECKS_PER_RUN = 500
 WAL_AUTOCHECKPOINT_PAGES = 256  # keeps the -wal file near 1 MB instead of SQLite's 4 MB default
+FILL_KEY_SUFFIX = "\x00fill"  # no run key holds a NUL: a shadow key never names a real run
+EXACT_FROM_META = "exact_from:"
+
+
+def fill_key(run_key: str) -> str:
+    """The key under which a run's fill-in series are kept until they replace its own."""
+    return run_key + FILL_KEY_SUFFIX
 
 
 
@@ -245,13 +256,62 @@ class StateStore:
                 )
             elif batch.restarted:
                 conn.execute("DELETE FROM series WHERE run_key = ?", (run_key,))
-            for metric, chunk in batch.series.items():
-                if len(chunk) == 0:
-                    continue
-                stored = self._read_series(conn, run_key, metric) or StoredSeries.empty()
-                stored.append(chunk.steps, chunk.values)
-                stored.evict(self.recent_points, self.max_buckets)
-                self._write_series(conn, run_key, metric, stored, seq, len(chunk))
+                self._end_fill(conn, run_key)
+            self._append_series(conn, run_key, batch.series, seq)
+            if batch.fill is not None:
+                self._apply_fill(conn, run_key, batch, batch.fill, seq)
+
+    def _append_series(self, conn: sqlite3.Connection, run_key: str, series: dict[str, Any], seq: int) -> None:
+        for metric, chunk in series.items():
+            if len(chunk) == 0:
+                continue
+            stored = self._read_series(conn, run_key, metric) or StoredSeries.empty()
+            stored.append(chunk.steps, chunk.values)
+            stored.evict(self.recent_points, self.max_buckets)
+            self._write_series(conn, run_key, metric, stored, seq, len(chunk))
+
+    def _apply_fill(self, conn: sqlite3.Connection, run_key: str, batch: ReadBatch, fill: FillBatch, seq: int) -> None:
+        """Grow the shadow series; when the fill arrived, they replace the run's (keeping this read's counts)."""
+        shadow = fill_key(run_key)
+        if fill.first:
+            self._end_fill(conn, run_key)
+        self._append_series(conn, shadow, fill.series, seq)
+        if not fill.done:
+            conn.execute(
+                "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
+                (EXACT_FROM_META + run_key, str(fill.exact_from)),
+            )
+            return
+        conn.execute(
+            "DELETE FROM series WHERE run_key = ? AND metric IN (SELECT metric FROM series WHERE run_key = ?)",
+            (run_key, shadow),
+        )
+        conn.execute(
+            "UPDATE series SET run_key = ?, batch_seq = ?, new_points = 0 WHERE run_key = ?", (run_key, seq, shadow)
+        )
+        conn.executemany(
+            "UPDATE series SET new_points = ? WHERE run_key = ? AND metric = ?",
+            [(len(chunk), run_key, metric) for metric, chunk in batch.series.items()],
+        )
+        self._end_fill(conn, run_key)
+
+    @staticmethod
+    def _end_fill(conn: sqlite3.Connection, run_key: str) -> None:
+        conn.execute("DELETE FROM series WHERE run_key = ?", (fill_key(run_key),))
+        conn.execute("DELETE FROM meta WHERE key = ?", (EXACT_FROM_META + run_key,))
+
+    def fill_points(self, run_key: str) -> int:
+        """Values a fill-in under way has re-read so far (0 when none is)."""
+        with self._transaction("read the fill-in", write=False) as conn:
+            row = conn.execute(
+                "SELECT sum(total_points) FROM series WHERE run_key = ?", (fill_key(run_key),)
+            ).fetchone()
+        return int(row[0] or 0)
+
+    @staticmethod
+    def _exact_from(conn: sqlite3.Connection, run_key: str) -> int | None:
+        row = conn.execute("SELECT value FROM meta WHERE key = ?", (EXACT_FROM_META + run_key,)).fetchone()
+        return int(row[0]) if row else None
 
     @staticmethod
     def _bump_run(conn: sqlite3.Connection, run_key: str, batch: ReadBatch) -> int:
@@ -311,7 +371,8 @@ class StateStore:
                    FROM series WHERE run_key = ? ORDER BY metric""",
                 (run_key,),
             ).fetchall()
-        history = RunHistory(run_key=run_key)
+            exact_from = self._exact_from(conn, run_key)
+        history = RunHistory(run_key=run_key, exact_from=exact_from)
         if run is None:
             return history
         if run[0] is not None:
@@ -442,6 +503,7 @@ class StateStore:
                 conn.execute(f"DELETE FROM {table} WHERE run_key = ?", (run_key,)).rowcount
                 for table in ("runs", "series", "checks", "incidents", "reviews", "crons")
             )
+            self._end_fill(conn, run_key)
         return deleted > 0
 
 
