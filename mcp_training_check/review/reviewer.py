@@ -25,10 +25,8 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
-import anthropic
-from anthropic.types import Message, ToolParam
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..config import ResolvedRunConfig, ReviewSettings
@@ -36,6 +34,10 @@ from ..errors import NothingToReview, ReviewError
 from ..models import Decision, MetricSnapshot, ReviewDecision, ReviewNextAction, ReviewResult
 from ..state import CheckRecord
 from .prompt import SYSTEM_PROMPT, ReviewFacts, build_prompt
+
+if TYPE_CHECKING:  # anthropic takes about a second to import: only a review loads it (in _send)
+    import anthropic
+    from anthropic.types import Message, ToolParam
 
 __all__ = [
     "API_KEY_ENV",
@@ -220,6 +222,8 @@ def _within(seconds: float, call: Callable[[], T]) -> T:
 
 def _send(prompt: str, *, model: str, key: str, seconds: float) -> Message:
     """One Messages API call with the forced tool; every failure becomes a ReviewError naming the fix."""
+    import anthropic
+
     timeout = anthropic.Timeout(seconds, connect=min(CONNECT_TIMEOUT_SECONDS, seconds))
     try:
         with anthropic.Anthropic(api_key=key, base_url=_base_url(), timeout=timeout, max_retries=MAX_RETRIES) as client:

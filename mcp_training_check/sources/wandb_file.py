@@ -36,9 +36,6 @@ from .base import Cursor, ReadBatch, SeriesBuilder
 from .wandb_dir import is_wandb_path, resolve_wandb_path
 from .wandb_framing import BLOCK_SIZE, FILE_HEADER, Framer, frame_records
 
-# the generated module re-exports one of three versioned builds with `import *`: no static types
-pb: Any = importlib.import_module("wandb.proto.wandb_internal_pb2")
-
 __all__ = [
     "BLOCK_SIZE",
     "FILE_HEADER",
@@ -47,6 +44,21 @@ __all__ = [
     "is_wandb_path",
     "resolve_wandb_path",
 ]
+
+
+def _protobuf_module() -> Any:
+    """wandb's generated Record module. Importing it imports the whole ``wandb`` package (about 0.5 s),
+    so it happens at the first ``.wandb`` file read, never for a log. The generated module re-exports one
+    of three versioned builds with ``import *``: no static types."""
+    return importlib.import_module("wandb.proto.wandb_internal_pb2")
+
+
+def __getattr__(name: str) -> Any:
+    """``wandb_file.pb``: the Record protobuf module, imported on first use."""
+    if name == "pb":
+        return _protobuf_module()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 HEAD_CHECK_BYTES = 4096  # identity check: a replaced file differs in its first bytes
 
@@ -68,7 +80,7 @@ class Decoder:
         self.state = state
         self.builder = SeriesBuilder()
         self.undecodable = 0
-        self._record = pb.Record()
+        self._record = _protobuf_module().Record()
 
     def feed(self, payloads: list[bytes]) -> None:
         record = self._record
