@@ -10,9 +10,8 @@ from __future__ import annotations
 import functools
 import hmac
 from collections.abc import Awaitable, Callable
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar, cast
 
-from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 from pydantic import Field
@@ -20,7 +19,10 @@ from pydantic import Field
 from . import __version__
 from .errors import TrainingCheckError
 from .models import CheckReport, GroupReport, MetricSnapshot, ReviewResult, Schedule, StopResult, Verdict
-from .service import Monitor
+from .serving import Deferred, ToolServer
+
+if TYPE_CHECKING:  # the service (numpy, the sources, the judge) loads at the first tool call, not at start
+    from .service import Monitor
 
 INSTRUCTIONS = """\
 Watches the quality of running ML training jobs. For a scheduled check call `check` with the run;
@@ -32,9 +34,8 @@ For a whole W&B sweep or project call `check_many` instead of `check`."""
 RunArg = Annotated[
     str,
     Field(
-        description="The run: a local W&B run dir or run-<id>.wandb file, a training log path, "
-        "entity/project/run_id, a W&B run URL, ssh://host/path, or an alias from training-check.toml. "
-        "Pass the same string to every tool.",
+        description="The run: a W&B run dir or .wandb file, a training log, entity/project/run_id, a W&B run "
+        "URL, ssh://host/path, or an alias from training-check.toml. The same string for every tool.",
         min_length=1,
         max_length=1000,
     ),
@@ -51,13 +52,12 @@ GroupArg = Annotated[
 RolesArg = Annotated[
     dict[str, str] | None,
     Field(
-        description='Override metric roles, e.g. {"val/acc": "eval_higher"}. Roles: train_loss, eval, '
-        "eval_lower, eval_higher, learning_rate, grad_norm, other, ignore.",
+        description='Override metric roles, e.g. {"val/acc": "eval_higher"} (a wrong role is refused with the list).',
     ),
 ]
 BaselinesArg = Annotated[
     dict[str, float] | None,
-    Field(description='Baseline per eval metric, e.g. {"eval/acc": 0.71}; compared in the metric\'s direction.'),
+    Field(description='Baseline per eval metric, e.g. {"eval/acc": 0.71}.'),
 ]
 
 T = TypeVar("T")
@@ -78,10 +78,10 @@ def _translate_errors(fn: Callable[..., T]) -> Callable[..., T]:
     return wrapper
 
 
-def build_server(monitor: Monitor | None = None) -> MCPServer:
+def build_server(monitor: Monitor | None = None) -> ToolServer:
     """The server with its tools bound to ``monitor`` (a fresh one on the default state dir if None)."""
-    mon = monitor or Monitor()
-    server = MCPServer(name="training-check", version=__version__, instructions=INSTRUCTIONS)
+    mon = monitor or cast("Monitor", Deferred(_default_monitor))
+    server = ToolServer(name="training-check", version=__version__, instructions=INSTRUCTIONS)
     _add_step_tools(server, mon)
     _add_check_tools(server, mon)
     _add_review_tool(server, mon)
@@ -89,10 +89,16 @@ def build_server(monitor: Monitor | None = None) -> MCPServer:
     return server
 
 
-def _add_step_tools(server: MCPServer, mon: Monitor) -> None:
+def _default_monitor() -> Monitor:
+    from .service import Monitor
+
+    return Monitor()
+
+
+def _add_step_tools(server: ToolServer, mon: Monitor) -> None:
     """The three steps of a check, one tool each: read_metrics, judge, schedule_next."""
 
-    @server.tool(annotations=_READ_ONLY)
+    @server.tool(title="Read new metrics", annotations=_READ_ONLY)
     @_translate_errors
     def read_metrics(run: RunArg, roles: RolesArg = None, baselines: BaselinesArg = None) -> MetricSnapshot:
         """Read the run's metrics that are new since the last check (state is kept on disk) and return a
@@ -100,7 +106,7 @@ def _add_step_tools(server: MCPServer, mon: Monitor) -> None:
         Call `judge` next, or use `check` to read, judge and schedule in one call."""
         return mon.read_metrics(run, roles=roles, baselines=baselines)
 
-    @server.tool(annotations=_READ_ONLY)
+    @server.tool(title="Judge the run", annotations=_READ_ONLY)
     @_translate_errors
     def judge(run: RunArg, roles: RolesArg = None, baselines: BaselinesArg = None) -> Verdict:
         """Judge the stored metrics of the run: decision stop (clearly bad), continue (healthy) or unsure
@@ -108,7 +114,7 @@ def _add_step_tools(server: MCPServer, mon: Monitor) -> None:
         never read. Next: stop_run on stop, escalate_review on unsure, then schedule_next."""
         return mon.judge(run, roles=roles, baselines=baselines)
 
-    @server.tool(annotations=_READ_ONLY)
+    @server.tool(title="Schedule the next check", annotations=_READ_ONLY)
     @_translate_errors
     def schedule_next(
         run: RunArg,
@@ -127,10 +133,10 @@ def _add_step_tools(server: MCPServer, mon: Monitor) -> None:
         return mon.schedule_next(run, review=review)
 
 
-def _add_check_tools(server: MCPServer, mon: Monitor) -> None:
+def _add_check_tools(server: ToolServer, mon: Monitor) -> None:
     """The three steps in one call: check for one run, check_many for a W&B sweep or project."""
 
-    @server.tool(annotations=_READ_ONLY)
+    @server.tool(title="Check a training run", annotations=_READ_ONLY)
     @_translate_errors
     def check(run: RunArg, roles: RolesArg = None, baselines: BaselinesArg = None) -> CheckReport:
         """One scheduled check: read new metrics, judge them and schedule the next check. Act on
@@ -138,7 +144,7 @@ def _add_check_tools(server: MCPServer, mon: Monitor) -> None:
         `schedule.cron_create` to CronCreate."""
         return mon.check(run, roles=roles, baselines=baselines)
 
-    @server.tool(annotations=_READ_ONLY)
+    @server.tool(title="Check a sweep or project", annotations=_READ_ONLY)
     @_translate_errors
     def check_many(run: GroupArg, roles: RolesArg = None, baselines: BaselinesArg = None) -> GroupReport:
         """`check` for every running run of a W&B sweep or project at once: one line per run, the bad ones
@@ -148,30 +154,30 @@ def _add_check_tools(server: MCPServer, mon: Monitor) -> None:
         return mon.check_many(run, roles=roles, baselines=baselines)
 
 
-def _add_review_tool(server: MCPServer, mon: Monitor) -> None:
+def _add_review_tool(server: ToolServer, mon: Monitor) -> None:
     """escalate_review: an LLM's second opinion on an unsure verdict (it calls the Anthropic API)."""
 
     @server.tool(
+        title="Ask an LLM reviewer",
         annotations=ToolAnnotations(
             read_only_hint=True, destructive_hint=False, idempotent_hint=False, open_world_hint=True
         )
     )
     @_translate_errors
     def escalate_review(run: RunArg) -> ReviewResult:
-        """Ask an LLM reviewer (Anthropic API) for STOP, CONTINUE or WAIT when the latest `check` or
-        `judge` verdict is unsure (next_action escalate_review). It reads the stored verdict, signals and
-        metrics; nothing is re-read. Any reviewer failure (no ANTHROPIC_API_KEY, API error, timeout,
-        malformed answer) returns WAIT with reviewer_failed=true and an `error` naming the fix; never stop
-        on that. Next: on STOP call stop_run (confirm=true, reason = this result's reason); otherwise call
-        schedule_next without `review` (the answer is stored: WAIT keeps the interval, CONTINUE lets it
-        climb)."""
+        """Ask an LLM reviewer (Anthropic API) for STOP, CONTINUE or WAIT on the latest unsure verdict
+        (next_action escalate_review); it reads the stored verdict, signals and metrics. Any reviewer
+        failure (no ANTHROPIC_API_KEY, API error, timeout, bad answer) is WAIT with reviewer_failed=true
+        and an `error` naming the fix: never stop on it. Next: on STOP call stop_run (confirm=true,
+        reason = this reason); otherwise schedule_next without `review` (the answer is stored)."""
         return mon.escalate_review(run)
 
 
-def _add_stop_tool(server: MCPServer, mon: Monitor) -> None:
+def _add_stop_tool(server: ToolServer, mon: Monitor) -> None:
     """stop_run, the one destructive tool."""
 
     @server.tool(
+        title="Stop the training run",
         annotations=ToolAnnotations(
             read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=True
         )
@@ -184,11 +190,10 @@ def _add_stop_tool(server: MCPServer, mon: Monitor) -> None:
             str, Field(description="One sentence for the incident record, e.g. the verdict's summary.", max_length=2000)
         ],
     ) -> StopResult:
-        """Stop the training run as training-check.toml configures it (local or SSH pid / pid file, or W&B's StopRun
-        with method = "wandb"), verify it ended, and record the evidence (run URL, key metrics, signals,
-        reason) in an incident and the project's notes. Only after a stop verdict or a STOP review. A W&B stop
-        may come back `requested_not_confirmed`: the run was flagged but not seen to end. Stopping twice is
-        harmless."""
+        """Stop the training run as training-check.toml configures it (local or SSH pid / pid file, or W&B
+        StopRun), verify it ended, and record the evidence in an incident and the project's notes. Only
+        after a stop verdict or a STOP review. A W&B stop may come back `requested_not_confirmed`: flagged,
+        not seen to end. Stopping twice is harmless."""
         return mon.stop_run(run, confirm=confirm, reason=reason)
 
 
@@ -217,7 +222,7 @@ def bearer_guard(app: Callable[..., Awaitable[None]], token: str) -> Callable[..
 LOOPBACK_HOSTS = {"127.0.0.1", "localhost", "::1"}
 
 
-def serve_http(server: MCPServer, *, host: str, port: int, token: str | None) -> None:
+def serve_http(server: ToolServer, *, host: str, port: int, token: str | None) -> None:
     """Streamable HTTP; any address but loopback requires a bearer token (stop_run kills jobs)."""
     import uvicorn
 

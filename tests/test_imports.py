@@ -33,9 +33,18 @@ def test_importing_does_not_load_heavy_libraries(module):
     assert heavy_in(modules_loaded_by(f"import {module}")) == []
 
 
-def test_building_the_server_does_not_load_heavy_libraries():
-    code = "from mcp_training_check.server import build_server\nbuild_server()"
-    assert heavy_in(modules_loaded_by(code)) == []
+def test_starting_the_server_loads_neither_heavy_libraries_nor_the_service():
+    """The server lists its tools before the service (numpy, the sources, the judge) is needed."""
+    code = (
+        "import anyio\nfrom mcp import Client\nfrom mcp_training_check.server import build_server\n"
+        "async def listed():\n"
+        "    async with Client(build_server()) as client:\n"
+        "        assert (await client.list_tools()).tools\n"
+        "anyio.run(listed)"
+    )
+    loaded = modules_loaded_by(code)
+    assert heavy_in(loaded) == []
+    assert "mcp_training_check.service" not in loaded and "numpy" not in loaded
 
 
 def test_checking_a_local_log_does_not_load_heavy_libraries(tmp_path):
