@@ -8,8 +8,7 @@ becomes a `ToolError` whose text says what to fix; anything else is a bug and su
 from __future__ import annotations
 
 import functools
-import hmac
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar, cast
 
 from mcp.server.mcpserver.exceptions import ToolError
@@ -20,6 +19,7 @@ from . import __version__
 from .errors import TrainingCheckError
 from .models import CheckReport, GroupReport, MetricSnapshot, ReviewResult, Schedule, StopResult, Verdict
 from .serving import Deferred, ToolServer
+from .serving.http import serve_http  # noqa: F401  (cli: `serve --http`)
 
 if TYPE_CHECKING:  # the service (numpy, the sources, the judge) loads at the first tool call, not at start
     from .service import Monitor
@@ -195,43 +195,3 @@ def _add_stop_tool(server: ToolServer, mon: Monitor) -> None:
         after a stop verdict or a STOP review. A W&B stop may come back `requested_not_confirmed`: flagged,
         not seen to end. Stopping twice is harmless."""
         return mon.stop_run(run, confirm=confirm, reason=reason)
-
-
-def bearer_guard(app: Callable[..., Awaitable[None]], token: str) -> Callable[..., Awaitable[None]]:
-    """ASGI wrapper refusing HTTP requests without ``Authorization: Bearer <token>``."""
-    expected = f"Bearer {token}".encode()
-
-    async def guarded(scope: dict[str, Any], receive: Any, send: Any) -> None:
-        if scope["type"] == "http":
-            headers = dict(scope.get("headers") or [])
-            if not hmac.compare_digest(headers.get(b"authorization", b""), expected):
-                await send(
-                    {
-                        "type": "http.response.start",
-                        "status": 401,
-                        "headers": [(b"content-type", b"text/plain"), (b"www-authenticate", b"Bearer")],
-                    }
-                )
-                await send({"type": "http.response.body", "body": b"missing or wrong bearer token\n"})
-                return
-        await app(scope, receive, send)
-
-    return guarded
-
-
-LOOPBACK_HOSTS = {"127.0.0.1", "localhost", "::1"}
-
-
-def serve_http(server: ToolServer, *, host: str, port: int, token: str | None) -> None:
-    """Streamable HTTP; any address but loopback requires a bearer token (stop_run kills jobs)."""
-    import uvicorn
-
-    if host not in LOOPBACK_HOSTS and not token:
-        raise TrainingCheckError(
-            f"refusing to listen on {host} without a bearer token: stop_run kills training jobs. "
-            "Set TRAINING_CHECK_HTTP_TOKEN (or --token) or listen on 127.0.0.1."
-        )
-    app: Any = server.streamable_http_app(host=host)
-    if token:
-        app = bearer_guard(app, token)
-    uvicorn.run(app, host=host, port=port, log_level="warning")
