@@ -72,7 +72,7 @@ def bearer_guard(app: AsgiApp, token: str) -> AsgiApp:
     return guarded
 
 
-async def _answer(send: Any, status: int, body: dict[str, str], challenge: str | None = None) -> None:
+async def _answer(send: Any, status: int, body: dict[str, Any], challenge: str | None = None) -> None:
     headers = [(b"content-type", b"application/json")]
     if challenge is not None:
         headers.append((b"www-authenticate", challenge.encode()))
