@@ -188,7 +188,8 @@ def test_a_tool_returning_an_image_keeps_it_and_loses_only_the_json_copy():
         ("check", {}, ["`run` is missing", "entity/project/run_id"]),
         ("check", {"run": 5}, ["`run` should be a valid string, got 5"]),
         ("stop_run", {"run": "x", "confirm": True}, ["`reason` is missing", "incident record"]),
-        ("schedule_next", {"run": "x", "review": "maybe"}, ["`review`", '"maybe"', "STOP, CONTINUE or WAIT"]),
+        ("schedule_next", {"run": "x", "review": "maybe"},
+         ['`review` does not have an allowed value, got "maybe"', "STOP, CONTINUE or WAIT"]),
         ("check", {"run": "x", "roles": ["a"]}, ["`roles`", "Override metric roles"]),
     ],
 )

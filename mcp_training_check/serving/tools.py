@@ -31,12 +31,19 @@ from pydantic import ValidationError
 
 __all__ = ["Deferred", "ToolServer", "argument_problem", "lean_schema", "outline_schema", "result_text"]
 
+SERVER_LOG_LEVEL = "WARNING"
 MAX_SHOWN_VALUE_CHARS = 60
 """A rejected argument value is quoted in the error up to this length (enough to recognise it)."""
 
 
 class ToolServer(MCPServer):
-    """`MCPServer` whose tools all follow the conventions in this module's docstring."""
+    """`MCPServer` whose tools all follow the conventions in this module's docstring. It logs warnings and
+    errors only: at the SDK's default (INFO) every rejected call is printed to stderr a second time, which
+    clients such as the Inspector show beside the error result itself."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("log_level", SERVER_LOG_LEVEL)
+        super().__init__(*args, **kwargs)
 
     def add_tool(
         self,
@@ -274,10 +281,15 @@ def argument_problem(tool: str, error: ValidationError, input_schema: dict[str, 
 def _what_is_wrong(item: Any) -> str:
     if item["type"] == "missing":
         return "is missing"
+    shown = _shown(item.get("input"))
+    if item["type"] == "string_pattern_mismatch":  # the pattern is for machines; the description says it
+        return f"does not have an allowed value, got {shown}"
     message = str(item["msg"])
     message = message.removeprefix("Input ").removeprefix("Value ")
     message = message[0].lower() + message[1:] if message else "is not valid"
-    shown = json.dumps(item.get("input"), default=str)
-    if len(shown) > MAX_SHOWN_VALUE_CHARS:
-        shown = shown[: MAX_SHOWN_VALUE_CHARS - 1] + "…"
     return f"{message}, got {shown}"
+
+
+def _shown(value: Any) -> str:
+    shown = json.dumps(value, default=str)
+    return shown if len(shown) <= MAX_SHOWN_VALUE_CHARS else shown[: MAX_SHOWN_VALUE_CHARS - 1] + "…"
