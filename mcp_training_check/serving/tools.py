@@ -2,12 +2,12 @@
 
 What a client receives, and why:
 
-- **Descriptions** are the docstring without its indentation (`inspect.cleandoc`); every tool has a
-  `title` (given, or made from its name).
+- **Descriptions** are the docstring without its indentation and with its hard-wrapped lines joined;
+  every tool has a `title` (given, or made from its name).
 - **Published schemas are lean.** pydantic gives every property a `title` that only repeats its name, and
   every optional argument `default: null` and an `anyOf [X, null]` pair: input schemas keep what the model
-  reads (descriptions, limits, patterns) without those. Output schemas, which Claude Code never shows the
-  model, are outlined one level deep (`OUTPUT_SCHEMA_DEPTH`): the result's fields, types, enums, required.
+  reads (descriptions, limits, patterns) without those. Output schemas, which clients use to validate a
+  result, are outlined one level deep (`OUTPUT_SCHEMA_DEPTH`): the result's fields, types, enums, required.
 - **A result is sent once.** The SDK puts a pretty-printed JSON copy of `structuredContent` into the text
   block. Claude Code shows the model only `structuredContent` when it is there, and every other client
   can read it too: the text block becomes the result's one-line `summary`. Optional fields that are null
@@ -32,6 +32,7 @@ from pydantic import ValidationError
 __all__ = ["Deferred", "ToolServer", "argument_problem", "lean_schema", "outline_schema", "result_text"]
 
 SERVER_LOG_LEVEL = "WARNING"
+"""The SDK's default, INFO, logs every rejected call to stderr as well as answering it (see ToolServer)."""
 MAX_SHOWN_VALUE_CHARS = 60
 """A rejected argument value is quoted in the error up to this length (enough to recognise it)."""
 
@@ -230,8 +231,8 @@ OUTPUT_SCHEMA_DEPTH = 1
 """Levels of an output schema that are spelled out: the result's own fields with their types and enums
 (`summary`, `next_action`, `decision`, ...); the objects they hold are only "object". The full shapes are
 the pydantic models in models.py, which validate every result before it is sent. Published in full they
-made tools/list 28 KB, 70 % of it output schemas, which Claude Code never shows the model (it sends the
-model only the structured result itself); the target is 12 KB for the whole list."""
+made tools/list 28 KB, 70 % of it output schemas, that every client loads for every session; the target is
+12 KB for the whole list."""
 
 
 def outline_schema(schema: dict[str, Any], depth: int = OUTPUT_SCHEMA_DEPTH) -> dict[str, Any]:
