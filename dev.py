@@ -3,7 +3,9 @@
 
     python3 dev.py demo      create .venv, install, run the built-in demo (no account, no network)
     python3 dev.py test      create .venv, install with test extras, run ruff, mypy and the test suite
-                             (the SSH tests start a real OpenSSH sshd: installed with apt-get when root)
+                             (the SSH tests start a real OpenSSH sshd: installed with apt-get when root;
+                             the client tests run Claude Code and the MCP Inspector, which they install
+                             with npm into .venv/npm: Node.js >= 20, installed with apt-get when root)
     python3 dev.py bench     run the benchmarks in benchmarks/ (speed, size, and the judge replay)
 
 The virtual environment is reused while pyproject.toml is unchanged (a hash stamp in .venv).
@@ -75,9 +77,30 @@ def ensure_sshd() -> None:
     )
 
 
+def ensure_npm() -> None:
+    """tests/test_clients.py installs Claude Code and the MCP Inspector with npm. As root on Debian/Ubuntu
+    install Node.js (its package brings npm); otherwise say what to install and stop."""
+    if shutil.which("npm"):
+        return
+    if os.geteuid() == 0 and shutil.which("apt-get"):
+        print("dev.py: installing nodejs and npm (the client tests run Claude Code and the MCP Inspector)", flush=True)
+        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+        subprocess.run(["apt-get", "update", "-qq"], env=env)
+        for package in ("nodejs", "npm"):  # NodeSource's nodejs brings npm; Debian's splits it out
+            if not shutil.which("npm"):
+                subprocess.run(["apt-get", "install", "-y", "-qq", package], env=env)
+        if shutil.which("npm"):
+            return
+    sys.exit(
+        "dev.py: npm is missing; the client tests install Claude Code and the MCP Inspector with it. Install "
+        "Node.js >= 20 (https://nodejs.org, or your distribution's nodejs and npm) and rerun `python3 dev.py test`."
+    )
+
+
 def test(args: list[str]) -> None:
     ensure_venv("test")
     ensure_sshd()
+    ensure_npm()
     run([str(python()), "-m", "ruff", "check", "mcp_training_check", "tests", "benchmarks", "corpus", "dev.py"])
     run([str(python()), "-m", "mypy"])
     run([str(python()), "-m", "pytest", "-q", *args])

@@ -10,13 +10,12 @@ from __future__ import annotations
 import base64
 import contextlib
 import functools
-import hmac
-from collections.abc import Awaitable, Callable
-from typing import Annotated, Any, TypeVar
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar, cast
 
 import anyio.from_thread
 import anyio.lowlevel
-from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, ImageContent, TextContent, ToolAnnotations
 from pydantic import Field
@@ -33,8 +32,12 @@ from .models import (
     StopResult,
     Verdict,
 )
-from .service import Monitor
-from .sources import PROGRESS_AFTER_SECONDS, ThrottledProgress
+from .serving import Deferred, ToolServer
+from .serving.http import serve_http  # noqa: F401  (cli: `serve --http`)
+
+if TYPE_CHECKING:  # the service (numpy, the sources, the judge) loads at the first tool call, not at start
+    from .service import Monitor
+    from .sources.base import ThrottledProgress
 
 INSTRUCTIONS = """\
 Watches the quality of running ML training jobs. For a scheduled check call `check` with the run;
@@ -47,9 +50,8 @@ For a whole W&B sweep or project call `check_many` instead of `check`."""
 RunArg = Annotated[
     str,
     Field(
-        description="The run: a local W&B run dir or run-<id>.wandb file, a training log path, "
-        "entity/project/run_id, a W&B run URL, ssh://host/path, or an alias from training-check.toml. "
-        "Pass the same string to every tool.",
+        description="The run: a W&B run dir or .wandb file, a training log, entity/project/run_id, a W&B run "
+        "URL, ssh://host/path, or an alias from training-check.toml. The same string for every tool.",
         min_length=1,
         max_length=1000,
     ),
@@ -66,13 +68,12 @@ GroupArg = Annotated[
 RolesArg = Annotated[
     dict[str, str] | None,
     Field(
-        description='Override metric roles, e.g. {"val/acc": "eval_higher"}. Roles: train_loss, eval, '
-        "eval_lower, eval_higher, learning_rate, grad_norm, other, ignore.",
+        description='Override metric roles, e.g. {"val/acc": "eval_higher"} (a wrong role is refused with the list).',
     ),
 ]
 BaselinesArg = Annotated[
     dict[str, float] | None,
-    Field(description='Baseline per eval metric, e.g. {"eval/acc": 0.71}; compared in the metric\'s direction.'),
+    Field(description='Baseline per eval metric, e.g. {"eval/acc": 0.71}.'),
 ]
 
 T = TypeVar("T")
@@ -93,7 +94,7 @@ def _translate_errors(fn: Callable[..., T]) -> Callable[..., T]:
     return wrapper
 
 
-def mcp_progress(ctx: Context, after_seconds: float = PROGRESS_AFTER_SECONDS) -> ThrottledProgress:
+def mcp_progress(ctx: Context, after_seconds: float | None = None) -> ThrottledProgress:
     """MCP progress notifications for the current tool call, sendable from its worker thread or any other
     (check_many's pool). A client that asked for none gets none; one that went away does not fail the call."""
     token = anyio.from_thread.run_sync(anyio.lowlevel.current_token)
@@ -102,16 +103,20 @@ def mcp_progress(ctx: Context, after_seconds: float = PROGRESS_AFTER_SECONDS) ->
         with contextlib.suppress(Exception):  # progress is a courtesy: never let it break a check
             anyio.from_thread.run(ctx.report_progress, count, None, text, token=token)
 
-    return ThrottledProgress(show, after_seconds=after_seconds)
+    from .sources.base import PROGRESS_AFTER_SECONDS, ThrottledProgress  # numpy: not at server start
+
+    after = PROGRESS_AFTER_SECONDS if after_seconds is None else after_seconds
+    return ThrottledProgress(show, after_seconds=after)
 
 
 def build_server(
-    monitor: Monitor | None = None, *, progress_after_seconds: float = PROGRESS_AFTER_SECONDS
-) -> MCPServer:
+    monitor: Monitor | None = None, *, progress_after_seconds: float | None = None
+) -> ToolServer:
     """The server with its tools bound to ``monitor`` (a fresh one on the default state dir if None);
-    reads running longer than ``progress_after_seconds`` send MCP progress notifications."""
-    mon = monitor or Monitor()
-    server = MCPServer(name="training-check", version=__version__, instructions=INSTRUCTIONS)
+    reads running longer than ``progress_after_seconds`` (default: `sources.PROGRESS_AFTER_SECONDS`) send MCP
+    progress notifications."""
+    mon = monitor or cast("Monitor", Deferred(_default_monitor))
+    server = ToolServer(name="training-check", version=__version__, instructions=INSTRUCTIONS)
     _add_step_tools(server, mon, progress_after_seconds)
     _add_check_tools(server, mon, progress_after_seconds)
     _add_review_tool(server, mon)
@@ -121,10 +126,16 @@ def build_server(
     return server
 
 
-def _add_step_tools(server: MCPServer, mon: Monitor, after: float) -> None:
+def _default_monitor() -> Monitor:
+    from .service import Monitor
+
+    return Monitor()
+
+
+def _add_step_tools(server: ToolServer, mon: Monitor, after: float | None) -> None:
     """The three steps of a check, one tool each: read_metrics, judge, schedule_next."""
 
-    @server.tool(annotations=_READ_ONLY)
+    @server.tool(title="Read new metrics", annotations=_READ_ONLY)
     @_translate_errors
     def read_metrics(
         run: RunArg, ctx: Context, roles: RolesArg = None, baselines: BaselinesArg = None
@@ -134,7 +145,7 @@ def _add_step_tools(server: MCPServer, mon: Monitor, after: float) -> None:
         Call `judge` next, or use `check` to read, judge and schedule in one call."""
         return mon.read_metrics(run, roles=roles, baselines=baselines, progress=mcp_progress(ctx, after))
 
-    @server.tool(annotations=_READ_ONLY)
+    @server.tool(title="Judge the run", annotations=_READ_ONLY)
     @_translate_errors
     def judge(run: RunArg, ctx: Context, roles: RolesArg = None, baselines: BaselinesArg = None) -> Verdict:
         """Judge the stored metrics of the run: decision stop (clearly bad), continue (healthy) or unsure
@@ -142,7 +153,7 @@ def _add_step_tools(server: MCPServer, mon: Monitor, after: float) -> None:
         never read. Next: stop_run on stop, escalate_review on unsure, then schedule_next."""
         return mon.judge(run, roles=roles, baselines=baselines, progress=mcp_progress(ctx, after))
 
-    @server.tool(annotations=_READ_ONLY)
+    @server.tool(title="Schedule the next check", annotations=_READ_ONLY)
     @_translate_errors
     def schedule_next(
         run: RunArg,
@@ -161,10 +172,10 @@ def _add_step_tools(server: MCPServer, mon: Monitor, after: float) -> None:
         return mon.schedule_next(run, review=review)
 
 
-def _add_check_tools(server: MCPServer, mon: Monitor, after: float) -> None:
+def _add_check_tools(server: ToolServer, mon: Monitor, after: float | None) -> None:
     """The three steps in one call: check for one run, check_many for a W&B sweep or project."""
 
-    @server.tool(annotations=_READ_ONLY)
+    @server.tool(title="Check a training run", annotations=_READ_ONLY)
     @_translate_errors
     def check(run: RunArg, ctx: Context, roles: RolesArg = None, baselines: BaselinesArg = None) -> CheckReport:
         """One scheduled check: read new metrics, judge them and schedule the next check. Act on
@@ -172,7 +183,7 @@ def _add_check_tools(server: MCPServer, mon: Monitor, after: float) -> None:
         `schedule.cron_create` to CronCreate."""
         return mon.check(run, roles=roles, baselines=baselines, progress=mcp_progress(ctx, after))
 
-    @server.tool(annotations=_READ_ONLY)
+    @server.tool(title="Check a sweep or project", annotations=_READ_ONLY)
     @_translate_errors
     def check_many(
         run: GroupArg, ctx: Context, roles: RolesArg = None, baselines: BaselinesArg = None
@@ -184,10 +195,11 @@ def _add_check_tools(server: MCPServer, mon: Monitor, after: float) -> None:
         return mon.check_many(run, roles=roles, baselines=baselines, progress=mcp_progress(ctx, after))
 
 
-def _add_review_tool(server: MCPServer, mon: Monitor) -> None:
+def _add_review_tool(server: ToolServer, mon: Monitor) -> None:
     """escalate_review: a second opinion on an unsure verdict (Anthropic, OpenAI-compatible, or the agent)."""
 
     @server.tool(
+        title="Ask an LLM reviewer",
         annotations=ToolAnnotations(
             read_only_hint=True, destructive_hint=False, idempotent_hint=False, open_world_hint=True
         )
@@ -207,7 +219,7 @@ def _add_review_tool(server: MCPServer, mon: Monitor) -> None:
         return mon.escalate_review(run, image=image)
 
 
-def _add_record_review_tool(server: MCPServer, mon: Monitor) -> None:
+def _add_record_review_tool(server: ToolServer, mon: Monitor) -> None:
     """record_review: the agent backend's reply, stored like any reviewer's answer."""
 
     @server.tool(  # read-only as `check` is: it records state, never acts on the world
@@ -239,7 +251,7 @@ def _add_record_review_tool(server: MCPServer, mon: Monitor) -> None:
         return mon.record_review(run, answer, reviewer=reviewer)
 
 
-def _add_plot_tool(server: MCPServer, mon: Monitor) -> None:
+def _add_plot_tool(server: ToolServer, mon: Monitor) -> None:
     """plot: the run's chart as an image, and the PNG's path."""
 
     @server.tool(annotations=_READ_ONLY)
@@ -259,10 +271,11 @@ def _add_plot_tool(server: MCPServer, mon: Monitor) -> None:
         )
 
 
-def _add_stop_tool(server: MCPServer, mon: Monitor) -> None:
+def _add_stop_tool(server: ToolServer, mon: Monitor) -> None:
     """stop_run, the one destructive tool."""
 
     @server.tool(
+        title="Stop the training run",
         annotations=ToolAnnotations(
             read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=True
         )
@@ -275,49 +288,8 @@ def _add_stop_tool(server: MCPServer, mon: Monitor) -> None:
             str, Field(description="One sentence for the incident record, e.g. the verdict's summary.", max_length=2000)
         ],
     ) -> StopResult:
-        """Stop the training run as training-check.toml configures it (local or SSH pid / pid file, or W&B's StopRun
-        with method = "wandb"), verify it ended, and record the evidence (run URL, key metrics, signals,
-        reason) in an incident and the project's notes. Only after a stop verdict or a STOP review. A W&B stop
-        may come back `requested_not_confirmed`: the run was flagged but not seen to end. Stopping twice is
-        harmless."""
+        """Stop the training run as training-check.toml configures it (local or SSH pid / pid file, or W&B
+        StopRun), verify it ended, and record the evidence in an incident and the project's notes. Only
+        after a stop verdict or a STOP review. A W&B stop may come back `requested_not_confirmed`: flagged,
+        not seen to end. Stopping twice is harmless."""
         return mon.stop_run(run, confirm=confirm, reason=reason)
-
-
-def bearer_guard(app: Callable[..., Awaitable[None]], token: str) -> Callable[..., Awaitable[None]]:
-    """ASGI wrapper refusing HTTP requests without ``Authorization: Bearer <token>``."""
-    expected = f"Bearer {token}".encode()
-
-    async def guarded(scope: dict[str, Any], receive: Any, send: Any) -> None:
-        if scope["type"] == "http":
-            headers = dict(scope.get("headers") or [])
-            if not hmac.compare_digest(headers.get(b"authorization", b""), expected):
-                await send(
-                    {
-                        "type": "http.response.start",
-                        "status": 401,
-                        "headers": [(b"content-type", b"text/plain"), (b"www-authenticate", b"Bearer")],
-                    }
-                )
-                await send({"type": "http.response.body", "body": b"missing or wrong bearer token\n"})
-                return
-        await app(scope, receive, send)
-
-    return guarded
-
-
-LOOPBACK_HOSTS = {"127.0.0.1", "localhost", "::1"}
-
-
-def serve_http(server: MCPServer, *, host: str, port: int, token: str | None) -> None:
-    """Streamable HTTP; any address but loopback requires a bearer token (stop_run kills jobs)."""
-    import uvicorn
-
-    if host not in LOOPBACK_HOSTS and not token:
-        raise TrainingCheckError(
-            f"refusing to listen on {host} without a bearer token: stop_run kills training jobs. "
-            "Set TRAINING_CHECK_HTTP_TOKEN (or --token) or listen on 127.0.0.1."
-        )
-    app: Any = server.streamable_http_app(host=host)
-    if token:
-        app = bearer_guard(app, token)
-    uvicorn.run(app, host=host, port=port, log_level="warning")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -11,7 +12,10 @@ import urllib.error
 import urllib.request
 
 import anyio
+import httpx2
+import pytest
 from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
 
 
 def free_port() -> int:
@@ -78,3 +82,62 @@ def test_non_loopback_without_token_is_refused(tmp_path):
     )  # fmt: skip
     assert done.returncode == 2
     assert "bearer token" in done.stderr
+
+
+def http_answer(port: int, path: str, *, method: str = "GET", token: str | None = None) -> tuple[int, dict, str]:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    data = b"{}" if method == "POST" else None
+    request = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=data, method=method, headers=headers)
+    try:
+        with urllib.request.urlopen(request, timeout=10) as answer:
+            return answer.status, dict(answer.headers), answer.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, dict(exc.headers), exc.read().decode()
+
+
+def test_a_missing_or_wrong_token_is_told_bearer_token_required_and_no_oauth_is_advertised(tmp_path):
+    proc, port = start(tmp_path, "--token", "s3cret-token")
+    try:
+        for token in (None, "wrong"):
+            status, headers, body = http_answer(port, "/mcp", method="POST", token=token)
+            assert status == 401
+            assert headers["www-authenticate"].startswith('Bearer realm="training-check", error="invalid_token"')
+            assert "bearer token required" in headers["www-authenticate"]
+            assert json.loads(body)["error"]["message"].startswith("bearer token required")
+        for path in ("/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/mcp",
+                     "/.well-known/oauth-authorization-server", "/.well-known/openid-configuration"):  # fmt: skip
+            status, headers, body = http_answer(port, path)
+            assert status == 404, path  # no metadata, and not a 401 that sends clients looking for it
+            assert "authorization_servers" not in body and "www-authenticate" not in {k.lower() for k in headers}
+        status, _, body = http_answer(port, "/register", method="POST")
+        assert status == 404 and json.loads(body)["error_description"].startswith("bearer token required")
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def test_sdk_client_hears_bearer_token_required_and_works_with_the_token(tmp_path):
+    log = tmp_path / "train.log"
+    log.write_text("".join(f"step {i} | loss {2.0 / (1 + i / 40):.4f}\n" for i in range(200)))
+    proc, port = start(tmp_path, "--token", "s3cret-token")
+    url = f"http://127.0.0.1:{port}/mcp"
+    try:
+
+        async def without_token():
+            async with Client(url) as client:
+                await client.list_tools()
+
+        with pytest.raises(BaseException) as refused:
+            anyio.run(without_token)
+        assert "bearer token required" in repr(refused.value)
+
+        async def with_token():
+            http = httpx2.AsyncClient(headers={"Authorization": "Bearer s3cret-token"})
+            async with http, Client(streamable_http_client(url, http_client=http)) as client:
+                return await client.call_tool("check", {"run": str(log)})
+
+        result = anyio.run(with_token)
+        assert not result.is_error and result.structured_content["verdict"]["decision"] == "continue"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)

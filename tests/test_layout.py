@@ -32,6 +32,7 @@ STAGES: dict[str, int] = {
     "schedule": 8,
     "group_check": 9,
     "service": 9,
+    "serving": 10,
     "server": 10,
     "cli": 10,
     "__main__": 10,

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..config import parse_run
+from ..config.schema import DEFAULT_SSH_TIMEOUT_SECONDS
 from ..errors import RunRefError, SourceError, SourceUnavailable
 from ..models import DataSource, RunKind, RunRef
 from .base import (
@@ -34,13 +35,12 @@ from .base import (
     no_progress,
 )
 from .logs import LogFileSource
-from .ssh import SshLogSource
-from .ssh_connect import DEFAULT_SSH_TIMEOUT_SECONDS
 from .wandb_api import DEFAULT_TIMEOUT_SECONDS, WandbApiSource
 from .wandb_file import WandbFileSource
 
 if TYPE_CHECKING:
     from ..config import ResolvedRunConfig
+    from .ssh import SshLogSource
 
 __all__ = [
     "PROGRESS_AFTER_SECONDS",
@@ -87,8 +87,24 @@ def open_primary(
             "(CLI: training-check check) for all its running runs, or pass one run as entity/project/run_id."
         )
     if ref.kind is RunKind.SSH:
-        return "ssh", DataSource.SSH, SshLogSource(ref, timeout_seconds=_ssh_timeout(settings), progress=progress)
+        return "ssh", DataSource.SSH, _ssh_source(ref, _ssh_timeout(settings), progress)
     raise SourceUnavailable(f"`run` {ref.raw!r}: no source reads runs of kind {ref.kind.value}.")
+
+
+def _ssh_source(ref: RunRef, timeout_seconds: float, progress: Progress | None = None) -> SshLogSource:
+    """paramiko is imported only when a run (or its fallback) is on another machine."""
+    from .ssh import SshLogSource
+
+    return SshLogSource(ref, timeout_seconds=timeout_seconds, progress=progress)
+
+
+def __getattr__(name: str) -> object:
+    """``sources.SshLogSource`` without importing paramiko for every local run."""
+    if name == "SshLogSource":
+        from .ssh import SshLogSource
+
+        return SshLogSource
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _ssh_timeout(settings: ResolvedRunConfig | None) -> float:
@@ -115,7 +131,7 @@ def _fallback_source(settings: ResolvedRunConfig) -> Source:
     """The configured log fallback: a local log, or one on another machine (``ssh://host/path``)."""
     where = settings.log_fallback
     if isinstance(where, str) and where.startswith("ssh://"):
-        return SshLogSource(parse_run(where), timeout_seconds=settings.ssh_timeout_seconds)
+        return _ssh_source(parse_run(where), settings.ssh_timeout_seconds)
     return LogFileSource(Path(str(where)))
 
 

@@ -25,13 +25,13 @@ from __future__ import annotations
 import os
 import zlib
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from ..errors import RunNotFound, SourceError, SourceUnavailable
 from .base import Cursor, FillBatch, Progress, ReadBatch, SeriesChunk, no_progress
 from .wandb_dir import is_wandb_path, resolve_wandb_path
 from .wandb_framing import BLOCK_SIZE, FILE_HEADER, Framer, frame_records
-from .wandb_records import Decoder, RunState, pb
+from .wandb_records import Decoder, RunState, protobuf_module
 from .wandb_tail import TailLimits, read_fill, read_tail_first, start_fill
 
 __all__ = [
@@ -41,9 +41,16 @@ __all__ = [
     "WandbFileSource",
     "frame_records",
     "is_wandb_path",
-    "pb",
     "resolve_wandb_path",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """``wandb_file.pb``: the Record protobuf module, imported on first use (see `wandb_records`)."""
+    if name == "pb":
+        return protobuf_module()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 HEAD_CHECK_BYTES = 4096  # identity check: a replaced file differs in its first bytes
 DEFAULT_LIMITS = TailLimits()  # how much a first read and each fill-in read (see wandb_tail)

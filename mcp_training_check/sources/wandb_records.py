@@ -21,10 +21,21 @@ from google.protobuf.message import DecodeError
 from ..models import RunInfo, RunStatus
 from .base import Cursor, SeriesBuilder
 
-# the generated module re-exports one of three versioned builds with `import *`: no static types
-pb: Any = importlib.import_module("wandb.proto.wandb_internal_pb2")
 
-__all__ = ["Decoder", "RunState", "pb"]
+def protobuf_module() -> Any:
+    """wandb's generated Record module. Importing it imports the whole ``wandb`` package (about 0.5 s),
+    so it happens at the first ``.wandb`` file read, never for a log. The generated module re-exports one
+    of three versioned builds with ``import *``: no static types."""
+    return importlib.import_module("wandb.proto.wandb_internal_pb2")
+
+
+def __getattr__(name: str) -> Any:
+    """``wandb_records.pb``: the Record protobuf module, imported on first use."""
+    if name == "pb":
+        return protobuf_module()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+__all__ = ["Decoder", "RunState", "protobuf_module"]
 
 # Record field tags (field << 3 | wire type 2) whose records never carry metrics, run info or exit
 # status: summary, output, files, stats, artifact, tbrecord, alert, telemetry, metric, output_raw.
@@ -44,7 +55,7 @@ class Decoder:
         self.state = state
         self.builder = SeriesBuilder()
         self.undecodable = 0
-        self._record = pb.Record()
+        self._record = protobuf_module().Record()
 
     def feed(self, payloads: list[bytes]) -> None:
         record = self._record

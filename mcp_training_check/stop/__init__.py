@@ -12,7 +12,6 @@ Stop settings come only from ``training-check.toml``, never from a tool argument
 from .dispatch import KEY_METRICS_IN_INCIDENT, SentStop, already_stopped, incident_for, send_stop, stop_result
 from .incidents import Incident, KeyMetric, render_incident, write_incident_note
 from .local import StopAttempt, stop_local_process
-from .ssh import stop_remote_process
 from .wandb import WandbStopAttempt, stop_wandb_run
 
 __all__ = [
@@ -32,3 +31,12 @@ __all__ = [
     "stop_wandb_run",
     "write_incident_note",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """``stop.stop_remote_process`` without importing paramiko until an SSH stop needs it."""
+    if name == "stop_remote_process":
+        from .ssh import stop_remote_process
+
+        return stop_remote_process
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

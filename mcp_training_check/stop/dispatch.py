@@ -20,7 +20,6 @@ from ..errors import StopError
 from ..models import MetricSnapshot, ReviewResult, RunKind, RunRef, StopMethod, StopOutcome, StopResult, Verdict
 from .incidents import Incident
 from .local import StopAttempt, stop_local_process
-from .ssh import stop_remote_process
 from .wandb import WandbStopAttempt, stop_wandb_run
 
 __all__ = ["KEY_METRICS_IN_INCIDENT", "SentStop", "already_stopped", "incident_for", "send_stop", "stop_result"]
@@ -86,6 +85,8 @@ def _send_wandb_stop(ref: RunRef, settings: ResolvedRunConfig) -> SentStop:
 
 def _send_ssh_stop(ref: RunRef, settings: ResolvedRunConfig) -> SentStop:
     """Signal the process on the host of the entry's ``ssh://`` run, or else of its ``ssh://`` log_fallback."""
+    from .ssh import stop_remote_process  # paramiko only for an SSH stop
+
     stop = settings.stop
     assert stop is not None
     attempt = stop_remote_process(
