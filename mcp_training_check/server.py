@@ -50,8 +50,8 @@ For a whole W&B sweep or project call `check_many` instead of `check`."""
 RunArg = Annotated[
     str,
     Field(
-        description="The run: a W&B run dir or .wandb file, a training log, entity/project/run_id, a W&B run "
-        "URL, ssh://host/path, or an alias from training-check.toml. The same string for every tool.",
+        description="W&B run dir, .wandb file, log, entity/project/run_id, W&B URL, ssh://host/path or a "
+        "training-check.toml alias; the same string for every tool.",
         min_length=1,
         max_length=1000,
     ),
@@ -68,12 +68,12 @@ GroupArg = Annotated[
 RolesArg = Annotated[
     dict[str, str] | None,
     Field(
-        description='Override metric roles, e.g. {"val/acc": "eval_higher"} (a wrong role is refused with the list).',
+        description='Metric role overrides, e.g. {"val/acc": "eval_higher"}.',
     ),
 ]
 BaselinesArg = Annotated[
     dict[str, float] | None,
-    Field(description='Baseline per eval metric, e.g. {"eval/acc": 0.71}.'),
+    Field(description='Eval baselines, e.g. {"eval/acc": 0.71}.'),
 ]
 
 T = TypeVar("T")
@@ -140,9 +140,9 @@ def _add_step_tools(server: ToolServer, mon: Monitor, after: float | None) -> No
     def read_metrics(
         run: RunArg, ctx: Context, roles: RolesArg = None, baselines: BaselinesArg = None
     ) -> MetricSnapshot:
-        """Read the run's metrics that are new since the last check (state is kept on disk) and return a
-        compact snapshot: per metric its role, last and best value, a few recent checkpoints, NaN/Inf count.
-        Call `judge` next, or use `check` to read, judge and schedule in one call."""
+        """Read the run's metrics new since the last check (state kept on disk): a compact snapshot with each
+        metric's role, last and best value, recent checkpoints, NaN/Inf count. Next: `judge` (or use
+        `check` for read, judge and schedule in one call)."""
         return mon.read_metrics(run, roles=roles, baselines=baselines, progress=mcp_progress(ctx, after))
 
     @server.tool(title="Judge the run", annotations=_READ_ONLY)
@@ -188,10 +188,9 @@ def _add_check_tools(server: ToolServer, mon: Monitor, after: float | None) -> N
     def check_many(
         run: GroupArg, ctx: Context, roles: RolesArg = None, baselines: BaselinesArg = None
     ) -> GroupReport:
-        """`check` for every running run of a W&B sweep or project at once: one line per run, the bad ones
-        first (stop, unsure, continue, ended, unreadable), and one schedule for the group (the shortest
-        interval). Then call stop_run / check with a line's `run` as its next_action says, and pass
-        `schedule.cron_create` to CronCreate."""
+        """`check` for every running run of a W&B sweep or project: one line per run, bad ones first, and one
+        schedule for the group. Act on each line's next_action with its `run`; pass `schedule.cron_create`
+        to CronCreate."""
         return mon.check_many(run, roles=roles, baselines=baselines, progress=mcp_progress(ctx, after))
 
 
@@ -209,13 +208,10 @@ def _add_review_tool(server: ToolServer, mon: Monitor) -> None:
         run: RunArg,
         image: Annotated[bool, Field(description="false: send the reviewer the numbers without the chart.")] = True,
     ) -> ReviewResult:
-        """Ask a reviewer for STOP, CONTINUE or WAIT when the latest verdict is unsure (next_action
-        escalate_review); it reads the stored verdict, signals, metrics and chart. `backend` says who
-        answered. With next_action record_review (no API key: the agent backend) put `prompt` to
-        mcp__llm-chat__chat if you have it, else to a fresh subagent asked for strict, high-rigour feedback,
-        then call record_review with its reply. Any reviewer failure returns WAIT with reviewer_failed=true
-        and an `error` naming the fix; never stop on that. Next: on STOP call stop_run (confirm=true, reason =
-        this result's reason); otherwise schedule_next without `review` (the answer is stored)."""
+        """Ask a reviewer for STOP, CONTINUE or WAIT on the latest unsure verdict (stored verdict, metrics,
+        chart). next_action record_review (agent backend, no key): put `prompt` to mcp__llm-chat__chat, else
+        to a fresh strict subagent, then call record_review. A reviewer failure is WAIT (reviewer_failed,
+        `error` names the fix): never stop on it. Next: STOP → stop_run; else schedule_next."""
         return mon.escalate_review(run, image=image)
 
 
@@ -244,10 +240,9 @@ def _add_record_review_tool(server: ToolServer, mon: Monitor) -> None:
             Field(description="Who answered, e.g. the llm-chat model or 'subagent'.", max_length=200),
         ] = None,
     ) -> ReviewResult:
-        """Record the reply to the prompt escalate_review handed over (next_action record_review). It is
-        parsed and stored like an API reviewer's answer: a reply that is not exactly one decision is WAIT
-        with reviewer_failed. Next: on STOP call stop_run (confirm=true, reason = this result's reason);
-        otherwise schedule_next without `review` (CONTINUE lets the interval climb, WAIT keeps it)."""
+        """Record the reply to escalate_review's `prompt` (next_action record_review), stored like an API
+        reviewer's answer; a reply that is not exactly one decision is WAIT. Next: STOP → stop_run
+        (confirm=true, reason = this result's reason); else schedule_next."""
         return mon.record_review(run, answer, reviewer=reviewer)
 
 
@@ -257,10 +252,9 @@ def _add_plot_tool(server: ToolServer, mon: Monitor) -> None:
     @server.tool(annotations=_READ_ONLY)
     @_translate_errors
     def plot(run: RunArg) -> Annotated[CallToolResult, PlotResult]:
-        """Draw the run from its stored metrics: training loss (log scale), evals, learning rate and grad
-        norm over steps, with the steps the latest verdict flagged marked (dashed lines, rings). Returns the
-        PNG as an image and writes it to `path` (images are not shown in a terminal: give the user the path).
-        Reads the run first if it was never read."""
+        """Chart of the stored metrics: loss (log scale), evals, LR and grad norm, with the steps the latest
+        verdict flagged marked. Returns the PNG as an image and saves it at `path` (give the user the path:
+        a terminal shows no image)."""
         result, png = mon.plot(run)  # no path argument: a tool call must not be able to overwrite any file
         return CallToolResult(
             content=[
