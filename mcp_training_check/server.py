@@ -50,8 +50,8 @@ For a whole W&B sweep or project call `check_many` instead of `check`."""
 RunArg = Annotated[
     str,
     Field(
-        description="W&B run dir, .wandb file, log, entity/project/run_id, W&B URL, ssh://host/path or a "
-        "training-check.toml alias; the same string for every tool.",
+        description="Log, .wandb file or W&B run dir, entity/project/run_id, W&B URL, ssh://host/path or "
+        "a config alias; same for every tool.",
         min_length=1,
         max_length=1000,
     ),
@@ -208,10 +208,10 @@ def _add_review_tool(server: ToolServer, mon: Monitor) -> None:
         run: RunArg,
         image: Annotated[bool, Field(description="false: send the reviewer the numbers without the chart.")] = True,
     ) -> ReviewResult:
-        """Ask a reviewer for STOP, CONTINUE or WAIT on the latest unsure verdict (stored verdict, metrics,
-        chart). next_action record_review (agent backend, no key): put `prompt` to mcp__llm-chat__chat, else
-        to a fresh strict subagent, then call record_review. A reviewer failure is WAIT (reviewer_failed,
-        `error` names the fix): never stop on it. Next: STOP → stop_run; else schedule_next."""
+        """Ask a reviewer for STOP, CONTINUE or WAIT on the latest unsure verdict, with metrics and chart.
+        next_action record_review (agent backend): put `prompt` to mcp__llm-chat__chat, else to a fresh
+        strict subagent, then call record_review. A reviewer failure is WAIT (`error` names the fix).
+        Next: STOP → stop_run; else schedule_next."""
         return mon.escalate_review(run, image=image)
 
 
@@ -240,9 +240,9 @@ def _add_record_review_tool(server: ToolServer, mon: Monitor) -> None:
             Field(description="Who answered, e.g. the llm-chat model or 'subagent'.", max_length=200),
         ] = None,
     ) -> ReviewResult:
-        """Record the reply to escalate_review's `prompt` (next_action record_review), stored like an API
-        reviewer's answer; a reply that is not exactly one decision is WAIT. Next: STOP → stop_run
-        (confirm=true, reason = this result's reason); else schedule_next."""
+        """Record the reply to escalate_review's `prompt`, stored like an API reviewer's answer; a reply
+        that is not exactly one decision is WAIT. Next: STOP → stop_run (confirm=true, reason = this
+        result's reason); else schedule_next."""
         return mon.record_review(run, answer, reviewer=reviewer)
 
 

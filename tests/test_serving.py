@@ -190,7 +190,7 @@ def test_a_tool_returning_an_image_keeps_it_and_loses_only_the_json_copy():
         ("stop_run", {"run": "x", "confirm": True}, ["`reason` is missing", "incident record"]),
         ("schedule_next", {"run": "x", "review": "maybe"},
          ['`review` does not have an allowed value, got "maybe"', "STOP, CONTINUE or WAIT"]),
-        ("check", {"run": "x", "roles": ["a"]}, ["`roles`", "Override metric roles"]),
+        ("check", {"run": "x", "roles": ["a"]}, ["`roles`", "Metric role overrides"]),
     ],
 )
 def test_argument_errors_name_the_argument_and_the_fix(tool, arguments, expected):
