@@ -3,6 +3,9 @@ runs on (a real ANTHROPIC_API_KEY must never be spent by a test: review tests po
 
 from __future__ import annotations
 
+import time
+from collections.abc import Iterator
+
 import pytest
 
 from .sshd import silent_port, ssh_home, sshd_server  # noqa: F401  (fixtures of the SSH tests)
@@ -22,3 +25,14 @@ def isolated_home(tmp_path, monkeypatch):
     ):
         monkeypatch.delenv(name, raising=False)
     return home
+
+
+@pytest.fixture
+def utc_local_zone(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Crons and watch lines are written in the process's local time: pin it to UTC (a POSIX TZ string
+    needs no tz database; subprocesses inherit it)."""
+    monkeypatch.setenv("TZ", "UTC0")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()

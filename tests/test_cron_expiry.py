@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import time
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -24,13 +22,7 @@ RUN = "ent/proj/abc123"
 PROMPT = f"/training-check {RUN}"
 
 
-@pytest.fixture(autouse=True)
-def local_zone(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setenv("TZ", "UTC0")
-    time.tzset()
-    yield
-    monkeypatch.undo()
-    time.tzset()
+pytestmark = pytest.mark.usefixtures("utc_local_zone")
 
 
 def healthy(previous: int | None, now: datetime, in_force: HandedOutCron | None, run: str = RUN) -> Schedule:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
@@ -15,14 +14,7 @@ C, S, U = Decision.CONTINUE, Decision.STOP, Decision.UNSURE
 NOW = datetime(2026, 3, 4, 9, 47, tzinfo=UTC)
 
 
-@pytest.fixture(autouse=True)
-def local_zone(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """Crons are written in the process's local time: pin it (POSIX TZ strings need no tz database)."""
-    monkeypatch.setenv("TZ", "UTC0")
-    time.tzset()
-    yield
-    monkeypatch.undo()
-    time.tzset()
+pytestmark = pytest.mark.usefixtures("utc_local_zone")
 
 
 def _schedule(

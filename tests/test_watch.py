@@ -11,7 +11,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -51,14 +50,7 @@ def project(tmp_path: Path, pid: int) -> Path:
     return config
 
 
-@pytest.fixture(autouse=True)
-def local_zone(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """Lines show local time: pin it (the subprocesses inherit it too)."""
-    monkeypatch.setenv("TZ", "UTC0")
-    time.tzset()
-    yield
-    monkeypatch.undo()
-    time.tzset()
+pytestmark = pytest.mark.usefixtures("utc_local_zone")
 
 
 @pytest.fixture
