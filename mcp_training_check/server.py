@@ -140,17 +140,16 @@ def _add_step_tools(server: ToolServer, mon: Monitor, after: float | None) -> No
     def read_metrics(
         run: RunArg, ctx: Context, roles: RolesArg = None, baselines: BaselinesArg = None
     ) -> MetricSnapshot:
-        """Read the run's metrics new since the last check (state kept on disk): a compact snapshot with each
-        metric's role, last and best value, recent checkpoints, NaN/Inf count. Next: `judge` (or use
-        `check` for read, judge and schedule in one call)."""
+        """Read the run's metrics new since the last check (state on disk): each metric's role, last and best
+        value, recent checkpoints, NaN/Inf count. Next: `judge` (or `check` for all three steps)."""
         return mon.read_metrics(run, roles=roles, baselines=baselines, progress=mcp_progress(ctx, after))
 
     @server.tool(title="Judge the run", annotations=_READ_ONLY)
     @_translate_errors
     def judge(run: RunArg, ctx: Context, roles: RolesArg = None, baselines: BaselinesArg = None) -> Verdict:
-        """Judge the stored metrics of the run: decision stop (clearly bad), continue (healthy) or unsure
-        (flat, noisy, below baseline early), with the signals and their numbers. Reads first if the run was
-        never read. Next: stop_run on stop, escalate_review on unsure, then schedule_next."""
+        """Decide from the stored metrics: stop (clearly bad), continue (healthy) or unsure (flat, noisy, below
+        baseline early), with the signals. Next: stop_run on stop, escalate_review on unsure, then
+        schedule_next."""
         return mon.judge(run, roles=roles, baselines=baselines, progress=mcp_progress(ctx, after))
 
     @server.tool(title="Schedule the next check", annotations=_READ_ONLY)
@@ -252,9 +251,8 @@ def _add_plot_tool(server: ToolServer, mon: Monitor) -> None:
     @server.tool(annotations=_READ_ONLY)
     @_translate_errors
     def plot(run: RunArg) -> Annotated[CallToolResult, PlotResult]:
-        """Chart of the stored metrics: loss (log scale), evals, LR and grad norm, with the steps the latest
-        verdict flagged marked. Returns the PNG as an image and saves it at `path` (give the user the path:
-        a terminal shows no image)."""
+        """Chart of the stored metrics (loss on a log scale, evals, LR, grad norm; flagged steps marked) as an
+        image, saved at `path` (give the user the path: a terminal shows no image)."""
         result, png = mon.plot(run)  # no path argument: a tool call must not be able to overwrite any file
         return CallToolResult(
             content=[
@@ -282,8 +280,7 @@ def _add_stop_tool(server: ToolServer, mon: Monitor) -> None:
             str, Field(description="One sentence for the incident record, e.g. the verdict's summary.", max_length=2000)
         ],
     ) -> StopResult:
-        """Stop the training run as training-check.toml configures it (local or SSH pid / pid file, or W&B
-        StopRun), verify it ended, and record the evidence in an incident and the project's notes. Only
-        after a stop verdict or a STOP review. A W&B stop may come back `requested_not_confirmed`: flagged,
-        not seen to end. Stopping twice is harmless."""
+        """Stop the training as training-check.toml configures it, verify it ended, and record an incident
+        and a notes entry. Only after a stop verdict or a STOP review. `requested_not_confirmed`: asked, not
+        seen to end. Stopping twice is harmless."""
         return mon.stop_run(run, confirm=confirm, reason=reason)
