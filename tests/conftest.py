@@ -9,11 +9,13 @@ from collections.abc import Iterator
 import pytest
 
 from .sshd import (  # noqa: F401  (fixtures of the SSH tests)
+    exec_home,
     jump_pair,
     proxy_home,
     silent_port,
     ssh_home,
     sshd_server,
+    sshd_without_sftp,
 )
 
 

@@ -274,3 +274,32 @@ def proxy_home(jump_pair: JumpPair, tmp_path: Path, monkeypatch: pytest.MonkeyPa
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.delenv("SSH_AUTH_SOCK", raising=False)
     return ProxyHome(pair=pair, home=home)
+
+
+# --------------------------------------------------------------------------- no SFTP
+
+
+@pytest.fixture(scope="session")
+def sshd_without_sftp(sshd_server: SshServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sshd]:
+    """An sshd without ``Subsystem sftp``: it refuses SFTP, and commands still run."""
+    user_key = (sshd_server.base / "user_ed25519.pub").read_text().strip()
+    with running_sshd(tmp_path_factory.mktemp("nosftp"), authorized_key=user_key, sftp=False) as sshd:
+        yield sshd
+
+
+@pytest.fixture
+def exec_home(
+    sshd_server: SshServer, sshd_without_sftp: Sshd, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> SshServer:
+    """HOME whose ~/.ssh/config has the alias ``nosftp`` for `sshd_without_sftp`; no ssh agent."""
+    home = tmp_path / "exec-home"
+    (home / ".ssh").mkdir(parents=True)
+    known = home / ".ssh" / "known_hosts"
+    known.write_text(f"{sshd_without_sftp.known_hosts_name} {sshd_without_sftp.host_key}\n")
+    (home / ".ssh" / "config").write_text(
+        f"Host nosftp\n  HostName 127.0.0.1\n  Port {sshd_without_sftp.port}\n  User {sshd_server.user}\n"
+        f"  IdentityFile {sshd_server.base / 'user_ed25519'}\n  UserKnownHostsFile {known}\n"
+    )
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("SSH_AUTH_SOCK", raising=False)
+    return SshServer(port=sshd_without_sftp.port, user=sshd_server.user, home=home, base=sshd_server.base)
