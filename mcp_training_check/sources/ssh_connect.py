@@ -132,7 +132,8 @@ def _resolve(spec: str, error: type[TrainingCheckError], *, depth: int, with_pro
     if depth >= ssh_proxy.MAX_PROXY_DEPTH:
         raise error(
             f"{SSH_CONFIG}: host {host} is reached through more than {ssh_proxy.MAX_PROXY_DEPTH} jump hosts, "
-            "which looks like a ProxyJump loop; check the ProxyJump lines (`ssh -G HOST | grep -i proxy`)."
+            "which looks like a ProxyJump loop; check the ProxyJump lines (`ssh -G HOST | grep -i proxy`). A "
+            "ProxyJump under `Host *` applies to the jump host too: exclude it (`Host * !bastion`)."
         )
     try:
         if jump is not None and command is not None:

@@ -44,15 +44,16 @@ class RemoteFile:
 
 def _stat_script(path: str) -> str:
     """Prints one status line (ok SIZE INODE DEV | missing | directory | denied | nostat), then on ok the
-    file's first HEAD_BYTES. GNU stat, then BSD stat."""
-    p = shlex.quote(path)
-    return (
-        f"if [ -d {p} ]; then echo directory; elif [ ! -e {p} ]; then echo missing; "
-        f"elif [ ! -r {p} ]; then echo denied; "
-        f"elif s=$(stat -L -c '%s %i %d' -- {p} 2>/dev/null || stat -L -f '%z %i %d' -- {p} 2>/dev/null); "
-        f'then echo "ok $s" && head -c {HEAD_BYTES} -- {p}; '
+    file's first HEAD_BYTES. GNU stat, then BSD stat. Run by ``sh`` whatever the login shell is (fish and
+    csh parse ``if [ ... ]; then`` differently); the path reaches it as its one argument ``$1``."""
+    script = (
+        'if [ -d "$1" ]; then echo directory; elif [ ! -e "$1" ]; then echo missing; '
+        'elif [ ! -r "$1" ]; then echo denied; '
+        "elif s=$(stat -L -c '%s %i %d' -- \"$1\" 2>/dev/null || stat -L -f '%z %i %d' -- \"$1\" 2>/dev/null); "
+        f'then echo "ok $s" && head -c {HEAD_BYTES} -- "$1"; '
         "else echo nostat; fi"
     )
+    return f"sh -c {shlex.quote(script)} sh {shlex.quote(path)}"
 
 
 def stat_remote(client: paramiko.SSHClient, path: str, target: SshTarget, *, timeout_seconds: float) -> RemoteFile:
