@@ -4,6 +4,9 @@ sshd instances (tests/sshd.py `jump_pair`): a jump host on 127.0.0.1 that forwar
 
 from __future__ import annotations
 
+import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -15,9 +18,11 @@ from mcp_training_check.models import DataSource
 from mcp_training_check.service import Monitor
 from mcp_training_check.sources import SshLogSource, ssh_proxy
 from mcp_training_check.sources.ssh_connect import resolve_target
+from mcp_training_check.stop.ssh import stop_remote_process
 
 from .sshd import ProxyHome, _keygen
 from .test_ssh_source import jsonl_rows
+from .test_ssh_stop import reset_term
 
 ERROR_SECONDS = 8.0  # a refused route fails well within this, on a loaded machine
 
@@ -195,3 +200,21 @@ def test_proxy_jump_loop_is_refused(proxy_home: ProxyHome):
     config.write_text("Host loop1\n  ProxyJump loop2\nHost loop2\n  ProxyJump loop1\n\n" + config.read_text())
     with pytest.raises(SourceUnavailable, match="ProxyJump loop"):
         resolve_target("loop1", SourceUnavailable)
+
+
+def test_a_process_behind_the_jump_host_is_stopped_and_verified_gone(proxy_home: ProxyHome):
+    """stop_run's SSH method shares the connection code: the stop goes through the hop too."""
+    pair = proxy_home.pair
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"], preexec_fn=reset_term)
+    try:
+        forwards = pair.forwards_to(pair.inner)
+        attempt = stop_remote_process(
+            "inner", pid=child.pid, pid_file=None, grace_seconds=5, timeout_seconds=5, poll_seconds=0.05
+        )
+        assert attempt.verified and attempt.signals_sent == ["TERM"]
+        assert child.wait(timeout=5) == -signal.SIGTERM
+        assert pair.forwards_to(pair.inner) == forwards + 1
+    finally:
+        if child.poll() is None:
+            child.kill()
+        child.wait(timeout=10)
