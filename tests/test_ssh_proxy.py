@@ -142,7 +142,7 @@ def test_failing_proxy_command_says_how_it_ended(proxy_home: ProxyHome, tmp_path
     assert time.monotonic() - started < ERROR_SECONDS, "the end of its output is an end of file, not a 30 s wait"
     message = str(caught.value)
     assert message.startswith(f"the ProxyCommand of {proxy_home.pair.user}@127.0.0.2:22 (Host broken in ~/.ssh/config)")
-    assert "ended before a connection was made: exit status 3, it said: no route to 127.0.0.2" in message
+    assert "ended (exit status 3, it said: no route to 127.0.0.2)" in message
 
 
 def test_a_host_name_from_a_tool_argument_never_reaches_the_proxy_shell(proxy_home: ProxyHome, tmp_path):

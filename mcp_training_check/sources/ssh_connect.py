@@ -275,8 +275,8 @@ def _proxy_failure(target: SshTarget, sock: Sock, error: type[TrainingCheckError
         if ended is None:
             raise
         raise error(
-            f"the ProxyCommand of {target.where} ended before a connection was made: {ended}. Fix it in "
-            f"{SSH_CONFIG}; `{target.ssh_command}` runs it the same way."
+            f"the ProxyCommand of {target.where} ended ({ended}), and the connection through it with it. Fix "
+            f"it in {SSH_CONFIG}; `{target.ssh_command}` runs it the same way."
         ) from exc
 
 
