@@ -19,7 +19,7 @@ from mcp_training_check.sources import ssh as ssh_module
 from mcp_training_check.sources.log_tail import LogTailLimits
 from mcp_training_check.state import StateStore
 
-from .sshd import Sshd, SshServer
+from .sshd import Sshd, SshServer, running_sshd
 from .test_cli import write_formats
 from .test_first_check import assert_same_history
 from .test_first_check_logs import LIMITS, STEPS, jsonl, read_into, write
@@ -199,3 +199,25 @@ def test_shell_characters_in_the_remote_path_stay_inert(exec_home, tmp_path, pay
         assert not canary.exists()
     finally:
         canary.unlink(missing_ok=True)
+
+
+def test_an_sftp_server_that_is_configured_but_missing_falls_back_too(sshd_server: SshServer, tmp_path, monkeypatch):
+    """``Subsystem sftp /nonexistent``: sshd accepts the request, the program cannot start, and paramiko meets
+    the end of the channel during SFTP negotiation ("EOF during negotiation") instead of a refusal."""
+    user_key = (sshd_server.base / "user_ed25519.pub").read_text().strip()
+    broken = "Subsystem sftp /nonexistent/sftp-server\nLogLevel VERBOSE\n"
+    with running_sshd(tmp_path / "sshd", authorized_key=user_key, sftp=False, extra=broken) as sshd:
+        home = tmp_path / "home"
+        (home / ".ssh").mkdir(parents=True)
+        (home / ".ssh" / "known_hosts").write_text(f"{sshd.known_hosts_name} {sshd.host_key}\n")
+        (home / ".ssh" / "config").write_text(
+            f"Host nosftp\n  HostName 127.0.0.1\n  Port {sshd.port}\n  User {sshd_server.user}\n"
+            f"  IdentityFile {sshd_server.base / 'user_ed25519'}\n"
+        )
+        monkeypatch.setenv("HOME", str(home))
+        monkeypatch.delenv("SSH_AUTH_SOCK", raising=False)
+        log = tmp_path / "metrics.jsonl"
+        log.write_text(jsonl_rows(0, 40))
+        batch = exec_source(log).read(None)
+    assert batch.series["loss"].steps.tolist() == list(range(40))
+    assert any(EXEC_NOTE in w for w in batch.transport_notes)
