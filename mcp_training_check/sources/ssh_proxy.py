@@ -37,7 +37,8 @@ __all__ = [
 STDERR_SHOWN_BYTES = 1000  # of a failed ProxyCommand's stderr, in the error
 PROXY_EXIT_SECONDS = 5.0  # a ProxyCommand asked to end gets this long before KILL
 MAX_PROXY_DEPTH = 8
-"""Jump hosts reached through jump hosts, at most; deeper is a loop in the config (OpenSSH has no limit)."""
+"""Jump hosts reached through jump hosts, at most: deeper is taken for a loop in the config (a chain of
+8 bastions is already far past what clusters use)."""
 
 _HOST_NAME = re.compile(r"[A-Za-z0-9_.:\[\]-]+")
 _USER_NAME = re.compile(r"[A-Za-z0-9_.@-]+")
