@@ -8,7 +8,15 @@ from collections.abc import Iterator
 
 import pytest
 
-from .sshd import silent_port, ssh_home, sshd_server  # noqa: F401  (fixtures of the SSH tests)
+from .sshd import (  # noqa: F401  (fixtures of the SSH tests)
+    exec_home,
+    jump_pair,
+    proxy_home,
+    silent_port,
+    ssh_home,
+    sshd_server,
+    sshd_without_sftp,
+)
 
 
 @pytest.fixture(autouse=True)

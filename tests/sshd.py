@@ -13,11 +13,13 @@ Host aliases in that ssh config:
 
 from __future__ import annotations
 
+import dataclasses
 import getpass
 import socket
 import subprocess
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,9 +48,9 @@ class SshServer:
         return f"ssh://{alias}{path}"
 
 
-def free_port() -> int:
+def free_port(address: str = "127.0.0.1") -> int:
     with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
+        sock.bind((address, 0))
         return int(sock.getsockname()[1])
 
 
@@ -57,15 +59,68 @@ def _keygen(path: Path) -> str:
     return path.with_suffix(".pub").read_text().strip()
 
 
-def _sshd_config(base: Path, port: int) -> Path:
+def _sshd_config(base: Path, port: int, *, address: str = "127.0.0.1", sftp: bool = True, extra: str = "") -> Path:
+    """``sftp=False`` leaves out ``Subsystem sftp`` (such an sshd refuses SFTP); ``extra``: more lines."""
     config = base / "sshd_config"
     config.write_text(
-        f"ListenAddress 127.0.0.1\nPort {port}\nHostKey {base / 'host_ed25519'}\nPidFile {base / 'sshd.pid'}\n"
+        f"ListenAddress {address}\nPort {port}\nHostKey {base / 'host_ed25519'}\nPidFile {base / 'sshd.pid'}\n"
         f"AuthorizedKeysFile {base / 'authorized_keys'}\nStrictModes no\nUsePAM no\nPasswordAuthentication no\n"
         "KbdInteractiveAuthentication no\nPubkeyAuthentication yes\nPermitRootLogin prohibit-password\n"
-        "Subsystem sftp internal-sftp\nLogLevel VERBOSE\n"
+        + ("Subsystem sftp internal-sftp\n" if sftp else "")
+        + (extra or "LogLevel VERBOSE\n")
     )
     return config
+
+
+@dataclass(frozen=True)
+class Sshd:
+    """One running sshd: where it listens, its host key (a known_hosts line without the name), its log."""
+
+    address: str
+    port: int
+    host_key: str
+    log: Path
+
+    @property
+    def known_hosts_name(self) -> str:
+        return f"[{self.address}]:{self.port}"
+
+    def log_text(self) -> str:
+        return self.log.read_text(errors="replace")
+
+
+@contextmanager
+def running_sshd(
+    base: Path, *, authorized_key: str, address: str = "127.0.0.1", sftp: bool = True, extra: str = "",
+    port: int | None = None,
+) -> Iterator[Sshd]:  # fmt: skip
+    """An sshd in the foreground with its own host key in ``base``, accepting ``authorized_key``."""
+    _require_sshd()
+    base.mkdir(parents=True, exist_ok=True)
+    host_key = _keygen(base / "host_ed25519")
+    (base / "authorized_keys").write_text(authorized_key + "\n")
+    Path("/run/sshd").mkdir(parents=True, exist_ok=True)  # privilege separation directory sshd insists on
+    port = port or free_port(address)
+    log = base / "sshd.log"
+    config = _sshd_config(base, port, address=address, sftp=sftp, extra=extra)
+    with log.open("wb") as log_file:
+        process = subprocess.Popen(
+            [str(SSHD), "-D", "-e", "-f", str(config), "-p", str(port)], stdout=log_file, stderr=subprocess.STDOUT
+        )
+    try:
+        _wait_for_banner(port, process, log, address)
+        yield Sshd(address=address, port=port, host_key=host_key, log=log)
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+def _require_sshd() -> None:
+    if not SSHD.exists():
+        pytest.fail(
+            f"{SSHD} is missing: the SSH tests need a real OpenSSH server. Run `python3 dev.py test` (as root it "
+            "installs openssh-server), or `apt-get install -y openssh-server`."
+        )
 
 
 def _ssh_client_files(base: Path, port: int, user: str, host_key: str) -> Path:
@@ -87,47 +142,30 @@ def _ssh_client_files(base: Path, port: int, user: str, host_key: str) -> Path:
     return home
 
 
-def _wait_for_banner(port: int, process: subprocess.Popen[bytes], log: Path) -> None:
+def _wait_for_banner(port: int, process: subprocess.Popen[bytes], log: Path, address: str = "127.0.0.1") -> None:
     deadline = time.monotonic() + START_SECONDS
     while time.monotonic() < deadline:
         if process.poll() is not None:
             pytest.fail(f"sshd exited with {process.returncode}:\n{log.read_text()}")
         try:
-            with socket.create_connection(("127.0.0.1", port), timeout=1) as sock:
+            with socket.create_connection((address, port), timeout=1) as sock:
                 if sock.recv(4).startswith(b"SSH-"):
                     return
         except OSError:
             time.sleep(0.05)
-    pytest.fail(f"sshd did not answer on 127.0.0.1:{port} within {START_SECONDS:g} s:\n{log.read_text()}")
+    pytest.fail(f"sshd did not answer on {address}:{port} within {START_SECONDS:g} s:\n{log.read_text()}")
 
 
 @pytest.fixture(scope="session")
 def sshd_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SshServer]:
-    if not SSHD.exists():
-        pytest.fail(
-            f"{SSHD} is missing: the SSH tests need a real OpenSSH server. Run `python3 dev.py test` (as root it "
-            "installs openssh-server), or `apt-get install -y openssh-server`."
-        )
+    _require_sshd()
     base = tmp_path_factory.mktemp("sshd")
-    host_key = _keygen(base / "host_ed25519")
-    (base / "authorized_keys").write_text(_keygen(base / "user_ed25519") + "\n")
+    user_key = _keygen(base / "user_ed25519")
     _keygen(base / "wrong_ed25519")
-    Path("/run/sshd").mkdir(parents=True, exist_ok=True)  # privilege separation directory sshd insists on
-    port = free_port()
-    log = base / "sshd.log"
-    with log.open("wb") as log_file:
-        process = subprocess.Popen(
-            [str(SSHD), "-D", "-e", "-f", str(_sshd_config(base, port)), "-p", str(port)],
-            stdout=log_file,
-            stderr=subprocess.STDOUT,
-        )
-    try:
-        _wait_for_banner(port, process, log)
+    with running_sshd(base, authorized_key=user_key) as sshd:
         user = getpass.getuser()
-        yield SshServer(port=port, user=user, home=_ssh_client_files(base, port, user, host_key), base=base)
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
+        home = _ssh_client_files(base, sshd.port, user, sshd.host_key)
+        yield SshServer(port=sshd.port, user=user, home=home, base=base)
 
 
 @pytest.fixture
@@ -145,3 +183,123 @@ def silent_port() -> Iterator[int]:
         sock.bind(("127.0.0.1", 0))
         sock.listen(8)
         yield int(sock.getsockname()[1])
+
+
+# --------------------------------------------------------------------------- jump hosts
+
+
+@dataclass(frozen=True)
+class JumpPair:
+    """A jump host on 127.0.0.1 and an inner host on 127.0.0.2; the jump host forwards only to the inner host
+    and to itself (``PermitOpen``) and logs each forwarding request (LogLevel DEBUG1)."""
+
+    jump: Sshd
+    inner: Sshd
+    key: Path  # the user's private key, accepted by both
+    user: str
+
+    def forwards_to(self, sshd: Sshd) -> int:
+        """How many forwarding (direct-tcpip) channels the jump host has opened to ``sshd`` so far."""
+        return self.jump.log_text().count(f"target {sshd.address} port {sshd.port}")
+
+
+@pytest.fixture(scope="session")
+def jump_pair(sshd_server: SshServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[JumpPair]:
+    base = tmp_path_factory.mktemp("jump")
+    user_key = (sshd_server.base / "user_ed25519.pub").read_text().strip()
+    jump_port, inner_port = free_port(), free_port("127.0.0.2")
+    permit = f"PermitOpen 127.0.0.2:{inner_port} 127.0.0.1:{jump_port}\nLogLevel DEBUG1\n"
+    with (
+        running_sshd(base / "jump", authorized_key=user_key, extra=permit, port=jump_port) as jump,
+        running_sshd(base / "inner", authorized_key=user_key, address="127.0.0.2", port=inner_port) as inner,
+    ):
+        yield JumpPair(jump=jump, inner=inner, key=sshd_server.base / "user_ed25519", user=sshd_server.user)
+
+
+@dataclass(frozen=True)
+class ProxyHome:
+    """HOME for a test that goes through jump hosts: its ~/.ssh/config names every route (see `proxy_home`)."""
+
+    pair: JumpPair
+    home: Path
+
+    @property
+    def config(self) -> Path:
+        return self.home / ".ssh" / "config"
+
+    @property
+    def known_hosts(self) -> Path:
+        return self.home / ".ssh" / "known_hosts"
+
+    def replace_host_key(self, sshd: Sshd, key_line: str) -> None:
+        """known_hosts with ``sshd``'s key replaced by another one: the host key "changed"."""
+        lines = [
+            line for line in self.known_hosts.read_text().splitlines() if not line.startswith(sshd.known_hosts_name)
+        ]
+        self.known_hosts.write_text("\n".join([*lines, f"{sshd.known_hosts_name} {key_line}"]) + "\n")
+
+
+def _host_block(alias: str, sshd: Sshd, pair: JumpPair, known: Path, extra: str = "") -> str:
+    return (
+        f"Host {alias}\n  HostName {sshd.address}\n  Port {sshd.port}\n  User {pair.user}\n  IdentityFile {pair.key}\n"
+        f"  IdentitiesOnly yes\n  UserKnownHostsFile {known}\n  StrictHostKeyChecking yes\n  BatchMode yes\n"
+        f"  UpdateHostKeys no\n{extra}\n"
+    )
+
+
+@pytest.fixture
+def proxy_home(jump_pair: JumpPair, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> ProxyHome:
+    """HOME with .ssh/config and known_hosts for the jump pair; no ssh agent. Host aliases:
+
+    jump            the jump host, directly
+    inner           ProxyJump jump
+    inner-twohops   ProxyJump jump,USER@jump:PORT (the jump host, then through it to itself, then inner)
+    inner-command   ProxyCommand ssh -F <this config> -W %h:%p jump (the real OpenSSH client)
+    inner-blocked   ProxyJump jump to a port of 127.0.0.2 the jump host may not forward to
+    """
+    home = tmp_path / "proxy-home"
+    (home / ".ssh").mkdir(parents=True)
+    known = home / ".ssh" / "known_hosts"
+    pair = jump_pair
+    known.write_text("".join(f"{s.known_hosts_name} {s.host_key}\n" for s in (pair.jump, pair.inner)))
+    blocked = dataclasses.replace(pair.inner, port=free_port("127.0.0.2"))
+    config = home / ".ssh" / "config"
+    config.write_text(
+        _host_block("jump", pair.jump, pair, known)
+        + _host_block("inner", pair.inner, pair, known, "  ProxyJump jump\n")
+        + _host_block("inner-twohops", pair.inner, pair, known, f"  ProxyJump jump,{pair.user}@jump:{pair.jump.port}\n")
+        + _host_block("inner-command", pair.inner, pair, known, f"  ProxyCommand ssh -F {config} -W %h:%p jump\n")
+        + _host_block("inner-blocked", blocked, pair, known, "  ProxyJump jump\n")
+    )
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("SSH_AUTH_SOCK", raising=False)
+    return ProxyHome(pair=pair, home=home)
+
+
+# --------------------------------------------------------------------------- no SFTP
+
+
+@pytest.fixture(scope="session")
+def sshd_without_sftp(sshd_server: SshServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sshd]:
+    """An sshd without ``Subsystem sftp``: it refuses SFTP, and commands still run."""
+    user_key = (sshd_server.base / "user_ed25519.pub").read_text().strip()
+    with running_sshd(tmp_path_factory.mktemp("nosftp"), authorized_key=user_key, sftp=False) as sshd:
+        yield sshd
+
+
+@pytest.fixture
+def exec_home(
+    sshd_server: SshServer, sshd_without_sftp: Sshd, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> SshServer:
+    """HOME whose ~/.ssh/config has the alias ``nosftp`` for `sshd_without_sftp`; no ssh agent."""
+    home = tmp_path / "exec-home"
+    (home / ".ssh").mkdir(parents=True)
+    known = home / ".ssh" / "known_hosts"
+    known.write_text(f"{sshd_without_sftp.known_hosts_name} {sshd_without_sftp.host_key}\n")
+    (home / ".ssh" / "config").write_text(
+        f"Host nosftp\n  HostName 127.0.0.1\n  Port {sshd_without_sftp.port}\n  User {sshd_server.user}\n"
+        f"  IdentityFile {sshd_server.base / 'user_ed25519'}\n  UserKnownHostsFile {known}\n"
+    )
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("SSH_AUTH_SOCK", raising=False)
+    return SshServer(port=sshd_without_sftp.port, user=sshd_server.user, home=home, base=sshd_server.base)

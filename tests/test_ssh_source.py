@@ -211,17 +211,6 @@ def test_silent_host_gives_an_error_within_the_configured_timeout(ssh_home, tmp_
     assert f"did not answer within {TIMEOUT_SECONDS:g} s" in " ".join(report.snapshot.warnings)
 
 
-def test_proxy_jump_hosts_are_refused_with_an_explanation(ssh_home, tmp_path):
-    config = ssh_home.home / ".ssh" / "config"
-    original = config.read_text()
-    try:
-        config.write_text(f"Host jumped\n  HostName 10.0.0.1\n  ProxyJump bastion\n\n{original}")
-        with pytest.raises(SourceUnavailable, match="proxyjump"):
-            ssh_source(ssh_home, tmp_path / "x.log", alias="jumped").read(None)
-    finally:
-        config.write_text(original)
-
-
 # --------------------------------------------------------------------------- fallback and config
 
 

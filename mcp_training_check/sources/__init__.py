@@ -118,7 +118,8 @@ def read_with_fallback(
     cursors: Cursor = dict(stored or {})
     try:
         name, label, source = open_primary(ref, settings, progress)
-        return ReadOutcome(_read(source, name, cursors), label)
+        batch = _read(source, name, cursors)
+        return ReadOutcome(batch, label, list(batch.transport_notes))
     except SourceError as primary_error:
         if not settings.log_fallback:
             if isinstance(primary_error, SourceUnavailable):
@@ -146,7 +147,7 @@ def _read_fallback(settings: ResolvedRunConfig, cursors: Cursor, primary_error: 
             [f"primary source failed: {primary_error}", f"log fallback failed: {fallback_error}"],
         )
     batch.restart_drops_read_metrics_only = True
-    return ReadOutcome(batch, DataSource.LOG_FALLBACK, [reason])
+    return ReadOutcome(batch, DataSource.LOG_FALLBACK, [reason, *batch.transport_notes])
 
 
 def _read(source: Source, name: str, cursors: Cursor) -> ReadBatch:

@@ -110,6 +110,8 @@ class ReadBatch:
     # has) stay, since the primary's cursor will not read them again
     restart_drops_read_metrics_only: bool = False
     warnings: list[str] = field(default_factory=list)
+    # how the source was reached, when the snapshot should say so (e.g. SSH through exec instead of SFTP)
+    transport_notes: list[str] = field(default_factory=list)
     fill: FillBatch | None = None  # set while the older history is an overview (see the module docstring)
 
     @property

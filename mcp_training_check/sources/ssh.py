@@ -9,7 +9,9 @@ cursor's offset and before the size just seen are transferred, pipelined in wind
 32 KiB request.
 
 Without a shell on the remote side (an SFTP-only account) the inode is unknown; a replaced file is then
-still caught when it is shorter than the offset or its first bytes differ.
+still caught when it is shorter than the offset or its first bytes differ. Without SFTP on the remote side
+(no ``Subsystem sftp``: the channel request is refused, found once per connection) the same windows come
+from exec'd ``tail -c +N | head -c LEN`` (``ssh_exec``), and the snapshot says so.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ import paramiko
 
 from ..errors import RunNotFound, SourceUnavailable
 from ..models import RunInfo, RunKind, RunRef
-from . import log_tail
+from . import log_tail, ssh_exec
 from .base import Cursor, Progress, ReadBatch
 from .logs import CHUNK_BYTES, HEAD_BYTES, LogParser, file_identity, read_open_log
 from .ssh_connect import DEFAULT_SSH_TIMEOUT_SECONDS, SshTarget, resolve_target, run_remote_script, ssh_client
@@ -68,20 +70,43 @@ class SshLogSource:
     def read(self, cursor: Cursor | None) -> ReadBatch:
         target = resolve_target(self.ref.host or "", SourceUnavailable)
         with ssh_client(target, timeout_seconds=self.timeout_seconds, error=SourceUnavailable) as client:
-            inode, dev = self._inode(client)
-            sftp = client.open_sftp()
-            sftp.get_channel().settimeout(self.timeout_seconds)  # type: ignore[union-attr]
-            with self._open(sftp, target) as fh:
-                size = fh.stat().st_size or 0
-                head = fh.read(HEAD_BYTES)
-                identity = file_identity(inode=inode, dev=dev, size=size, head=head)
-                windowed = _Windowed(fh, size)
-                batch = read_open_log(
-                    windowed, cursor, identity=identity, head=head, fmt=self.fmt, end=size,
-                    limits=ssh_limits(), progress=self.progress,
-                )  # fmt: skip
+            sftp = _open_sftp(client)
+            if sftp is None:  # no SFTP subsystem: the same reading through exec channels
+                batch = self._read_exec(client, target, cursor)
+                batch.transport_notes.append(ssh_exec.EXEC_TRANSPORT_NOTE.format(host=target.host))
+            else:
+                batch = self._read_sftp(client, sftp, target, cursor)
         batch.info = RunInfo(name=self.path.rsplit("/", 1)[-1], url=self.ref.key, host=target.hostname)
         return batch
+
+    def _read_sftp(
+        self, client: paramiko.SSHClient, sftp: paramiko.SFTPClient, target: SshTarget, cursor: Cursor | None
+    ) -> ReadBatch:
+        inode, dev = self._inode(client)
+        sftp.get_channel().settimeout(self.timeout_seconds)  # type: ignore[union-attr]
+        with self._open(sftp, target) as fh:
+            size = fh.stat().st_size or 0
+            head = fh.read(HEAD_BYTES)
+            identity = file_identity(inode=inode, dev=dev, size=size, head=head)
+            return self._read_windows(_sftp_window(fh), cursor, identity, head, size)
+
+    def _read_exec(self, client: paramiko.SSHClient, target: SshTarget, cursor: Cursor | None) -> ReadBatch:
+        remote = ssh_exec.stat_remote(client, self.path, target, timeout_seconds=self.timeout_seconds)
+        identity = file_identity(inode=remote.inode, dev=remote.dev, size=remote.size, head=remote.head)
+        fetch = ssh_exec.exec_window(client, self.path, timeout_seconds=self.timeout_seconds)
+        return self._read_windows(fetch, cursor, identity, remote.head, remote.size)
+
+    def _read_windows(
+        self, fetch: ssh_exec.WindowFetch, cursor: Cursor | None, identity: dict[str, Any], head: bytes, size: int
+    ) -> ReadBatch:
+        windowed = _Windowed(fetch, size)
+        try:
+            return read_open_log(
+                windowed, cursor, identity=identity, head=head, fmt=self.fmt, end=size,
+                limits=ssh_limits(), progress=self.progress,
+            )  # fmt: skip
+        finally:
+            windowed.close()
 
     def _inode(self, client: paramiko.SSHClient) -> tuple[int | None, int | None]:
         """Inode and device of the log (GNU stat, then BSD stat); (None, None) without a usable shell."""
@@ -123,20 +148,45 @@ def _file_error(exc: OSError, path: str, target: SshTarget) -> RunNotFound | Sou
     return SourceUnavailable(f"cannot read {where}: {exc.strerror or exc}; retry later.")
 
 
+def _open_sftp(client: paramiko.SSHClient) -> paramiko.SFTPClient | None:
+    """An SFTP session, or None when the server has no SFTP subsystem (it refuses the channel request, and
+    paramiko says "Channel closed" while the connection itself stays up)."""
+    try:
+        return client.open_sftp()
+    except (paramiko.SSHException, EOFError):
+        transport = client.get_transport()
+        if transport is None or not transport.is_active():
+            raise  # the connection broke: not a missing subsystem (translated by ssh_errors)
+        return None
+
+
+def _sftp_window(fh: paramiko.SFTPFile) -> ssh_exec.WindowFetch:
+    """Bytes [start, stop) as pipelined CHUNK_BYTES requests (paramiko's ``readv``)."""
+
+    def fetch(start: int, stop: int) -> Iterator[bytes]:
+        pieces: list[Any] = [(at, min(CHUNK_BYTES, stop - at)) for at in range(start, stop, CHUNK_BYTES)]
+        for data in fh.readv(pieces):
+            if not data:  # truncated since the stat: the next read sees it as restarted
+                return
+            yield data
+
+    return fetch
+
+
 class _Windowed:
-    """The part of the file after a seek, fetched as pipelined windows (``readv``) but read like a file.
+    """The part of the file after a seek, fetched in windows (SFTP ``readv`` or one exec'd ``tail | head``
+    each) but read like a file. ``read_open_log`` seeks once and then reads forward in CHUNK_BYTES pieces
+    up to ``end``; a tail-first read seeks more often and reads little after each seek."""
 
-    ``read_open_log`` seeks once and then reads forward in CHUNK_BYTES pieces up to ``end``.
-    """
-
-    def __init__(self, fh: paramiko.SFTPFile, end: int) -> None:
-        self._fh = fh
+    def __init__(self, fetch: ssh_exec.WindowFetch, end: int) -> None:
+        self._fetch_window = fetch
         self._end = end
         self._position = 0
         self._pieces: Iterator[bytes] = iter(())
         self._buffer = b""
 
     def seek(self, position: int) -> None:
+        self.close()
         self._position = position
         self._pieces = self._fetch(position)
         self._buffer = b""
@@ -154,17 +204,22 @@ class _Windowed:
         self._position += len(out)
         return out
 
+    def close(self) -> None:
+        """Stop the window being fetched (an exec channel is closed, not read to its end)."""
+        close = getattr(self._pieces, "close", None)
+        if close is not None:
+            close()
+
     def _fetch(self, start: int) -> Iterator[bytes]:
         """From ``start``: first one CHUNK_BYTES window (a tail-first read samples small windows), then
         WINDOW_BYTES windows."""
         window, size = start, CHUNK_BYTES
         while window < self._end:
             window_end = min(window + size, self._end)
-            pieces: list[Any] = [
-                (at, min(CHUNK_BYTES, window_end - at)) for at in range(window, window_end, CHUNK_BYTES)
-            ]
-            for data in self._fh.readv(pieces):
-                if not data:  # truncated since the stat: the next read sees it as restarted
-                    return
+            received = 0
+            for data in self._fetch_window(window, window_end):
+                received += len(data)
                 yield data
+            if received < window_end - window:  # shorter than at the stat: the next read sees the change
+                return
             window, size = window_end, WINDOW_BYTES
