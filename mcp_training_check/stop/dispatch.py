@@ -16,10 +16,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from ..config import ResolvedRunConfig, parse_run
+from ..config.schema import TARGET_METHODS
 from ..errors import StopError
 from ..models import MetricSnapshot, ReviewResult, RunKind, RunRef, StopMethod, StopOutcome, StopResult, Verdict
+from .hosts import Host, LocalHost
 from .incidents import Incident
-from .local import StopAttempt, stop_local_process
+from .local import StopAttempt, signal_key, stop_local_process
+from .targets import TargetAttempt, escalate_target, make_target
 from .wandb import WandbStopAttempt, stop_wandb_run
 
 __all__ = ["KEY_METRICS_IN_INCIDENT", "SentStop", "already_stopped", "incident_for", "send_stop", "stop_result"]
@@ -38,9 +41,12 @@ class SentStop:
     message: str
     signals_sent: list[str]
     pid: int | None
+    target: str | None = None
 
     @classmethod
-    def of(cls, method: StopMethod, attempt: StopAttempt | WandbStopAttempt, *, pid: int | None) -> SentStop:
+    def of(
+        cls, method: StopMethod, attempt: StopAttempt | WandbStopAttempt | TargetAttempt, *, pid: int | None
+    ) -> SentStop:
         return cls(
             method=method,
             outcome=attempt.outcome,
@@ -48,6 +54,7 @@ class SentStop:
             message=attempt.message,
             signals_sent=attempt.signals_sent,
             pid=pid,
+            target=attempt.target if isinstance(attempt, TargetAttempt) else None,
         )
 
 
@@ -60,6 +67,8 @@ def send_stop(ref: RunRef, settings: ResolvedRunConfig) -> SentStop:
         return _send_wandb_stop(ref, settings)
     if stop.method == "ssh":
         return _send_ssh_stop(ref, settings)
+    if stop.method in TARGET_METHODS:
+        return _send_target_stop(ref, settings)
     attempt = stop_local_process(
         pid=stop.pid,
         pid_file=stop.pid_file,
@@ -101,6 +110,36 @@ def _send_ssh_stop(ref: RunRef, settings: ResolvedRunConfig) -> SentStop:
     return SentStop.of(StopMethod.SSH, attempt, pid=attempt.pid)
 
 
+LOCAL_POLL_SECONDS = 0.1
+REMOTE_POLL_SECONDS = 0.5
+"""Pause between "is it gone" probes: over SSH each one is a round trip or two."""
+
+
+def _send_target_stop(ref: RunRef, settings: ResolvedRunConfig) -> SentStop:
+    """The tmux/screen session, Slurm job or configured command of the entry, here or on its SSH host."""
+    stop = settings.stop
+    assert stop is not None
+    if not stop.remote:
+        return _stop_target_on(LocalHost(), settings, LOCAL_POLL_SECONDS)
+    from .remote import remote_host  # paramiko only for a remote stop
+
+    with remote_host(_ssh_host(ref, settings), timeout_seconds=settings.ssh_timeout_seconds) as host:
+        return _stop_target_on(host, settings, REMOTE_POLL_SECONDS)
+
+
+def _stop_target_on(host: Host, settings: ResolvedRunConfig, poll_seconds: float) -> SentStop:
+    stop = settings.stop
+    assert stop is not None
+    attempt = escalate_target(
+        make_target(host, stop),
+        signal_key(stop.signal),
+        grace_seconds=stop.grace_seconds,
+        kill_after_grace=stop.kill_after_grace,
+        poll_seconds=poll_seconds,
+    )
+    return SentStop.of(StopMethod(stop.method), attempt, pid=None)
+
+
 def _ssh_host(ref: RunRef, settings: ResolvedRunConfig) -> str:
     if ref.kind is RunKind.SSH and ref.host:
         return ref.host
@@ -109,9 +148,10 @@ def _ssh_host(ref: RunRef, settings: ResolvedRunConfig) -> str:
         host = parse_run(fallback).host
         if host:
             return host
+    needs = 'method = "ssh"' if settings.stop and settings.stop.method == "ssh" else "remote = true"
     raise StopError(
-        f'[runs.{settings.alias}.stop] method = "ssh" needs a machine: make the entry\'s `run` or its '
-        f"log_fallback an ssh://host/path URL (it is {settings.run!r}), or use pid_file for a local process."
+        f"[runs.{settings.alias}.stop] {needs} needs a machine: make the entry's `run` or its "
+        f"log_fallback an ssh://host/path URL (it is {settings.run!r}), or stop it on this machine."
     )
 
 
@@ -141,6 +181,7 @@ def incident_for(
         outcome=sent.outcome,
         verified=sent.verified,
         pid=sent.pid,
+        target=sent.target,
     )
 
 

@@ -1,0 +1,251 @@
+"""Stopping what holds the training — a tmux session or window, a screen session, a configured command —
+on this machine and through the loopback sshd (tests/sshd.py), with real tmux, screen and Python children,
+through the real Monitor (incident, notes) and ``escalate_target``."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from mcp_training_check.config import load_config
+from mcp_training_check.models import StopMethod, StopOutcome
+from mcp_training_check.service import Monitor
+from mcp_training_check.stop.hosts import LocalHost
+from mcp_training_check.stop.targets import ScreenTarget, TmuxTarget, escalate_target
+
+from .sshd import SshServer
+
+# A training that logs a JSON line every 50 ms; TERM makes it write "term" and exit (unless told to ignore it).
+TRAINING = """
+import json, signal, sys, time
+log = open(sys.argv[1], "a", buffering=1)
+def on_term(signum, frame):
+    log.write("term\\n")
+    sys.exit(0)
+signal.signal(signal.SIGTERM, signal.SIG_IGN if "--ignore-term" in sys.argv else on_term)
+step = 0
+while True:
+    log.write(json.dumps({"step": step, "loss": 3.0 / (1 + step / 50)}) + "\\n")
+    step += 1
+    time.sleep(0.05)
+"""
+START_SECONDS = 10.0
+GRACE_SECONDS = 1.0
+POLL_SECONDS = 0.05
+
+
+def unique(prefix: str) -> str:
+    """Session names unique per test: tmux and screen servers are per user, shared with anything else running."""
+    return f"{prefix}{uuid.uuid4().hex[:10]}"
+
+
+def needs(program: str) -> None:
+    if shutil.which(program) is None:
+        pytest.skip(f"`{program}` is not installed (python3 dev.py test installs it as root with apt-get)")
+
+
+def wait_for_steps(log: Path) -> None:
+    deadline = time.monotonic() + START_SECONDS
+    while time.monotonic() < deadline:
+        if log.exists() and log.read_text().count('"step"') >= 3:
+            return
+        time.sleep(0.05)
+    pytest.fail(f"the training in the session never logged to {log}")
+
+
+def training_argv(log: Path, *flags: str) -> list[str]:
+    script = log.with_name("train.py")
+    script.write_text(TRAINING)
+    return [sys.executable, str(script), str(log), *flags]
+
+
+@pytest.fixture
+def tmux_session(tmp_path: Path) -> Iterator:
+    """Start ``training_argv`` as the command of a new detached tmux session; killed at teardown."""
+    needs("tmux")
+    started: list[str] = []
+
+    def start(*flags: str, window: str = "train") -> str:
+        name = unique("tc")
+        log = tmp_path / "train.log"
+        subprocess.run(["tmux", "new-session", "-d", "-s", name, "-n", window, *training_argv(log, *flags)], check=True)
+        started.append(name)
+        wait_for_steps(log)
+        return name
+
+    yield start
+    for name in started:
+        subprocess.run(["tmux", "kill-session", "-t", f"={name}"], capture_output=True)
+
+
+@pytest.fixture
+def screen_session(tmp_path: Path) -> Iterator:
+    needs("screen")
+    started: list[str] = []
+
+    def start(*flags: str) -> str:
+        name = unique("tc.")
+        log = tmp_path / "train.log"
+        subprocess.run(["screen", "-dmS", name, *training_argv(log, *flags)], check=True)
+        started.append(name)
+        wait_for_steps(log)
+        return name
+
+    yield start
+    for name in started:
+        subprocess.run(["screen", "-S", name, "-X", "quit"], capture_output=True)
+
+
+def monitor_for(tmp_path: Path, stop: str, run: str | None = None) -> Monitor:
+    run = run or str(tmp_path / "train.log")
+    (tmp_path / "training-check.toml").write_text(
+        f'[runs.job]\nrun = "{run}"\nnotes = "notes.md"\n[runs.job.stop]\n{stop}\n'
+    )
+    return Monitor(config=load_config(tmp_path / "training-check.toml"))
+
+
+def tmux_has(name: str) -> bool:
+    return subprocess.run(["tmux", "has-session", "-t", f"={name}"], capture_output=True).returncode == 0
+
+
+def screen_has(name: str) -> bool:
+    listed = subprocess.run(["screen", "-ls"], capture_output=True, text=True).stdout
+    return f".{name}\t" in listed
+
+
+def stop_and_check(monitor: Monitor, method: StopMethod, signals: list[str], target_text: str) -> None:
+    """stop_run through the Monitor: verified, the incident and the notes name the target."""
+    result = monitor.stop_run("job", confirm=True, reason="loss diverged")
+    assert result.outcome is StopOutcome.STOPPED and result.verified, result.summary
+    assert result.method is method and result.signals_sent == signals
+    incident = monitor.store.find_incident(monitor.context("job").key)
+    assert incident is not None and incident["method"] == method.value and incident["verified"]
+    assert target_text in incident["target"]
+    notes = Path(result.notes_path or "").read_text()
+    assert "loss diverged" in notes and target_text in notes
+    again = monitor.stop_run("job", confirm=True, reason="again")
+    assert again.outcome is StopOutcome.ALREADY_STOPPED
+
+
+# --------------------------------------------------------------------------- tmux
+
+
+def test_tmux_session_stopped_by_term_locally(tmp_path, tmux_session):
+    name = tmux_session()
+    monitor = monitor_for(tmp_path, f'method = "tmux"\nsession = "{name}"\ngrace_seconds = 10')
+    stop_and_check(monitor, StopMethod.TMUX, ["TERM"], f"tmux session '{name}'")
+    assert not tmux_has(name)
+    assert (tmp_path / "train.log").read_text().endswith("term\n"), "TERM reached the training, which exited"
+
+
+def test_tmux_term_ignored_escalates_to_kill(tmp_path, tmux_session):
+    name = tmux_session("--ignore-term")
+    attempt = escalate_target(
+        TmuxTarget(LocalHost(), name, None), "TERM", grace_seconds=GRACE_SECONDS, kill_after_grace=True,
+        poll_seconds=POLL_SECONDS,
+    )  # fmt: skip
+    assert attempt.outcome is StopOutcome.STOPPED and attempt.verified and attempt.signals_sent == ["TERM", "KILL"]
+    assert not tmux_has(name) and "term" not in (tmp_path / "train.log").read_text()
+
+
+def test_tmux_term_ignored_without_kill_is_requested_not_confirmed(tmp_path, tmux_session):
+    name = tmux_session("--ignore-term")
+    monitor = monitor_for(
+        tmp_path, f'method = "tmux"\nsession = "{name}"\ngrace_seconds = {GRACE_SECONDS}\nkill_after_grace = false'
+    )
+    result = monitor.stop_run("job", confirm=True, reason="asked politely")
+    assert result.outcome is StopOutcome.REQUESTED and not result.verified and result.signals_sent == ["TERM"]
+    assert tmux_has(name), "no KILL was sent"
+
+
+def test_tmux_window_stops_only_that_window(tmp_path, tmux_session):
+    name = tmux_session(window="train")
+    other_log = tmp_path / "other.log"
+    subprocess.run(["tmux", "new-window", "-d", "-t", f"={name}", "-n", "eval", *training_argv(other_log)], check=True)
+    wait_for_steps(other_log)
+    attempt = escalate_target(
+        TmuxTarget(LocalHost(), name, "train"), "TERM", grace_seconds=10, kill_after_grace=True,
+        poll_seconds=POLL_SECONDS,
+    )  # fmt: skip
+    assert attempt.outcome is StopOutcome.STOPPED and attempt.signals_sent == ["TERM"]
+    assert tmux_has(name), "the session and its other window go on"
+    windows = subprocess.run(["tmux", "list-windows", "-t", f"={name}", "-F", "#{window_name}"], capture_output=True)
+    assert windows.stdout.split() == [b"eval"]
+
+
+def test_tmux_session_absent_is_already_stopped():
+    needs("tmux")
+    attempt = escalate_target(
+        TmuxTarget(LocalHost(), unique("absent"), None), "TERM", grace_seconds=1, kill_after_grace=True,
+        poll_seconds=POLL_SECONDS,
+    )  # fmt: skip
+    assert attempt.outcome is StopOutcome.ALREADY_STOPPED and attempt.verified and attempt.signals_sent == []
+
+
+def test_tmux_session_stopped_over_ssh(ssh_home: SshServer, tmp_path, tmux_session):
+    name = tmux_session()
+    monitor = monitor_for(
+        tmp_path, f'method = "tmux"\nsession = "{name}"\nremote = true\ngrace_seconds = 10',
+        run=ssh_home.url(tmp_path / "train.log"),
+    )  # fmt: skip
+    stop_and_check(monitor, StopMethod.TMUX, ["TERM"], f"tmux session '{name}' on {ssh_home.user}@127.0.0.1")
+    assert not tmux_has(name)
+    assert (tmp_path / "train.log").read_text().endswith("term\n")
+
+
+def test_tmux_term_ignored_over_ssh_escalates_to_kill(ssh_home: SshServer, tmp_path, tmux_session):
+    name = tmux_session("--ignore-term")
+    monitor = monitor_for(
+        tmp_path, f'method = "tmux"\nsession = "{name}"\nremote = true\ngrace_seconds = {GRACE_SECONDS}',
+        run=ssh_home.url(tmp_path / "train.log"),
+    )  # fmt: skip
+    stop_and_check(monitor, StopMethod.TMUX, ["TERM", "KILL"], f"tmux session '{name}'")
+    assert not tmux_has(name)
+
+
+# --------------------------------------------------------------------------- screen
+
+
+def test_screen_session_stopped_by_term_locally(tmp_path, screen_session):
+    name = screen_session()
+    monitor = monitor_for(tmp_path, f'method = "screen"\nsession = "{name}"\ngrace_seconds = 10')
+    stop_and_check(monitor, StopMethod.SCREEN, ["TERM"], f"screen session '{name}'")
+    assert not screen_has(name)
+    assert (tmp_path / "train.log").read_text().endswith("term\n")
+
+
+def test_screen_term_ignored_escalates_to_kill(tmp_path, screen_session):
+    name = screen_session("--ignore-term")
+    attempt = escalate_target(
+        ScreenTarget(LocalHost(), name), "TERM", grace_seconds=GRACE_SECONDS, kill_after_grace=True,
+        poll_seconds=POLL_SECONDS,
+    )  # fmt: skip
+    assert attempt.outcome is StopOutcome.STOPPED and attempt.verified and attempt.signals_sent == ["TERM", "KILL"]
+    assert not screen_has(name)
+
+
+def test_screen_name_is_matched_exactly(tmp_path, screen_session):
+    name = screen_session()
+    prefix = name[:-2]  # a prefix of a running session's name is another session
+    attempt = escalate_target(
+        ScreenTarget(LocalHost(), prefix), "TERM", grace_seconds=1, kill_after_grace=True, poll_seconds=POLL_SECONDS
+    )
+    assert attempt.outcome is StopOutcome.ALREADY_STOPPED and screen_has(name)
+
+
+def test_screen_session_stopped_over_ssh(ssh_home: SshServer, tmp_path, screen_session):
+    name = screen_session()
+    monitor = monitor_for(
+        tmp_path, f'method = "screen"\nsession = "{name}"\nremote = true\ngrace_seconds = 10',
+        run=ssh_home.url(tmp_path / "train.log"),
+    )  # fmt: skip
+    stop_and_check(monitor, StopMethod.SCREEN, ["TERM"], f"screen session '{name}' on {ssh_home.user}@127.0.0.1")
+    assert not screen_has(name)
+    assert (tmp_path / "train.log").read_text().endswith("term\n")
