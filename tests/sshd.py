@@ -64,6 +64,7 @@ def _sshd_config(base: Path, port: int) -> Path:
         f"AuthorizedKeysFile {base / 'authorized_keys'}\nStrictModes no\nUsePAM no\nPasswordAuthentication no\n"
         "KbdInteractiveAuthentication no\nPubkeyAuthentication yes\nPermitRootLogin prohibit-password\n"
         "Subsystem sftp internal-sftp\nLogLevel VERBOSE\n"
+        f"SetEnv SLURM_CONF={base / 'slurm' / 'slurm.conf'}\n"  # the cluster of tests/slurm.py, when it runs
     )
     return config
 

@@ -46,7 +46,7 @@ class SlurmTarget:
         return self._ids
 
     def present(self) -> bool:
-        return any(self.state(job) not in FINISHED_STATES for job in self.job_ids())
+        return any(_active(self.state(job)) for job in self.job_ids())
 
     def state(self, job: str) -> str:
         """The job's state; "" when neither squeue nor sacct knows it any more."""
@@ -66,13 +66,13 @@ class SlurmTarget:
         reached = False
         for job in self.job_ids():
             state = self.state(job)
-            if state in FINISHED_STATES or not state:
+            if not _active(state):
                 continue
             argv = ["scancel", job] if state == "PENDING" else ["scancel", "--full", f"--signal={name}", job]
             result = self.host.run(argv)
             if result.exit_status == 0:
                 reached = True
-            elif self.state(job) not in FINISHED_STATES:
+            elif _active(self.state(job)):
                 raise StopError(f"`{' '.join(argv)}` failed{self.host.where}: {result.stderr or result.exit_status}")
         return reached
 
@@ -83,6 +83,11 @@ class SlurmTarget:
         if result.exit_status != 0:
             raise StopError(f"`{' '.join(argv)}` failed{self.host.where}: {result.stderr or 'no output'}")
         return result
+
+
+def _active(state: str) -> bool:
+    """Known to Slurm and not finished ("" is a job neither squeue nor sacct knows: long gone, or never was)."""
+    return bool(state) and state not in FINISHED_STATES
 
 
 def _least_finished(states: list[str]) -> str:
