@@ -4,6 +4,7 @@ through the real Monitor (incident, notes) and ``escalate_target``."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -15,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from mcp_training_check.config import load_config
+from mcp_training_check.errors import ConfigError, StopError
 from mcp_training_check.models import StopMethod, StopOutcome
 from mcp_training_check.service import Monitor
 from mcp_training_check.stop.hosts import LocalHost
@@ -249,3 +251,149 @@ def test_screen_session_stopped_over_ssh(ssh_home: SshServer, tmp_path, screen_s
     stop_and_check(monitor, StopMethod.SCREEN, ["TERM"], f"screen session '{name}' on {ssh_home.user}@127.0.0.1")
     assert not screen_has(name)
     assert (tmp_path / "train.log").read_text().endswith("term\n")
+
+
+# --------------------------------------------------------------------------- command
+
+# A launcher training-check does not know: `ctl.py stop SIGNAL WORKDIR ARG...` signals the training whose
+# pid is in WORKDIR/train.pid and records the argv it got; `ctl.py alive WORKDIR` exits 0 while it runs.
+CTL = """
+import json, os, signal, sys
+action, workdir = sys.argv[1], sys.argv[-1] if sys.argv[1] == "alive" else sys.argv[3]
+pid = int(open(os.path.join(workdir, "train.pid")).read())
+if action == "alive":
+    try:
+        state = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        sys.exit(1)
+    sys.exit(0 if state not in "ZX" else 1)
+with open(os.path.join(workdir, "argv.jsonl"), "a") as out:
+    out.write(json.dumps(sys.argv[1:]) + "\\n")
+os.kill(pid, getattr(signal, "SIG" + sys.argv[2]))
+"""
+PAYLOADS = ["x; touch {pwned}", "$(touch {pwned})", "`touch {pwned}`", "a\ntouch {pwned}", "' \" | touch {pwned}"]
+
+
+@pytest.fixture
+def launched(tmp_path: Path) -> Iterator:
+    """A training started in the background with its pid in train.pid, and ctl.py next to it."""
+    (tmp_path / "ctl.py").write_text(CTL)
+    children: list[subprocess.Popen[bytes]] = []
+
+    def start(*flags: str) -> subprocess.Popen[bytes]:
+        child = subprocess.Popen(training_argv(tmp_path / "train.log", *flags))
+        children.append(child)
+        (tmp_path / "train.pid").write_text(str(child.pid))
+        wait_for_steps(tmp_path / "train.log")
+        return child
+
+    yield start
+    for child in children:
+        if child.poll() is None:
+            child.kill()
+        child.wait(timeout=10)
+
+
+def command_stop(tmp_path: Path, *extra: str) -> str:
+    ctl = [sys.executable, str(tmp_path / "ctl.py")]
+    command = [*ctl, "stop", "{signal}", str(tmp_path), *extra]
+    check = [*ctl, "alive", str(tmp_path)]
+    return f'method = "command"\ncommand = {json.dumps(command)}\ncheck = {json.dumps(check)}\n'
+
+
+def test_command_stops_the_training_locally(tmp_path, launched):
+    child = launched()
+    monitor = monitor_for(tmp_path, command_stop(tmp_path) + "grace_seconds = 10")
+    stop_and_check(monitor, StopMethod.COMMAND, ["TERM"], "ctl.py alive")
+    assert child.wait(timeout=5) == 0 and (tmp_path / "train.log").read_text().endswith("term\n")
+
+
+def test_command_term_ignored_escalates_with_kill_in_the_placeholder(tmp_path, launched):
+    child = launched("--ignore-term")
+    monitor = monitor_for(tmp_path, command_stop(tmp_path) + f"grace_seconds = {GRACE_SECONDS}")
+    stop_and_check(monitor, StopMethod.COMMAND, ["TERM", "KILL"], "ctl.py alive")
+    assert child.wait(timeout=5) == -9
+    sent = [json.loads(line)[1] for line in (tmp_path / "argv.jsonl").read_text().splitlines()]
+    assert sent == ["TERM", "KILL"]
+
+
+def test_command_over_ssh(ssh_home: SshServer, tmp_path, launched):
+    child = launched()
+    monitor = monitor_for(
+        tmp_path, command_stop(tmp_path) + "remote = true\ngrace_seconds = 10",
+        run=ssh_home.url(tmp_path / "train.log"),
+    )  # fmt: skip
+    stop_and_check(monitor, StopMethod.COMMAND, ["TERM"], f"on {ssh_home.user}@127.0.0.1")
+    assert child.wait(timeout=5) == 0
+
+
+@pytest.mark.parametrize("remote", [False, True], ids=["local", "ssh"])
+def test_command_arguments_are_inert(ssh_home: SshServer, tmp_path, launched, remote):
+    """Shell syntax in a command's arguments arrives as the same bytes and runs nothing, here and over SSH."""
+    child = launched()
+    pwned = tmp_path / "pwned"
+    payloads = [payload.format(pwned=pwned) for payload in PAYLOADS]
+    stop = command_stop(tmp_path, *payloads) + f"grace_seconds = 10\nremote = {str(remote).lower()}"
+    monitor = monitor_for(tmp_path, stop, run=ssh_home.url(tmp_path / "train.log") if remote else None)
+    result = monitor.stop_run("job", confirm=True, reason="x")
+    assert result.verified and child.wait(timeout=5) == 0
+    received = json.loads((tmp_path / "argv.jsonl").read_text())
+    assert received == ["stop", "TERM", str(tmp_path), *payloads]
+    assert not pwned.exists()
+
+
+def test_command_check_that_is_not_installed_is_an_error_naming_it(tmp_path, launched):
+    launched()
+    stop = 'method = "command"\ncommand = ["true"]\ncheck = ["no-such-program-tc"]\n'
+    with pytest.raises(StopError, match="`no-such-program-tc` is not installed"):
+        monitor_for(tmp_path, stop).stop_run("job", confirm=True, reason="x")
+
+
+# --------------------------------------------------------------------------- what the config accepts
+
+INJECTIONS = ["x; touch /tmp/pwned", "$(id)", "`id`", "a\nb", "-t", "a b", "../x", "", "x" * 65]
+
+
+@pytest.mark.parametrize("payload", INJECTIONS)
+@pytest.mark.parametrize(
+    ("method", "key"),
+    [("tmux", "session"), ("screen", "session"), ("slurm", "job_name"), ("slurm", "job_id")],
+)
+def test_names_with_shell_syntax_are_refused_by_the_config(tmp_path, method, key, payload):
+    extra = f"window = {json.dumps(payload)}\nsession = 'ok'" if key == "window" else f"{key} = {json.dumps(payload)}"
+    (tmp_path / "training-check.toml").write_text(
+        f'[runs.job]\nrun = "train.log"\n[runs.job.stop]\nmethod = "{method}"\n{extra}\n'
+    )
+    with pytest.raises(ConfigError) as caught:
+        load_config(tmp_path / "training-check.toml")
+    assert f"stop.{key}" in str(caught.value)
+
+
+@pytest.mark.parametrize("payload", ["x; touch /tmp/pwned", "$(id)", "a.b", "a:b", "a\nb", "-x"])
+def test_tmux_windows_and_dotted_names_are_refused(tmp_path, payload):
+    for extra in (f"session = 'ok'\nwindow = {json.dumps(payload)}", f"session = {json.dumps(payload)}"):
+        (tmp_path / "training-check.toml").write_text(
+            f'[runs.job]\nrun = "train.log"\n[runs.job.stop]\nmethod = "tmux"\n{extra}\n'
+        )
+        with pytest.raises(ConfigError):
+            load_config(tmp_path / "training-check.toml")
+
+
+@pytest.mark.parametrize(
+    ("stop", "expected"),
+    [
+        ('method = "command"\ncommand = "kill -TERM 5"\ncheck = ["true"]', "list of arguments"),
+        ('method = "command"\ncommand = ["kill", "{pid}"]\ncheck = ["true"]', "the only placeholder is {signal}"),
+        ('method = "command"\ncommand = ["kill", ""]\ncheck = ["true"]', "non-empty string"),
+        ('method = "command"\ncommand = ["true"]', "check = [argv"),
+        ('method = "tmux"', 'session = "NAME"'),
+        ('method = "slurm"\njob_id = "1"\njob_name = "x"', "exactly one of job_id"),
+        ('method = "tmux"\nsession = "x"\npid = 5', "pid belongs to method"),
+        ('session = "x"\npid = 5', "session belongs to method"),
+    ],
+)
+def test_incomplete_or_mixed_stop_tables_say_what_to_write(tmp_path, stop, expected):
+    (tmp_path / "training-check.toml").write_text(f'[runs.job]\nrun = "train.log"\n[runs.job.stop]\n{stop}\n')
+    with pytest.raises(ConfigError) as caught:
+        load_config(tmp_path / "training-check.toml")
+    assert expected in str(caught.value)
