@@ -9,6 +9,7 @@ sessions, at ``SshServer.base / "slurm" / "slurm.conf"``, which is where this cl
 
 from __future__ import annotations
 
+import getpass
 import os
 import shutil
 import subprocess
@@ -148,6 +149,9 @@ def slurm_cluster(sshd_server: SshServer) -> Iterator[SlurmCluster]:
         _wait_idle(cluster, daemons)
         yield cluster
     finally:
+        if len(daemons) == 3:  # a failed test may leave its job running: no training outlives the cluster
+            subprocess.run(["scancel", f"--user={getpass.getuser()}"], env=cluster.env(), capture_output=True)
+            _wait_no_jobs(cluster)
         for daemon in reversed(daemons):
             daemon.terminate()
             try:
@@ -155,6 +159,15 @@ def slurm_cluster(sshd_server: SshServer) -> Iterator[SlurmCluster]:
             except subprocess.TimeoutExpired:
                 daemon.kill()
                 daemon.wait(timeout=5)
+
+
+def _wait_no_jobs(cluster: SlurmCluster) -> None:
+    deadline = time.monotonic() + START_SECONDS
+    while time.monotonic() < deadline:
+        listed = subprocess.run(["squeue", "--noheader"], capture_output=True, text=True, env=cluster.env())
+        if listed.returncode != 0 or not listed.stdout.strip():
+            return
+        time.sleep(0.2)
 
 
 def _start(argv: list[str], log: Path) -> subprocess.Popen[bytes]:

@@ -182,6 +182,34 @@ def test_tmux_window_stops_only_that_window(tmp_path, tmux_session):
     assert windows.stdout.split() == [b"eval"]
 
 
+def test_tmux_training_typed_into_an_interactive_shell(tmp_path):
+    """The usual tmux: a shell in the pane, the training typed into it. TERM ends the training (it saves and
+    exits); the shell ignores TERM, so the session closes on the KILL after the grace period."""
+    needs("tmux")
+    name = unique("tcsh")
+    log = tmp_path / "train.log"
+    argv = training_argv(log)
+    subprocess.run(["tmux", "new-session", "-d", "-s", name, "bash", "--norc", "-i"], check=True)
+    try:
+        subprocess.run(["tmux", "send-keys", "-t", f"={name}:", " ".join(argv), "Enter"], check=True)
+        wait_for_steps(log)
+        attempt = escalate_target(
+            TmuxTarget(LocalHost(), name, None), "TERM", grace_seconds=GRACE_SECONDS, kill_after_grace=True,
+            poll_seconds=POLL_SECONDS,
+        )  # fmt: skip
+        assert attempt.outcome is StopOutcome.STOPPED and attempt.signals_sent == ["TERM", "KILL"]
+        assert log.read_text().endswith("term\n") and not tmux_has(name)
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", f"={name}"], capture_output=True)
+
+
+def test_remote_target_without_an_ssh_run_says_what_to_configure(tmp_path):
+    (tmp_path / "train.log").write_text('{"step": 1, "loss": 2.0}\n')
+    monitor = monitor_for(tmp_path, 'method = "tmux"\nsession = "exp1"\nremote = true')
+    with pytest.raises(StopError, match=r"remote = true needs a machine"):
+        monitor.stop_run("job", confirm=True, reason="x")
+
+
 def test_tmux_session_absent_is_already_stopped():
     needs("tmux")
     attempt = escalate_target(
