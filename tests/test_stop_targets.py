@@ -394,7 +394,7 @@ def test_names_with_shell_syntax_are_refused_by_the_config(tmp_path, method, key
     )
     with pytest.raises(ConfigError) as caught:
         load_config(tmp_path / "training-check.toml")
-    assert f"stop.{key}" in str(caught.value)
+    assert f"stop.{key}: {payload!r} is refused" in str(caught.value)
 
 
 @pytest.mark.parametrize("payload", ["x; touch /tmp/pwned", "$(id)", "a.b", "a:b", "a\nb", "-x"])

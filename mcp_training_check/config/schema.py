@@ -5,6 +5,7 @@ that turn a typo into an error naming the key (see `config` for where the file i
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Literal
 from urllib.parse import urlparse
@@ -70,7 +71,26 @@ def _non_empty(value: object) -> object:
 
 def _job_id(value: object) -> object:
     """A job id may be written as a number or a string ("123", "123_4" for an array task)."""
-    return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
+    value = str(value) if isinstance(value, int) and not isinstance(value, bool) else value
+    return _safe(SLURM_JOB_ID_PATTERN, "a Slurm job id is digits, or JOBID_TASK for an array task")(value)
+
+
+def _safe(pattern: str, rule: str) -> Callable[[object], object]:
+    """A validator that refuses a name the pattern does not match, saying what a name may hold (the field's
+    own ``pattern`` then checks it once more)."""
+
+    def check(value: object) -> object:
+        if isinstance(value, str) and not re.fullmatch(pattern, value):
+            raise ValueError(f"{value!r} is refused: {rule}")
+        return value
+
+    return check
+
+
+_NAME_RULE = "a name is 1-64 letters, digits, '_', '.' or '-', not starting with '-'; rename it"
+_TMUX_RULE = "a tmux name is 1-64 letters, digits, '_' or '-' (tmux reads '.' and ':' as separators); rename it"
+SafeName = Annotated[str | None, BeforeValidator(_safe(NAME_PATTERN, _NAME_RULE))]
+TmuxName = Annotated[str | None, BeforeValidator(_safe(TMUX_NAME_PATTERN, _TMUX_RULE))]
 
 
 def _argv(value: object) -> object:
@@ -146,10 +166,10 @@ class StopSettings(_Section):
     kill_after_grace: bool = True
     verify_seconds: float = Field(default=DEFAULT_WANDB_VERIFY_SECONDS, ge=0, le=MAX_WANDB_VERIFY_SECONDS)
     remote: bool = False
-    session: str | None = Field(default=None, pattern=NAME_PATTERN)
-    window: str | None = Field(default=None, pattern=TMUX_NAME_PATTERN)
+    session: SafeName = Field(default=None, pattern=NAME_PATTERN)
+    window: TmuxName = Field(default=None, pattern=TMUX_NAME_PATTERN)
     job_id: Annotated[str | None, BeforeValidator(_job_id)] = Field(default=None, pattern=SLURM_JOB_ID_PATTERN)
-    job_name: str | None = Field(default=None, pattern=NAME_PATTERN)
+    job_name: SafeName = Field(default=None, pattern=NAME_PATTERN)
     command: Annotated[list[str] | None, BeforeValidator(_argv)] = None
     check: Annotated[list[str] | None, BeforeValidator(_argv)] = None
 

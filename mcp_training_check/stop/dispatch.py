@@ -229,5 +229,6 @@ def _no_stop_configured(ref: RunRef) -> str:
         )
     return (
         f"no way to stop run {ref.raw!r} is configured: add a [runs.<name>.stop] table with "
-        'pid_file = "..." or pid = N to training-check.toml (stop settings come only from that file).'
+        'pid_file = "..." or pid = N to training-check.toml, or method = "tmux" / "screen" with session = '
+        '"NAME", method = "slurm" with job_id, or method = "command" (stop settings come only from that file).'
     )
