@@ -164,6 +164,7 @@ def test_tmux_term_ignored_without_kill_is_requested_not_confirmed(tmp_path, tmu
     )
     result = monitor.stop_run("job", confirm=True, reason="asked politely")
     assert result.outcome is StopOutcome.REQUESTED and not result.verified and result.signals_sent == ["TERM"]
+    assert "kill_after_grace is false" in result.summary
     assert tmux_has(name), "no KILL was sent"
 
 

@@ -94,19 +94,21 @@ def escalate_target(
     if _wait_gone(target, grace_seconds, poll_seconds):
         return _attempt(target, StopOutcome.STOPPED, True, sent, f"{what} stopped after SIG{first}; verified gone")
     if first == "KILL" or not kill_after_grace:
+        why = "" if first == "KILL" else " and kill_after_grace is false"
         return _attempt(
             target, StopOutcome.REQUESTED, False, sent,
-            f"{what} is still there {grace_seconds:g} s after SIG{first} (kill_after_grace is "
-            f"{str(kill_after_grace).lower()}); it may still be saving, check it and stop it by hand",
+            f"{what} is still there {grace_seconds:g} s after SIG{first}{why}; it may still be saving: check it, "
+            "and stop it by hand if it does not end",
         )  # fmt: skip
     if target.signal("KILL"):
         sent.append("KILL")
     if _wait_gone(target, target.confirm_seconds, poll_seconds):
         return _attempt(target, StopOutcome.STOPPED, True, sent, f"{what} stopped after SIGKILL; verified gone")
+    signalled = f" (pids signalled: {', '.join(map(str, target.pids))})" if target.pids else ""
     return _attempt(
         target, StopOutcome.FAILED, False, sent,
-        f"{what} is still there {target.confirm_seconds:g} s after SIGKILL (pids signalled: {target.pids}); "
-        "look at it by hand",
+        f"{what} is still there {target.confirm_seconds:g} s after SIGKILL{signalled}: a process stuck in the "
+        "kernel (usually on I/O) or one the target does not hold; look at it by hand",
     )  # fmt: skip
 
 
