@@ -282,8 +282,7 @@ def _add_stop_tool(server: ToolServer, mon: Monitor) -> None:
             str, Field(description="One sentence for the incident record, e.g. the verdict's summary.", max_length=2000)
         ],
     ) -> StopResult:
-        """Stop the training run as training-check.toml configures it (local or SSH pid / pid file, or W&B
-        StopRun), verify it ended, and record the evidence in an incident and the project's notes. Only
-        after a stop verdict or a STOP review. A W&B stop may come back `requested_not_confirmed`: flagged,
-        not seen to end. Stopping twice is harmless."""
+        """Stop the training run as training-check.toml configures it, verify it ended, and record the
+        evidence in an incident and the project's notes. Only after a stop verdict or a STOP review. A W&B
+        stop may come back `requested_not_confirmed`: flagged, not seen to end. Stopping twice is harmless."""
         return mon.stop_run(run, confirm=confirm, reason=reason)
