@@ -3,9 +3,10 @@ it, and the incident and result that describe what happened.
 
 Stop settings come only from ``training-check.toml`` (``[runs.<name>.stop]``), never from a tool argument,
 so a call can never pick which process or W&B run is stopped. ``send_stop`` kills the local process
-(``local.stop_local_process``), the process on the run's SSH host (``ssh.stop_remote_process``), or
-sends W&B's StopRun (``wandb.stop_wandb_run``); the rest builds the records ``Monitor`` stores and
-returns.
+(``local.stop_local_process``), the process on the run's SSH host (``ssh.stop_remote_process``), what
+a tmux/screen session, Slurm job or configured command holds, here or on that host
+(``targets.escalate_target``), or sends W&B's StopRun (``wandb.stop_wandb_run``); the rest builds the
+records ``Monitor`` stores and returns.
 """
 
 from __future__ import annotations
