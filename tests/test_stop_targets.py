@@ -4,6 +4,7 @@ through the real Monitor (incident, notes) and ``escalate_target``."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import subprocess
@@ -20,6 +21,7 @@ from mcp_training_check.errors import ConfigError, StopError
 from mcp_training_check.models import StopMethod, StopOutcome
 from mcp_training_check.service import Monitor
 from mcp_training_check.stop.hosts import LocalHost
+from mcp_training_check.stop.remote import remote_host
 from mcp_training_check.stop.targets import ScreenTarget, TmuxTarget, escalate_target
 
 from .sshd import SshServer
@@ -426,3 +428,20 @@ def test_incomplete_or_mixed_stop_tables_say_what_to_write(tmp_path, stop, expec
     with pytest.raises(ConfigError) as caught:
         load_config(tmp_path / "training-check.toml")
     assert expected in str(caught.value)
+
+
+@pytest.mark.parametrize("remote", [False, True], ids=["local", "ssh"])
+def test_names_are_inert_even_past_the_config(ssh_home: SshServer, tmp_path, remote):
+    """Defence in depth: a name that skipped the config's patterns still reaches tmux and screen as one
+    argument (argv here, shlex.quote over SSH), so its shell syntax runs nothing."""
+    needs("tmux")
+    needs("screen")
+    pwned = tmp_path / "pwned"
+    names = [payload.format(pwned=pwned) for payload in PAYLOADS]
+    with contextlib.ExitStack() as stack:
+        host = stack.enter_context(remote_host("trainbox", timeout_seconds=10)) if remote else LocalHost()
+        for name in names:
+            for target in (TmuxTarget(host, name, None), TmuxTarget(host, "ok", name), ScreenTarget(host, name)):
+                attempt = escalate_target(target, "TERM", grace_seconds=0, kill_after_grace=False, poll_seconds=0.05)
+                assert attempt.outcome is StopOutcome.ALREADY_STOPPED
+    assert not pwned.exists()
