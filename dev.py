@@ -5,7 +5,9 @@
     python3 dev.py test      create .venv, install with test extras, run ruff, mypy and the test suite
                              (the SSH tests start a real OpenSSH sshd: installed with apt-get when root;
                              the client tests run Claude Code and the MCP Inspector, which they install
-                             with npm into .venv/npm: Node.js >= 20, installed with apt-get when root)
+                             with npm into .venv/npm: Node.js >= 20, installed with apt-get when root;
+                             the stop-target tests run tmux, screen and a one-node Slurm with munge:
+                             installed with apt-get when root, skipped with the reason otherwise)
     python3 dev.py bench     run the benchmarks in benchmarks/ (speed, size, and the judge replay)
 
 The virtual environment is reused while pyproject.toml is unchanged (a hash stamp in .venv).
@@ -26,6 +28,8 @@ VENV = ROOT / ".venv"
 STAMP = VENV / ".installed-pyproject-sha256"
 MIN_PYTHON = (3, 11)
 SSHD = Path("/usr/sbin/sshd")  # the SSH tests run a real OpenSSH server on 127.0.0.1
+STOP_TARGET_PACKAGES = {"tmux": "tmux", "screen": "screen", "slurmctld": "slurm-wlm", "munged": "munge"}
+"""Program → Debian package for tests/test_stop_targets.py and tests/test_stop_slurm.py."""
 
 
 def python() -> Path:
@@ -97,10 +101,26 @@ def ensure_npm() -> None:
     )
 
 
+def ensure_stop_targets() -> None:
+    """The stop-target tests start tmux, screen and a one-node Slurm (munged, slurmctld, slurmd). As root on
+    Debian/Ubuntu install what is missing; otherwise those tests skip and say what to install."""
+    missing = sorted({package for program, package in STOP_TARGET_PACKAGES.items() if not shutil.which(program)})
+    if not missing or os.geteuid() != 0 or not shutil.which("apt-get"):
+        if missing:
+            print(f"dev.py: {', '.join(missing)} missing: their stop-target tests will skip", flush=True)
+        return
+    print(f"dev.py: installing {', '.join(missing)} (the stop-target tests run them)", flush=True)
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    subprocess.run(["apt-get", "update", "-qq"], env=env)
+    if subprocess.run(["apt-get", "install", "-y", "-qq", *missing], env=env).returncode != 0:
+        sys.exit(f"dev.py: `apt-get install {' '.join(missing)}` failed; install them by hand and rerun")
+
+
 def test(args: list[str]) -> None:
     ensure_venv("test")
     ensure_sshd()
     ensure_npm()
+    ensure_stop_targets()
     run([str(python()), "-m", "ruff", "check", "mcp_training_check", "tests", "benchmarks", "corpus", "dev.py"])
     run([str(python()), "-m", "mypy"])
     run([str(python()), "-m", "pytest", "-q", *args])

@@ -286,6 +286,10 @@ class StopMethod(StrEnum):
     LOCAL_PID = "local_pid"
     WANDB = "wandb"
     SSH = "ssh"
+    TMUX = "tmux"
+    SCREEN = "screen"
+    SLURM = "slurm"
+    COMMAND = "command"
 
 
 class StopOutcome(StrEnum):

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from .slurm import slurm, slurm_cluster  # noqa: F401  (fixtures of the Slurm stop tests)
 from .sshd import (  # noqa: F401  (fixtures of the SSH tests)
     exec_home,
     jump_pair,

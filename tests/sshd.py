@@ -67,6 +67,7 @@ def _sshd_config(base: Path, port: int, *, address: str = "127.0.0.1", sftp: boo
         f"AuthorizedKeysFile {base / 'authorized_keys'}\nStrictModes no\nUsePAM no\nPasswordAuthentication no\n"
         "KbdInteractiveAuthentication no\nPubkeyAuthentication yes\nPermitRootLogin prohibit-password\n"
         + ("Subsystem sftp internal-sftp\n" if sftp else "")
+        + f"SetEnv SLURM_CONF={base / 'slurm' / 'slurm.conf'}\n"  # the cluster of tests/slurm.py, when it runs
         + (extra or "LogLevel VERBOSE\n")
     )
     return config

@@ -53,6 +53,22 @@ Example (every key is optional except ``run`` in each ``[runs.NAME]``)::
     method = "ssh"                     # kill the process on the run's host: pid_file is a path there
     pid_file = "/home/me/run1/train.pid"
 
+    [runs.tm.stop]                     # what holds the training (run and the rest as above):
+    method = "tmux"                    # the processes in a tmux session (or one window of it)
+    session = "exp1"                   # names: letters, digits, _ . - (tmux: no '.'), at most 64
+    window = "train"                   # optional
+    remote = true                      # on the host of the run's ssh:// URL (or log_fallback), not here
+    [runs.sc.stop]
+    method = "screen"                  # the processes in a screen session (`screen -dmS exp1 ...`)
+    session = "exp1"
+    [runs.sl.stop]
+    method = "slurm"                   # scancel --full --signal=TERM, then KILL; verified in squeue/sacct
+    job_id = "123456"                  # or "123456_7" (an array task), or: job_name = "exp1"
+    [runs.cmd.stop]
+    method = "command"                 # for launchers training-check does not know; argv lists, no shell
+    command = ["docker", "kill", "--signal", "{signal}", "exp1"]  # {signal}: TERM, INT or KILL
+    check = ["docker", "top", "exp1"]  # exits 0 while the training runs, non-zero once it is gone
+
 ``log_fallback`` may also be an ``ssh://host/path`` URL: a W&B run whose log is on its training machine.
 
 Relative local paths (``run``, ``notes``, ``log_fallback``, ``pid_file`` unless ``method = "ssh"``) are

@@ -4,6 +4,9 @@
     local       a process on this machine: signal, grace wait, KILL, verify (`escalate` serves SSH too)
     ssh         the same sequence on the run's SSH host
     wandb       W&B's StopRun mutation and a bounded wait for the run to leave ``running``
+    targets     what holds the training: a tmux or screen session, a configured command (and the sequence
+                every target goes through); slurm: a Slurm job
+    hosts       where a target's commands run: this machine; remote: the run's SSH host
     incidents   the incident record and its Markdown entry in the project's notes
 
 Stop settings come only from ``training-check.toml``, never from a tool argument.

@@ -3,9 +3,10 @@ it, and the incident and result that describe what happened.
 
 Stop settings come only from ``training-check.toml`` (``[runs.<name>.stop]``), never from a tool argument,
 so a call can never pick which process or W&B run is stopped. ``send_stop`` kills the local process
-(``local.stop_local_process``), the process on the run's SSH host (``ssh.stop_remote_process``), or
-sends W&B's StopRun (``wandb.stop_wandb_run``); the rest builds the records ``Monitor`` stores and
-returns.
+(``local.stop_local_process``), the process on the run's SSH host (``ssh.stop_remote_process``), what
+a tmux/screen session, Slurm job or configured command holds, here or on that host
+(``targets.escalate_target``), or sends W&B's StopRun (``wandb.stop_wandb_run``); the rest builds the
+records ``Monitor`` stores and returns.
 """
 
 from __future__ import annotations
@@ -16,10 +17,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from ..config import ResolvedRunConfig, parse_run
+from ..config.schema import TARGET_METHODS
 from ..errors import StopError
 from ..models import MetricSnapshot, ReviewResult, RunKind, RunRef, StopMethod, StopOutcome, StopResult, Verdict
+from .hosts import Host, LocalHost
 from .incidents import Incident
-from .local import StopAttempt, stop_local_process
+from .local import StopAttempt, signal_key, stop_local_process
+from .targets import TargetAttempt, escalate_target, make_target
 from .wandb import WandbStopAttempt, stop_wandb_run
 
 __all__ = ["KEY_METRICS_IN_INCIDENT", "SentStop", "already_stopped", "incident_for", "send_stop", "stop_result"]
@@ -38,9 +42,12 @@ class SentStop:
     message: str
     signals_sent: list[str]
     pid: int | None
+    target: str | None = None
 
     @classmethod
-    def of(cls, method: StopMethod, attempt: StopAttempt | WandbStopAttempt, *, pid: int | None) -> SentStop:
+    def of(
+        cls, method: StopMethod, attempt: StopAttempt | WandbStopAttempt | TargetAttempt, *, pid: int | None
+    ) -> SentStop:
         return cls(
             method=method,
             outcome=attempt.outcome,
@@ -48,6 +55,7 @@ class SentStop:
             message=attempt.message,
             signals_sent=attempt.signals_sent,
             pid=pid,
+            target=attempt.target if isinstance(attempt, TargetAttempt) else None,
         )
 
 
@@ -60,6 +68,8 @@ def send_stop(ref: RunRef, settings: ResolvedRunConfig) -> SentStop:
         return _send_wandb_stop(ref, settings)
     if stop.method == "ssh":
         return _send_ssh_stop(ref, settings)
+    if stop.method in TARGET_METHODS:
+        return _send_target_stop(ref, settings)
     attempt = stop_local_process(
         pid=stop.pid,
         pid_file=stop.pid_file,
@@ -101,6 +111,36 @@ def _send_ssh_stop(ref: RunRef, settings: ResolvedRunConfig) -> SentStop:
     return SentStop.of(StopMethod.SSH, attempt, pid=attempt.pid)
 
 
+LOCAL_POLL_SECONDS = 0.1
+REMOTE_POLL_SECONDS = 0.5
+"""Pause between "is it gone" probes: over SSH each one is a round trip or two."""
+
+
+def _send_target_stop(ref: RunRef, settings: ResolvedRunConfig) -> SentStop:
+    """The tmux/screen session, Slurm job or configured command of the entry, here or on its SSH host."""
+    stop = settings.stop
+    assert stop is not None
+    if not stop.remote:
+        return _stop_target_on(LocalHost(), settings, LOCAL_POLL_SECONDS)
+    from .remote import remote_host  # paramiko only for a remote stop
+
+    with remote_host(_ssh_host(ref, settings), timeout_seconds=settings.ssh_timeout_seconds) as host:
+        return _stop_target_on(host, settings, REMOTE_POLL_SECONDS)
+
+
+def _stop_target_on(host: Host, settings: ResolvedRunConfig, poll_seconds: float) -> SentStop:
+    stop = settings.stop
+    assert stop is not None
+    attempt = escalate_target(
+        make_target(host, stop),
+        signal_key(stop.signal),
+        grace_seconds=stop.grace_seconds,
+        kill_after_grace=stop.kill_after_grace,
+        poll_seconds=poll_seconds,
+    )
+    return SentStop.of(StopMethod(stop.method), attempt, pid=None)
+
+
 def _ssh_host(ref: RunRef, settings: ResolvedRunConfig) -> str:
     if ref.kind is RunKind.SSH and ref.host:
         return ref.host
@@ -109,9 +149,10 @@ def _ssh_host(ref: RunRef, settings: ResolvedRunConfig) -> str:
         host = parse_run(fallback).host
         if host:
             return host
+    needs = 'method = "ssh"' if settings.stop and settings.stop.method == "ssh" else "remote = true"
     raise StopError(
-        f'[runs.{settings.alias}.stop] method = "ssh" needs a machine: make the entry\'s `run` or its '
-        f"log_fallback an ssh://host/path URL (it is {settings.run!r}), or use pid_file for a local process."
+        f"[runs.{settings.alias}.stop] {needs} needs a machine: make the entry's `run` or its "
+        f"log_fallback an ssh://host/path URL (it is {settings.run!r}), or stop it on this machine."
     )
 
 
@@ -141,6 +182,7 @@ def incident_for(
         outcome=sent.outcome,
         verified=sent.verified,
         pid=sent.pid,
+        target=sent.target,
     )
 
 
@@ -188,5 +230,6 @@ def _no_stop_configured(ref: RunRef) -> str:
         )
     return (
         f"no way to stop run {ref.raw!r} is configured: add a [runs.<name>.stop] table with "
-        'pid_file = "..." or pid = N to training-check.toml (stop settings come only from that file).'
+        'pid_file = "..." or pid = N to training-check.toml, or method = "tmux" / "screen" with session = '
+        '"NAME", method = "slurm" with job_id, or method = "command" (stop settings come only from that file).'
     )

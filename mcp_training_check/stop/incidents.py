@@ -47,6 +47,7 @@ class Incident(BaseModel):
     outcome: StopOutcome
     verified: bool
     pid: int | None = None
+    target: str | None = Field(default=None, description="The session, job or command stopped, if not a pid.")
 
     @property
     def marker(self) -> str:
@@ -79,6 +80,7 @@ def render_incident(incident: Incident) -> str:
         outcome += ", verified" if incident.verified else ", not verified"
     decision = incident.decision.value if incident.decision else "none"
     via = incident.method.value + (f", pid {incident.pid}" if incident.pid is not None else "")
+    via += f", {_inline(incident.target)}" if incident.target else ""
     lines = [
         incident.marker,
         f"## {when} — {_inline(incident.run)}",
