@@ -11,6 +11,9 @@ import pytest
 from .sshd import (  # noqa: F401  (fixtures of the SSH tests)
     exec_home,
     jump_pair,
+    loopback_jump_pair,
+    netns_jump_pair,
+    netns_proxy_home,
     proxy_home,
     silent_port,
     ssh_home,
