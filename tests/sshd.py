@@ -19,11 +19,9 @@ directly), and ``netns``, an inner host in a network namespace of its own that o
 from __future__ import annotations
 
 import dataclasses
-import functools
 import getpass
 import os
 import select
-import shutil
 import signal
 import socket
 import subprocess
@@ -35,6 +33,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from .netns import closed_port, in_netns, netns_unavailable, network_namespace
 
 SSHD = Path("/usr/sbin/sshd")
 INETD = Path(__file__).with_name("inetd.py")
@@ -124,7 +124,7 @@ def running_sshd(
     config = _sshd_config(base, port, address=address, sftp=sftp, extra=extra)
     command = [str(SSHD), "-D", "-e", "-f", str(config), "-p", str(port)]
     with log.open("wb") as log_file:
-        process = subprocess.Popen(_in_netns(netns, command), stdout=log_file, stderr=subprocess.STDOUT)
+        process = subprocess.Popen(in_netns(netns, command), stdout=log_file, stderr=subprocess.STDOUT)
     try:
         if netns is None:
             _wait_for_banner(port, process, log, address)
@@ -134,10 +134,6 @@ def running_sshd(
     finally:
         process.terminate()
         process.wait(timeout=10)
-
-
-def _in_netns(netns: Path | None, command: list[str]) -> list[str]:
-    return command if netns is None else ["nsenter", f"--net={netns}", *command]
 
 
 def _require_sshd() -> None:
@@ -241,13 +237,6 @@ class JumpPair:
         """How many forwarding (direct-tcpip) channels the jump host has opened to ``sshd`` so far."""
         return self.jump.log_text().count(f"target {sshd.address} port {sshd.port}")
 
-    def netns_links(self) -> list[str]:
-        """The network interfaces of the inner host's namespace, by name."""
-        assert self.netns is not None
-        shown = subprocess.run(
-            ["nsenter", f"--net={self.netns}", "ip", "-o", "link", "show"], capture_output=True, text=True, check=True
-        )
-        return [line.split(":")[1].strip() for line in shown.stdout.splitlines()]
 
 
 def _permit(jump_port: int, inner: tuple[str, int]) -> str:
@@ -296,61 +285,6 @@ def netns_jump_pair(sshd_server: SshServer, tmp_path_factory: pytest.TempPathFac
             yield JumpPair(jump=jump, inner=inner, key=key, user=sshd_server.user, netns=netns)
 
 
-@functools.cache
-def netns_unavailable() -> str | None:
-    """Why the tests cannot make a network namespace on this machine, or None when they can."""
-    if os.geteuid() != 0:
-        return f"creating a network namespace needs root and the tests run as uid {os.geteuid()} (CI runs as root)"
-    for program in ("unshare", "nsenter", "ip"):
-        if shutil.which(program) is None:
-            return f"`{program}` is not installed (Debian: util-linux for unshare/nsenter, iproute2 for ip)"
-    probe = ["unshare", "--net", "ip", "link", "set", "lo", "up"]
-    try:
-        done = subprocess.run(probe, capture_output=True, text=True, timeout=START_SECONDS)
-    except subprocess.TimeoutExpired:
-        return f"`{' '.join(probe)}` did not finish within {START_SECONDS:g} s"
-    if done.returncode != 0:
-        return f"`{' '.join(probe)}` failed with exit status {done.returncode}: {done.stderr.strip()}"
-    return None
-
-
-@contextmanager
-def network_namespace() -> Iterator[Path]:
-    """A new network namespace whose only interface is its loopback, up; held open by a ``sleep`` for as long as
-    the block runs. Yields its /proc/PID/ns/net path, for ``nsenter --net=``."""
-    holder = subprocess.Popen(["unshare", "--net", "sleep", "infinity"])
-    try:
-        netns = Path(f"/proc/{holder.pid}/ns/net")
-        _wait_until_unshared(netns, holder)
-        subprocess.run(["nsenter", f"--net={netns}", "ip", "link", "set", "lo", "up"], check=True, timeout=10)
-        yield netns
-    finally:
-        holder.terminate()
-        holder.wait(timeout=10)
-
-
-def _wait_until_unshared(netns: Path, holder: subprocess.Popen[bytes]) -> None:
-    """``unshare`` runs in the tests' namespace until it has made the new one and become ``sleep``."""
-    ours = os.readlink("/proc/self/ns/net")
-    deadline = time.monotonic() + START_SECONDS
-    while time.monotonic() < deadline:
-        if holder.poll() is not None:
-            pytest.fail(f"`unshare --net sleep infinity` exited with {holder.returncode}")
-        if os.readlink(netns) != ours:
-            return
-        time.sleep(0.01)
-    pytest.fail(f"`unshare --net` made no network namespace within {START_SECONDS:g} s")
-
-
-@contextmanager
-def closed_port(address: str) -> Iterator[int]:
-    """A port bound and never listened on: connecting there is refused, and nothing else can listen there
-    while the block runs."""
-    with socket.socket() as sock:
-        sock.bind((address, 0))
-        yield int(sock.getsockname()[1])
-
-
 @contextmanager
 def inetd_sshd(base: Path, *, authorized_key: str, port: int, netns: Path, extra: str) -> Iterator[Sshd]:
     """``sshd -i`` inside ``netns`` for each connection to 127.0.0.1:PORT, in the tests' namespace and inside
@@ -362,7 +296,7 @@ def inetd_sshd(base: Path, *, authorized_key: str, port: int, netns: Path, extra
     acceptors: list[subprocess.Popen[bytes]] = []
     try:
         with log.open("ab") as log_file:
-            for command in ([*inetd, *_in_netns(netns, sshd)], _in_netns(netns, [*inetd, *sshd])):
+            for command in ([*inetd, *in_netns(netns, sshd)], in_netns(netns, [*inetd, *sshd])):
                 acceptors.append(
                     subprocess.Popen(command, stdout=subprocess.PIPE, stderr=log_file, start_new_session=True)
                 )

@@ -24,6 +24,7 @@ from mcp_training_check.sources import SshLogSource, ssh_proxy
 from mcp_training_check.sources.ssh_connect import resolve_target
 from mcp_training_check.stop.ssh import stop_remote_process
 
+from . import netns
 from .sshd import ProxyHome, _keygen
 from .test_ssh_source import jsonl_rows
 from .test_ssh_stop import reset_term
@@ -59,7 +60,7 @@ def test_the_inner_host_is_reachable_only_through_the_jump_host(netns_proxy_home
     """The inner host's namespace has nothing but its loopback; its address and port, seen from the tests, is a
     port where nothing listens. A check through ProxyJump reads it all the same, incrementally."""
     pair = netns_proxy_home.pair
-    assert pair.netns_links() == ["lo"]
+    assert pair.netns is not None and netns.links(pair.netns) == ["lo"]
     with pytest.raises(ConnectionRefusedError):
         socket.create_connection((pair.inner.address, pair.inner.port), timeout=ERROR_SECONDS).close()
     direct = Monitor().check(f"ssh://inner-direct{write_log(tmp_path)}")
