@@ -18,6 +18,7 @@ directly), and ``netns``, an inner host in a network namespace of its own that o
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import getpass
 import os
@@ -238,7 +239,6 @@ class JumpPair:
         return self.jump.log_text().count(f"target {sshd.address} port {sshd.port}")
 
 
-
 def _permit(jump_port: int, inner: tuple[str, int]) -> str:
     return f"PermitOpen {inner[0]}:{inner[1]} 127.0.0.1:{jump_port}\nLogLevel DEBUG1\n"
 
@@ -305,7 +305,8 @@ def inetd_sshd(base: Path, *, authorized_key: str, port: int, netns: Path, extra
         yield Sshd(address="127.0.0.1", port=port, host_key=host_key, log=log)
     finally:
         for acceptor in acceptors:  # each in its own process group, with the sessions it started
-            os.killpg(acceptor.pid, signal.SIGTERM)
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(acceptor.pid, signal.SIGTERM)
             acceptor.wait(timeout=10)
             assert acceptor.stdout is not None
             acceptor.stdout.close()
