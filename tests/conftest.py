@@ -12,6 +12,9 @@ from .slurm import slurm, slurm_cluster  # noqa: F401  (fixtures of the Slurm st
 from .sshd import (  # noqa: F401  (fixtures of the SSH tests)
     exec_home,
     jump_pair,
+    loopback_jump_pair,
+    netns_jump_pair,
+    netns_proxy_home,
     proxy_home,
     silent_port,
     ssh_home,

@@ -9,14 +9,24 @@ Host aliases in that ssh config:
   trainbox   the right key and a known host key: everything works
   wrongkey   a key the server does not accept
   stranger   a known_hosts file (UserKnownHostsFile) that does not hold the server's key
+
+Jump hosts (`jump_pair`, `proxy_home`) come in two constructions, each test running on both: ``loopback``, a
+jump host on 127.0.0.1 allowed to forward only to an inner host on 127.0.0.2 (which the tests could still reach
+directly), and ``netns``, an inner host in a network namespace of its own that only the jump host can reach
+(skipped, with the reason, where no namespace can be made: it needs root).
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import getpass
+import os
+import select
+import signal
 import socket
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -25,7 +35,10 @@ from pathlib import Path
 
 import pytest
 
+from .netns import closed_port, in_netns, netns_unavailable, network_namespace
+
 SSHD = Path("/usr/sbin/sshd")
+INETD = Path(__file__).with_name("inetd.py")
 START_SECONDS = 20.0
 
 
@@ -90,26 +103,35 @@ class Sshd:
         return self.log.read_text(errors="replace")
 
 
-@contextmanager
-def running_sshd(
-    base: Path, *, authorized_key: str, address: str = "127.0.0.1", sftp: bool = True, extra: str = "",
-    port: int | None = None,
-) -> Iterator[Sshd]:  # fmt: skip
-    """An sshd in the foreground with its own host key in ``base``, accepting ``authorized_key``."""
+def _prepare_sshd(base: Path, authorized_key: str) -> str:
+    """Host key and authorized_keys in ``base``; returns the host key's public line."""
     _require_sshd()
     base.mkdir(parents=True, exist_ok=True)
     host_key = _keygen(base / "host_ed25519")
     (base / "authorized_keys").write_text(authorized_key + "\n")
     Path("/run/sshd").mkdir(parents=True, exist_ok=True)  # privilege separation directory sshd insists on
+    return host_key
+
+
+@contextmanager
+def running_sshd(
+    base: Path, *, authorized_key: str, address: str = "127.0.0.1", sftp: bool = True, extra: str = "",
+    port: int | None = None, netns: Path | None = None,
+) -> Iterator[Sshd]:  # fmt: skip
+    """An sshd in the foreground with its own host key in ``base``, accepting ``authorized_key``; inside the
+    network namespace ``netns`` (a /proc/PID/ns/net path) when given, where the tests cannot connect to it."""
+    host_key = _prepare_sshd(base, authorized_key)
     port = port or free_port(address)
     log = base / "sshd.log"
     config = _sshd_config(base, port, address=address, sftp=sftp, extra=extra)
+    command = [str(SSHD), "-D", "-e", "-f", str(config), "-p", str(port)]
     with log.open("wb") as log_file:
-        process = subprocess.Popen(
-            [str(SSHD), "-D", "-e", "-f", str(config), "-p", str(port)], stdout=log_file, stderr=subprocess.STDOUT
-        )
+        process = subprocess.Popen(in_netns(netns, command), stdout=log_file, stderr=subprocess.STDOUT)
     try:
-        _wait_for_banner(port, process, log, address)
+        if netns is None:
+            _wait_for_banner(port, process, log, address)
+        else:
+            _wait_for_log_line(f"Server listening on {address} port {port}", process, log)
         yield Sshd(address=address, port=port, host_key=host_key, log=log)
     finally:
         process.terminate()
@@ -157,6 +179,18 @@ def _wait_for_banner(port: int, process: subprocess.Popen[bytes], log: Path, add
     pytest.fail(f"sshd did not answer on {address}:{port} within {START_SECONDS:g} s:\n{log.read_text()}")
 
 
+def _wait_for_log_line(line: str, process: subprocess.Popen[bytes], log: Path) -> None:
+    """For an sshd the tests cannot connect to: wait until its log says it listens."""
+    deadline = time.monotonic() + START_SECONDS
+    while time.monotonic() < deadline:
+        if line in log.read_text(errors="replace"):
+            return
+        if process.poll() is not None:
+            pytest.fail(f"sshd exited with {process.returncode}:\n{log.read_text()}")
+        time.sleep(0.05)
+    pytest.fail(f"sshd did not log {line!r} within {START_SECONDS:g} s:\n{log.read_text()}")
+
+
 @pytest.fixture(scope="session")
 def sshd_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SshServer]:
     _require_sshd()
@@ -191,30 +225,104 @@ def silent_port() -> Iterator[int]:
 
 @dataclass(frozen=True)
 class JumpPair:
-    """A jump host on 127.0.0.1 and an inner host on 127.0.0.2; the jump host forwards only to the inner host
-    and to itself (``PermitOpen``) and logs each forwarding request (LogLevel DEBUG1)."""
+    """A jump host on 127.0.0.1 that forwards only to the inner host and to itself (``PermitOpen``) and logs each
+    forwarding request (LogLevel DEBUG1). ``netns``: the inner host's own network namespace, when it lives in
+    one (the ``netns`` construction); None when it is on 127.0.0.2 beside the tests (``loopback``)."""
 
     jump: Sshd
     inner: Sshd
     key: Path  # the user's private key, accepted by both
     user: str
+    netns: Path | None = None
 
     def forwards_to(self, sshd: Sshd) -> int:
         """How many forwarding (direct-tcpip) channels the jump host has opened to ``sshd`` so far."""
         return self.jump.log_text().count(f"target {sshd.address} port {sshd.port}")
 
 
+def _permit(jump_port: int, inner: tuple[str, int]) -> str:
+    return f"PermitOpen {inner[0]}:{inner[1]} 127.0.0.1:{jump_port}\nLogLevel DEBUG1\n"
+
+
+@pytest.fixture(scope="session", params=["loopback", "netns"])
+def jump_pair(request: pytest.FixtureRequest) -> JumpPair:
+    """Each jump-host test runs on both constructions (see the module docstring)."""
+    return request.getfixturevalue(f"{request.param}_jump_pair")
+
+
 @pytest.fixture(scope="session")
-def jump_pair(sshd_server: SshServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[JumpPair]:
+def loopback_jump_pair(sshd_server: SshServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[JumpPair]:
+    """The jump host on 127.0.0.1, the inner host on 127.0.0.2, both in the tests' network namespace."""
     base = tmp_path_factory.mktemp("jump")
     user_key = (sshd_server.base / "user_ed25519.pub").read_text().strip()
     jump_port, inner_port = free_port(), free_port("127.0.0.2")
-    permit = f"PermitOpen 127.0.0.2:{inner_port} 127.0.0.1:{jump_port}\nLogLevel DEBUG1\n"
+    permit = _permit(jump_port, ("127.0.0.2", inner_port))
     with (
         running_sshd(base / "jump", authorized_key=user_key, extra=permit, port=jump_port) as jump,
         running_sshd(base / "inner", authorized_key=user_key, address="127.0.0.2", port=inner_port) as inner,
     ):
         yield JumpPair(jump=jump, inner=inner, key=sshd_server.base / "user_ed25519", user=sshd_server.user)
+
+
+@pytest.fixture(scope="session")
+def netns_jump_pair(sshd_server: SshServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[JumpPair]:
+    """The inner host on 127.0.0.1:PORT inside a network namespace that has nothing but its loopback; in the
+    tests' namespace that port is bound and never listened on, so connecting there is refused. The jump host is
+    ``sshd -i`` run inside that namespace for each connection accepted on 127.0.0.1:JUMP_PORT, in the tests'
+    namespace (how the tests reach it) and inside the inner one (so that it can forward to itself as well)."""
+    reason = netns_unavailable()
+    if reason is not None:
+        pytest.skip(f"the inner host cannot be isolated in a network namespace: {reason}")
+    base = tmp_path_factory.mktemp("jump-netns")
+    user_key = (sshd_server.base / "user_ed25519.pub").read_text().strip()
+    with closed_port("127.0.0.1") as inner_port, network_namespace() as netns:
+        jump_port = free_port()
+        permit = _permit(jump_port, ("127.0.0.1", inner_port))
+        with (
+            running_sshd(base / "inner", authorized_key=user_key, port=inner_port, netns=netns) as inner,
+            inetd_sshd(base / "jump", authorized_key=user_key, port=jump_port, netns=netns, extra=permit) as jump,
+        ):
+            key = sshd_server.base / "user_ed25519"
+            yield JumpPair(jump=jump, inner=inner, key=key, user=sshd_server.user, netns=netns)
+
+
+@contextmanager
+def inetd_sshd(base: Path, *, authorized_key: str, port: int, netns: Path, extra: str) -> Iterator[Sshd]:
+    """``sshd -i`` inside ``netns`` for each connection to 127.0.0.1:PORT, in the tests' namespace and inside
+    ``netns`` alike (tests/inetd.py accepts them); every session logs to one file."""
+    host_key = _prepare_sshd(base, authorized_key)
+    log = base / "sshd.log"
+    sshd = [str(SSHD), "-i", "-e", "-f", str(_sshd_config(base, port, extra=extra))]
+    inetd = [sys.executable, str(INETD), "127.0.0.1", str(port)]
+    acceptors: list[subprocess.Popen[bytes]] = []
+    try:
+        with log.open("ab") as log_file:
+            for command in ([*inetd, *in_netns(netns, sshd)], in_netns(netns, [*inetd, *sshd])):
+                acceptors.append(
+                    subprocess.Popen(command, stdout=subprocess.PIPE, stderr=log_file, start_new_session=True)
+                )
+        for acceptor in acceptors:
+            _wait_for_listening(acceptor, log)
+        yield Sshd(address="127.0.0.1", port=port, host_key=host_key, log=log)
+    finally:
+        for acceptor in acceptors:  # each in its own process group, with the sessions it started
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(acceptor.pid, signal.SIGTERM)
+            acceptor.wait(timeout=10)
+            assert acceptor.stdout is not None
+            acceptor.stdout.close()
+
+
+def _wait_for_listening(acceptor: subprocess.Popen[bytes], log: Path) -> None:
+    assert acceptor.stdout is not None
+    ready, _, _ = select.select([acceptor.stdout], [], [], START_SECONDS)
+    said = acceptor.stdout.readline() if ready else b""
+    if not said.startswith(b"listening "):
+        acceptor.poll()
+        pytest.fail(
+            f"tests/inetd.py did not start listening within {START_SECONDS:g} s (exit status {acceptor.returncode},"
+            f" said {said!r}):\n{log.read_text(errors='replace')}"
+        )
 
 
 @dataclass(frozen=True)
@@ -234,10 +342,9 @@ class ProxyHome:
 
     def replace_host_key(self, sshd: Sshd, key_line: str) -> None:
         """known_hosts with ``sshd``'s key replaced by another one: the host key "changed"."""
-        lines = [
-            line for line in self.known_hosts.read_text().splitlines() if not line.startswith(sshd.known_hosts_name)
-        ]
-        self.known_hosts.write_text("\n".join([*lines, f"{sshd.known_hosts_name} {key_line}"]) + "\n")
+        name = f"{sshd.known_hosts_name} "
+        lines = [line for line in self.known_hosts.read_text().splitlines() if not line.startswith(name)]
+        self.known_hosts.write_text("\n".join([*lines, f"{name}{key_line}"]) + "\n")
 
 
 def _host_block(alias: str, sshd: Sshd, pair: JumpPair, known: Path, extra: str = "") -> str:
@@ -256,14 +363,24 @@ def proxy_home(jump_pair: JumpPair, tmp_path: Path, monkeypatch: pytest.MonkeyPa
     inner           ProxyJump jump
     inner-twohops   ProxyJump jump,USER@jump:PORT (the jump host, then through it to itself, then inner)
     inner-command   ProxyCommand ssh -F <this config> -W %h:%p jump (the real OpenSSH client)
-    inner-blocked   ProxyJump jump to a port of 127.0.0.2 the jump host may not forward to
+    inner-blocked   ProxyJump jump to a port of the inner address the jump host may not forward to
+    inner-direct    the inner host without a jump (refused in the ``netns`` construction)
     """
+    return _proxy_home(jump_pair, tmp_path, monkeypatch)
+
+
+@pytest.fixture
+def netns_proxy_home(netns_jump_pair: JumpPair, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> ProxyHome:
+    """`proxy_home` for the ``netns`` construction only (skipped where it cannot be made)."""
+    return _proxy_home(netns_jump_pair, tmp_path, monkeypatch)
+
+
+def _proxy_home(pair: JumpPair, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> ProxyHome:
     home = tmp_path / "proxy-home"
     (home / ".ssh").mkdir(parents=True)
     known = home / ".ssh" / "known_hosts"
-    pair = jump_pair
     known.write_text("".join(f"{s.known_hosts_name} {s.host_key}\n" for s in (pair.jump, pair.inner)))
-    blocked = dataclasses.replace(pair.inner, port=free_port("127.0.0.2"))
+    blocked = dataclasses.replace(pair.inner, port=free_port(pair.inner.address))
     config = home / ".ssh" / "config"
     config.write_text(
         _host_block("jump", pair.jump, pair, known)
@@ -271,6 +388,7 @@ def proxy_home(jump_pair: JumpPair, tmp_path: Path, monkeypatch: pytest.MonkeyPa
         + _host_block("inner-twohops", pair.inner, pair, known, f"  ProxyJump jump,{pair.user}@jump:{pair.jump.port}\n")
         + _host_block("inner-command", pair.inner, pair, known, f"  ProxyCommand ssh -F {config} -W %h:%p jump\n")
         + _host_block("inner-blocked", blocked, pair, known, "  ProxyJump jump\n")
+        + _host_block("inner-direct", pair.inner, pair, known)
     )
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.delenv("SSH_AUTH_SOCK", raising=False)

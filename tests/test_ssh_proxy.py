@@ -1,10 +1,14 @@
 """Hosts reached as OpenSSH reaches them: ProxyJump (one or more hops) and ProxyCommand, against two real
-sshd instances (tests/sshd.py `jump_pair`): a jump host on 127.0.0.1 that forwards only to the inner host on
-127.0.0.2, and logs each forwarding request, which is how the tests see that the hop was used."""
+sshd instances (tests/sshd.py `jump_pair`): a jump host on 127.0.0.1 that forwards only to the inner host and
+logs each forwarding request, which is how the tests see that the hop was used. Each test runs twice: with the
+inner host on 127.0.0.2 beside the tests (``loopback``), and with the inner host in a network namespace of its
+own that only the jump host reaches (``netns``; needs root, skipped with the reason elsewhere)."""
 
 from __future__ import annotations
 
+import re
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -20,6 +24,7 @@ from mcp_training_check.sources import SshLogSource, ssh_proxy
 from mcp_training_check.sources.ssh_connect import resolve_target
 from mcp_training_check.stop.ssh import stop_remote_process
 
+from . import netns
 from .sshd import ProxyHome, _keygen
 from .test_ssh_source import jsonl_rows
 from .test_ssh_stop import reset_term
@@ -48,6 +53,26 @@ def accepted_logins(text: str) -> int:
 
 
 def test_check_through_a_jump_host_reads_incrementally_through_the_hop(proxy_home: ProxyHome, tmp_path):
+    check_twice_through_the_jump_host(proxy_home, tmp_path)
+
+
+def test_the_inner_host_is_reachable_only_through_the_jump_host(netns_proxy_home: ProxyHome, tmp_path):
+    """The inner host's namespace has nothing but its loopback; its address and port, seen from the tests, is a
+    port where nothing listens. A check through ProxyJump reads it all the same, incrementally."""
+    pair = netns_proxy_home.pair
+    assert pair.netns is not None and netns.links(pair.netns) == ["lo"]
+    with pytest.raises(ConnectionRefusedError):
+        socket.create_connection((pair.inner.address, pair.inner.port), timeout=ERROR_SECONDS).close()
+    direct = Monitor().check(f"ssh://inner-direct{write_log(tmp_path)}")
+    assert direct.snapshot.data_source is DataSource.UNREACHABLE and direct.verdict is None
+    inner = f"{pair.inner.address}:{pair.inner.port}"
+    assert f"nothing accepts SSH connections at {inner}" in " ".join(direct.snapshot.warnings)
+    check_twice_through_the_jump_host(netns_proxy_home, tmp_path)
+
+
+def check_twice_through_the_jump_host(proxy_home: ProxyHome, tmp_path: Path) -> None:
+    """Two checks of a log on the inner host through ``ProxyJump jump``: the second reads only the new rows, and
+    each logged in on the inner host through a forward of the jump host."""
     pair = proxy_home.pair
     log = write_log(tmp_path)
     forwards, inner_logins = pair.forwards_to(pair.inner), accepted_logins(pair.inner.log_text())
@@ -55,7 +80,7 @@ def test_check_through_a_jump_host_reads_incrementally_through_the_hop(proxy_hom
     run = f"ssh://inner{log}"
     first = monitor.check(run)
     assert first.snapshot.data_source is DataSource.SSH, first.snapshot.warnings
-    assert first.snapshot.last_step == 119 and first.snapshot.run_info.host == "127.0.0.2"
+    assert first.snapshot.last_step == 119 and first.snapshot.run_info.host == pair.inner.address
     with log.open("a") as handle:
         handle.write(jsonl_rows(120, 130))
     second = monitor.check(run)
@@ -111,14 +136,16 @@ def test_changed_host_key_of_the_host_behind_the_jump_is_refused(proxy_home: Pro
     report = Monitor().check(f"ssh://inner{write_log(tmp_path)}")
     assert report.snapshot.data_source is DataSource.UNREACHABLE and report.verdict is None
     message = " ".join(report.snapshot.warnings)
-    assert f"127.0.0.2:{pair.inner.port} (Host inner in ~/.ssh/config) via ProxyJump jump CHANGED" in message
+    assert f"{pair.inner.address}:{pair.inner.port} (Host inner in ~/.ssh/config) via ProxyJump jump CHANGED" in message
     assert f"`ssh -p {pair.inner.port} {pair.user}@inner` (through the same proxy)" in message, "no ssh-keyscan"
     assert proxy_home.known_hosts.read_bytes() == before
 
 
 def test_changed_host_key_behind_a_proxy_command_is_refused(proxy_home: ProxyHome, tmp_path):
-    proxy_home.replace_host_key(proxy_home.pair.inner, other_key(tmp_path))
-    with pytest.raises(SourceUnavailable, match=r"via ProxyCommand `ssh -F .* -W 127\.0\.0\.2:\d+ jump` CHANGED"):
+    inner = proxy_home.pair.inner
+    proxy_home.replace_host_key(inner, other_key(tmp_path))
+    target = re.escape(f"{inner.address}:{inner.port}")
+    with pytest.raises(SourceUnavailable, match=rf"via ProxyCommand `ssh -F .* -W {target} jump` CHANGED"):
         source("inner-command", write_log(tmp_path)).read(None)
 
 
@@ -128,7 +155,8 @@ def test_jump_host_that_may_not_forward_there_says_so(proxy_home: ProxyHome, tmp
         source("inner-blocked", write_log(tmp_path)).read(None)
     assert time.monotonic() - started < ERROR_SECONDS
     message = str(caught.value)
-    assert "refused to connect on to 127.0.0.2:" in message and "administratively prohibited" in message.lower()
+    address = proxy_home.pair.inner.address
+    assert f"refused to connect on to {address}:" in message and "administratively prohibited" in message.lower()
     assert "AllowTcpForwarding, PermitOpen" in message
 
 
