@@ -414,8 +414,8 @@ class Monitor:
             return self._stop(ctx, reason.strip())
 
     def _stop(self, ctx: RunContext, reason: str) -> StopResult:
-        previous = self.store.find_incident(ctx.key)
-        if previous is not None and previous.get("verified"):
+        previous = self.store.find_verified_stop(ctx.key)
+        if previous is not None:
             return already_stopped(ctx.ref, previous)
         return self._record_stop(ctx, reason, send_stop(ctx.ref, ctx.settings))
 
