@@ -11,7 +11,7 @@
     stop_run      kill the training (local pid or W&B StopRun), verify, keep the evidence (stop.dispatch)
 
 `Monitor` holds the two things that live longer than one call: the state store and the project
-config. Everything else is read fresh at every call.
+config (re-read whenever the file changes). Everything else is read fresh at every call.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from datetime import datetime
 from pathlib import Path
 
 from . import sources
-from .config import ProjectConfig, ResolvedRunConfig, apply_overrides, load_config, parse_run
+from .config import ProjectConfig, ReloadingConfig, ResolvedRunConfig, apply_overrides, parse_run
 from .errors import SourceError, StopError, TrainingCheckError
 from .group_check import (
     GROUP_LINES,
@@ -114,7 +114,7 @@ class Monitor:
         """``clock``: the time a call without ``now`` schedules from (default: the wall clock); a test or
         `training-check watch` with a compressed clock passes its own."""
         self.store = StateStore(home)
-        self._config = config
+        self._configs = ReloadingConfig(config)
         self._clock = clock
 
     def _now(self, now: datetime | None) -> datetime | None:
@@ -122,9 +122,9 @@ class Monitor:
 
     @property
     def config(self) -> ProjectConfig:
-        if self._config is None:
-            self._config = load_config()
-        return self._config
+        """The project file as it is now: re-read when it changed since the last call (a Monitor lives as
+        long as the server, and an edit, above all a removed ``[runs.NAME.stop]``, must count at once)."""
+        return self._configs.current()
 
     def close(self) -> None:
         self.store.close()
@@ -138,9 +138,10 @@ class Monitor:
         roles: Mapping[str, str] | None = None,
         baselines: Mapping[str, float] | None = None,
     ) -> RunContext:
-        resolved = self.config.for_run(run)
+        config = self.config  # once: the whole call sees one version of the file
+        resolved = config.for_run(run)
         resolved = apply_overrides(resolved, roles=dict(roles or {}), baselines=dict(baselines or {}))
-        ref = parse_run(resolved.run, base_dir=self.config.base_dir)
+        ref = parse_run(resolved.run, base_dir=config.base_dir)
         ref = ref.model_copy(update={"alias": resolved.alias, "raw": run})
         return RunContext(ref=ref, settings=resolved)
 
