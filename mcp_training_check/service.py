@@ -23,7 +23,7 @@ from pathlib import Path
 
 from . import sources
 from .config import ProjectConfig, ReloadingConfig, ResolvedRunConfig, apply_overrides, parse_run
-from .errors import SourceError, StopError, TrainingCheckError
+from .errors import SourceError, StateError, StopError, TrainingCheckError
 from .group_check import (
     GROUP_LINES,
     GROUP_WORKERS,
@@ -403,6 +403,11 @@ class Monitor:
     # ------------------------------------------------------------------ stop
 
     def stop_run(self, run: str, *, confirm: bool, reason: str) -> StopResult:
+        if confirm is not True and confirm is not False:  # "yes", 1: a caller that did not mean a boolean
+            raise StopError(
+                f"stop_run: `confirm` must be the JSON boolean true, got {type(confirm).__name__} "
+                f"{str(confirm)[:20]!r}; call it again with confirm=true once the verdict is stop."
+            )
         if not confirm:
             raise StopError(
                 "stop_run kills the training process: call it again with confirm=true once the verdict is stop "
@@ -421,10 +426,10 @@ class Monitor:
         return self._record_stop(ctx, reason, send_stop(ctx.ref, ctx.settings))
 
     def _record_stop(self, ctx: RunContext, reason: str, sent: SentStop) -> StopResult:
+        """The stop was sent: record it in the state database first, then in the notes file. An unusable
+        notes file is a warning on the result, never an error that would hide that the process was killed."""
         incident = self._incident(ctx, reason, sent)
         incident_id = self.store.record_incident(ctx.key, incident.model_dump(mode="json"))
-        notes_path = ctx.settings.notes
-        write_incident_note(notes_path, incident.model_copy(update={"incident_id": incident_id}))
         self.store.record_check(
             ctx.key,
             verdict=None,
@@ -432,6 +437,12 @@ class Monitor:
             interval_minutes=None,
             monitoring=not sent.verified,
         )
+        notes_path = ctx.settings.notes
+        try:
+            write_incident_note(notes_path, incident.model_copy(update={"incident_id": incident_id}))
+        except StateError as exc:
+            warning = f"the incident is kept in the state database (#{incident_id}) but not in the notes: {exc}"
+            return stop_result(ctx.ref, sent, incident, incident_id, None, warnings=[warning])
         return stop_result(ctx.ref, sent, incident, incident_id, notes_path)
 
     def _incident(self, ctx: RunContext, reason: str, sent: SentStop) -> Incident:

@@ -198,3 +198,49 @@ def test_an_impossible_configured_pid_names_the_key_and_line(tmp_path):
     done = cli("stop", "r", "--confirm", "--reason", "x", cwd=tmp_path)
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert "training-check.toml:5" in done.stderr and "pid" in done.stderr, done.stderr
+
+
+# --------------------------------------------------------------------------- item 8: notes, confirm
+
+
+def test_unusable_notes_still_reports_the_kill_first(tmp_path, sleeper):
+    live = sleeper()
+    (tmp_path / "a.log").write_text('{"step": 1, "loss": 2.0}\n')
+    (tmp_path / "training-check.toml").write_text(
+        f'[runs.r]\nrun = "a.log"\nnotes = "/tmp"\n[runs.r.stop]\npid = {live.pid}\ngrace_seconds = 5\n'
+    )
+    done = cli("stop", "r", "--confirm", "--reason", "x", cwd=tmp_path)
+    assert _wait_dead(live), "the process was not killed"
+    assert done.returncode == 0, f"the stop happened: {done.stderr}"
+    first_line = done.stdout.splitlines()[0]
+    assert first_line.startswith("STOPPED: stopped: pid") and "verified gone" in first_line
+    assert first_line.index("verified gone") < first_line.index("WARNING")
+    assert "notes file /tmp cannot be opened" in first_line and "fix `notes`" in first_line
+    again = cli("stop", "r", "--confirm", "--reason", "y", "--json", cwd=tmp_path)
+    assert json.loads(again.stdout)["outcome"] == "already_stopped", "the incident was kept in the state database"
+    checked = cli("check", "r", "--json", cwd=tmp_path)
+    assert json.loads(checked.stdout)["schedule"]["monitoring"] is False
+
+
+@pytest.mark.parametrize("confirm", ["yes", "true", 1, "false"])
+def test_stop_run_over_mcp_takes_only_a_json_boolean(tmp_path, sleeper, confirm):
+    from mcp_training_check.server import build_server
+
+    from .test_server import call
+
+    live = sleeper()
+    write_project(tmp_path, f"pid = {live.pid}")
+    server = build_server(Monitor(config=load_config(tmp_path / "training-check.toml")))
+    result = call(server, "stop_run", {"run": "r", "confirm": confirm, "reason": "x"})
+    text = " ".join(getattr(block, "text", "") for block in result.content)
+    assert result.is_error and "`confirm` should be a valid boolean" in text, text
+    assert live.poll() is None, "nothing may be sent without a real boolean"
+
+
+def test_monitor_stop_run_refuses_a_truthy_non_boolean(tmp_path, sleeper):
+    live = sleeper()
+    write_project(tmp_path, f"pid = {live.pid}")
+    monitor = Monitor(config=load_config(tmp_path / "training-check.toml"))
+    with pytest.raises(StopError, match="must be the JSON boolean true"):
+        monitor.stop_run("r", confirm="yes", reason="x")  # type: ignore[arg-type]
+    assert live.poll() is None

@@ -144,16 +144,29 @@ def incident_for(
     )
 
 
-def stop_result(ref: RunRef, sent: SentStop, incident: Incident, incident_id: int, notes_path: Path) -> StopResult:
+def stop_result(
+    ref: RunRef,
+    sent: SentStop,
+    incident: Incident,
+    incident_id: int,
+    notes_path: Path | None,
+    *,
+    warnings: list[str] | None = None,
+) -> StopResult:
+    """What the stop did comes first, then any ``warnings`` (``notes_path`` None: the notes could not be
+    written); the warnings go into the summary, which every caller shows."""
+    summary = f"{sent.outcome.value}: {sent.message}"
+    summary += f"; evidence appended to {notes_path}" if notes_path is not None else ""
+    summary += "".join(f"; WARNING: {warning}" for warning in warnings or [])
     return StopResult(
         run=ref.raw,
-        summary=f"{sent.outcome.value}: {sent.message}; evidence appended to {notes_path}",
+        summary=summary,
         outcome=sent.outcome,
         method=sent.method,
         verified=sent.verified,
         signals_sent=sent.signals_sent,
         incident_id=incident_id,
-        notes_path=str(notes_path),
+        notes_path=str(notes_path) if notes_path is not None else None,
         run_url=incident.run_url,
     )
 
