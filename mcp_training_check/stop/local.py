@@ -162,7 +162,8 @@ def _already_stopped(pid: int, sent: list[str], where: str) -> StopAttempt:
     stop (``verified`` False; the state store counts only a STOPPED incident as the run's stop)."""
     message = (
         f"pid {pid} was not running{where}; nothing to stop (no signal sent). If the training still runs, "
-        "its pid file is stale: have the training script rewrite it at start, then stop again."
+        "the configured pid or pid file is stale: have the training script write its pid file at start, "
+        "then stop again."
     )
     return StopAttempt(outcome=StopOutcome.ALREADY_STOPPED, verified=False, signals_sent=sent, pid=pid, message=message)
 
