@@ -111,15 +111,16 @@ def status_problem(endpoint: Endpoint, status: int, said: str, model: str) -> st
 def api_json(endpoint: Endpoint, status: int, content_type: str, body: bytes, what: str) -> dict[str, object]:
     """The JSON object of a 2xx answer, else ReviewError: a proxy's or login wall's HTML page, bytes that
     are not JSON or not even text, JSON that is not an object. ``what`` names the answer expected ("a
-    chat completion"). The SDKs hand a non-JSON body back as a plain string and fail later, far from why."""
-    media = content_type.split(";", 1)[0].strip().lower()
+    chat completion"). The SDKs hand a non-JSON body back as a plain string and fail later, far from why.
+    A JSON object under another content type is taken, as the SDKs take it (some local servers send one)."""
+    media = content_type.split(";", 1)[0].strip().lower() or "no content type"
     where = f"{endpoint.name} at {endpoint.base_url} answered HTTP {status}"
     fix = f"set {endpoint.base_env} to the API's base URL (it now reaches a web page, proxy or login wall)"
-    if not media.endswith("json"):  # application/json, application/problem+json
-        raise ReviewError(f"{where} with {media or 'no content type'}, not JSON (so not {what}): {_shown(body)}; {fix}")
     try:
         data = json.loads(body)
     except ValueError:  # JSONDecodeError, and UnicodeDecodeError for bytes in no Unicode encoding
+        if not media.endswith("json"):  # application/json, application/problem+json
+            raise ReviewError(f"{where} with {media}, not JSON (so not {what}): {_shown(body)}; {fix}") from None
         raise ReviewError(f"{where} with a body that is not JSON (so not {what}): {_shown(body)}; {fix}") from None
     if not isinstance(data, dict):
         raise ReviewError(f"{where} with JSON that is not a JSON object (so not {what}): {_shown(body)}; {fix}")
