@@ -70,6 +70,7 @@ from .stop import (
     Incident,
     SentStop,
     already_stopped,
+    gone_since_signalled,
     incident_for,
     send_stop,
     stop_result,
@@ -423,7 +424,8 @@ class Monitor:
         previous = self.store.find_verified_stop(ctx.key)
         if previous is not None:
             return already_stopped(ctx.ref, previous)
-        return self._record_stop(ctx, reason, send_stop(ctx.ref, ctx.settings))
+        sent = send_stop(ctx.ref, ctx.settings)
+        return self._record_stop(ctx, reason, gone_since_signalled(sent, self.store.find_incident(ctx.key)))
 
     def _record_stop(self, ctx: RunContext, reason: str, sent: SentStop) -> StopResult:
         """The stop was sent: record it in the state database first, then in the notes file. An unusable

@@ -244,3 +244,33 @@ def test_monitor_stop_run_refuses_a_truthy_non_boolean(tmp_path, sleeper):
     with pytest.raises(StopError, match="must be the JSON boolean true"):
         monitor.stop_run("r", confirm="yes", reason="x")  # type: ignore[arg-type]
     assert live.poll() is None
+
+
+def test_a_process_that_exits_after_an_unconfirmed_term_counts_as_stopped(tmp_path):
+    """The one case where "not running" is the run's stop: an earlier stop of this run signalled that pid
+    (TERM, no KILL allowed) and could not see it end; it has exited since."""
+    code = (
+        "import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+        "print('ready', flush=True)\ntime.sleep(600)\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, preexec_fn=default_sigint)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+        (tmp_path / "a.log").write_text('{"step": 1, "loss": 2.0}\n')
+        (tmp_path / "training-check.toml").write_text(
+            f'[runs.r]\nrun = "a.log"\nnotes = "notes.md"\n[runs.r.stop]\npid = {proc.pid}\n'
+            "grace_seconds = 0.5\nkill_after_grace = false\n"
+        )
+        monitor = Monitor(config=load_config(tmp_path / "training-check.toml"))
+        first = monitor.stop_run("r", confirm=True, reason="diverged")
+        assert first.outcome is StopOutcome.REQUESTED and not first.verified
+        proc.kill()  # it finished saving its checkpoint and exited
+        proc.wait(timeout=10)
+        second = monitor.stop_run("r", confirm=True, reason="again")
+        assert second.outcome is StopOutcome.STOPPED and second.verified, second.summary
+        assert "signalled by the earlier stop" in second.summary
+        assert monitor.check("r").schedule.monitoring is False
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait(timeout=10)

@@ -22,7 +22,15 @@ from .incidents import Incident
 from .local import StopAttempt, stop_local_process
 from .wandb import WandbStopAttempt, stop_wandb_run
 
-__all__ = ["KEY_METRICS_IN_INCIDENT", "SentStop", "already_stopped", "incident_for", "send_stop", "stop_result"]
+__all__ = [
+    "KEY_METRICS_IN_INCIDENT",
+    "SentStop",
+    "already_stopped",
+    "gone_since_signalled",
+    "incident_for",
+    "send_stop",
+    "stop_result",
+]
 
 KEY_METRICS_IN_INCIDENT = 6
 """Metrics copied into an incident: the judged ones come first in a snapshot."""
@@ -169,6 +177,22 @@ def stop_result(
         notes_path=str(notes_path) if notes_path is not None else None,
         run_url=incident.run_url,
     )
+
+
+def gone_since_signalled(sent: SentStop, previous: Mapping[str, object] | None) -> SentStop:
+    """A pid found not running is the run's verified stop only when an earlier stop of this run signalled
+    that same pid and could not yet see it end (TERM without KILL, or a KILL stuck in the kernel): the
+    process has exited since. Otherwise it stays "nothing to stop", which proves nothing about the run."""
+    if sent.outcome is not StopOutcome.ALREADY_STOPPED or sent.verified or sent.pid is None or previous is None:
+        return sent
+    signalled = previous.get("outcome") in (StopOutcome.REQUESTED.value, StopOutcome.FAILED.value)
+    if not signalled or previous.get("pid") != sent.pid or previous.get("method") != sent.method.value:
+        return sent
+    message = (
+        f"pid {sent.pid}, signalled by the earlier stop (incident #{previous.get('incident_id')}), has exited "
+        "since; verified gone."
+    )
+    return SentStop(sent.method, StopOutcome.STOPPED, True, message, sent.signals_sent, sent.pid)
 
 
 def already_stopped(ref: RunRef, incident: Mapping[str, object]) -> StopResult:
