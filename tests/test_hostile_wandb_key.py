@@ -21,3 +21,17 @@ def test_a_malformed_key_is_named_as_such(tmp_path, server, monkeypatch, key):
     assert any(MALFORMED in warning for warning in snapshot.warnings), snapshot.warnings
     assert not any("did not answer usably" in warning for warning in snapshot.warnings)
     assert all(key not in warning for warning in snapshot.warnings), "the key itself is never shown"
+
+
+def test_a_finished_w_and_b_run_is_stopped_once_not_recorded_again(tmp_path, server):
+    """W&B's own word that the run ended is about the run (unlike a local pid found not running): a
+    second stop sends nothing and adds no second incident."""
+    server.add_run("ent", "proj", "run1", state="finished")
+    body = '[runs.r]\nrun = "ent/proj/run1"\nnotes = "notes.md"\n[runs.r.stop]\nmethod = "wandb"\nverify_seconds = 2\n'
+    monitor = wandb_monitor(tmp_path, body=body)
+    first = monitor.stop_run("r", confirm=True, reason="x")
+    assert first.outcome.value == "already_stopped" and first.verified and server.stop_requests == []
+    notes = (tmp_path / "notes.md").read_text()
+    second = monitor.stop_run("r", confirm=True, reason="y")
+    assert second.outcome.value == "already_stopped" and "nothing sent" in second.summary
+    assert (tmp_path / "notes.md").read_text() == notes

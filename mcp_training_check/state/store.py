@@ -446,12 +446,15 @@ class StateStore:
 
         An incident that found nothing to stop (the pid was not running: a stale pid file, or a wrong
         pid) says nothing about the run, so it must not end monitoring or block a later stop; older
-        databases stored those as ``verified`` too, hence the check of the outcome.
+        databases stored those as ``verified`` too, hence the check of the outcome. W&B's own word that
+        the run has already ended is about the run itself, so it counts.
         """
         incident = self.find_incident(run_key)
         if incident is None or incident.get("verified") is not True:
             return None
-        return incident if incident.get("outcome") == StopOutcome.STOPPED.value else None
+        outcome = incident.get("outcome")
+        ended_on_wandb = outcome == StopOutcome.ALREADY_STOPPED.value and incident.get("method") == "wandb"
+        return incident if outcome == StopOutcome.STOPPED.value or ended_on_wandb else None
 
     def list_incidents(self, run_key: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
         """Incidents of one run (or of all runs), most recent first: the stored JSON plus the
