@@ -18,7 +18,7 @@ import anyio.lowlevel
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, ImageContent, TextContent, ToolAnnotations
-from pydantic import Field
+from pydantic import Field, StrictBool
 
 from . import __version__
 from .errors import TrainingCheckError
@@ -275,7 +275,7 @@ def _add_stop_tool(server: ToolServer, mon: Monitor) -> None:
     @_translate_errors
     def stop_run(
         run: RunArg,
-        confirm: Annotated[bool, Field(description="Must be true: this kills the training process.")],
+        confirm: Annotated[StrictBool, Field(description="JSON true: this kills the training process.")],
         reason: Annotated[
             str, Field(description="One sentence for the incident record, e.g. the verdict's summary.", max_length=2000)
         ],

@@ -11,7 +11,7 @@
     stop_run      kill the training (local pid or W&B StopRun), verify, keep the evidence (stop.dispatch)
 
 `Monitor` holds the two things that live longer than one call: the state store and the project
-config. Everything else is read fresh at every call.
+config (re-read whenever the file changes). Everything else is read fresh at every call.
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from datetime import datetime
 from pathlib import Path
 
 from . import sources
-from .config import ProjectConfig, ResolvedRunConfig, apply_overrides, load_config, parse_run
-from .errors import SourceError, StopError, TrainingCheckError
+from .config import ProjectConfig, ReloadingConfig, ResolvedRunConfig, apply_overrides, parse_run
+from .errors import SourceError, StateError, StopError, TrainingCheckError
 from .group_check import (
     GROUP_LINES,
     GROUP_WORKERS,
@@ -70,6 +70,7 @@ from .stop import (
     Incident,
     SentStop,
     already_stopped,
+    gone_since_signalled,
     incident_for,
     send_stop,
     stop_result,
@@ -114,7 +115,7 @@ class Monitor:
         """``clock``: the time a call without ``now`` schedules from (default: the wall clock); a test or
         `training-check watch` with a compressed clock passes its own."""
         self.store = StateStore(home)
-        self._config = config
+        self._configs = ReloadingConfig(config)
         self._clock = clock
 
     def _now(self, now: datetime | None) -> datetime | None:
@@ -122,9 +123,9 @@ class Monitor:
 
     @property
     def config(self) -> ProjectConfig:
-        if self._config is None:
-            self._config = load_config()
-        return self._config
+        """The project file as it is now: re-read when it changed since the last call (a Monitor lives as
+        long as the server, and an edit, above all a removed ``[runs.NAME.stop]``, must count at once)."""
+        return self._configs.current()
 
     def close(self) -> None:
         self.store.close()
@@ -138,9 +139,10 @@ class Monitor:
         roles: Mapping[str, str] | None = None,
         baselines: Mapping[str, float] | None = None,
     ) -> RunContext:
-        resolved = self.config.for_run(run)
+        config = self.config  # once: the whole call sees one version of the file
+        resolved = config.for_run(run)
         resolved = apply_overrides(resolved, roles=dict(roles or {}), baselines=dict(baselines or {}))
-        ref = parse_run(resolved.run, base_dir=self.config.base_dir)
+        ref = parse_run(resolved.run, base_dir=config.base_dir)
         ref = ref.model_copy(update={"alias": resolved.alias, "raw": run})
         return RunContext(ref=ref, settings=resolved)
 
@@ -402,6 +404,11 @@ class Monitor:
     # ------------------------------------------------------------------ stop
 
     def stop_run(self, run: str, *, confirm: bool, reason: str) -> StopResult:
+        if confirm is not True and confirm is not False:  # "yes", 1: a caller that did not mean a boolean
+            raise StopError(
+                f"stop_run: `confirm` must be the JSON boolean true, got {type(confirm).__name__} "
+                f"{str(confirm)[:20]!r}; call it again with confirm=true once the verdict is stop."
+            )
         if not confirm:
             raise StopError(
                 "stop_run kills the training process: call it again with confirm=true once the verdict is stop "
@@ -414,16 +421,17 @@ class Monitor:
             return self._stop(ctx, reason.strip())
 
     def _stop(self, ctx: RunContext, reason: str) -> StopResult:
-        previous = self.store.find_incident(ctx.key)
-        if previous is not None and previous.get("verified"):
+        previous = self.store.find_verified_stop(ctx.key)
+        if previous is not None:
             return already_stopped(ctx.ref, previous)
-        return self._record_stop(ctx, reason, send_stop(ctx.ref, ctx.settings))
+        sent = send_stop(ctx.ref, ctx.settings)
+        return self._record_stop(ctx, reason, gone_since_signalled(sent, self.store.find_incident(ctx.key)))
 
     def _record_stop(self, ctx: RunContext, reason: str, sent: SentStop) -> StopResult:
+        """The stop was sent: record it in the state database first, then in the notes file. An unusable
+        notes file is a warning on the result, never an error that would hide that the process was killed."""
         incident = self._incident(ctx, reason, sent)
         incident_id = self.store.record_incident(ctx.key, incident.model_dump(mode="json"))
-        notes_path = ctx.settings.notes
-        write_incident_note(notes_path, incident.model_copy(update={"incident_id": incident_id}))
         self.store.record_check(
             ctx.key,
             verdict=None,
@@ -431,6 +439,12 @@ class Monitor:
             interval_minutes=None,
             monitoring=not sent.verified,
         )
+        notes_path = ctx.settings.notes
+        try:
+            write_incident_note(notes_path, incident.model_copy(update={"incident_id": incident_id}))
+        except StateError as exc:
+            warning = f"the incident is kept in the state database (#{incident_id}) but not in the notes: {exc}"
+            return stop_result(ctx.ref, sent, incident, incident_id, None, warnings=[warning])
         return stop_result(ctx.ref, sent, incident, incident_id, notes_path)
 
     def _incident(self, ctx: RunContext, reason: str, sent: SentStop) -> Incident:

@@ -35,7 +35,7 @@ from typing import Any
 
 from tests.loopback import LoopbackServer, TrackedHandler
 
-__all__ = ["FakeAnthropic", "Recorded", "Reply", "api_error", "hang", "text_answer", "tool_answer"]
+__all__ = ["FakeAnthropic", "Recorded", "Reply", "api_error", "hang", "raw_body", "text_answer", "tool_answer"]
 
 ERROR_STATUS = {
     "invalid_request_error": 400,
@@ -58,6 +58,8 @@ class Reply:
     message: str = ""
     headers: dict[str, str] = field(default_factory=dict)
     hang: bool = False
+    raw: bytes | None = None  # sent as is with status 200 and ``content_type``
+    content_type: str = "application/json"
 
 
 def tool_answer(decision: str, reason: str = "", **extra: Any) -> Reply:
@@ -76,6 +78,11 @@ def api_error(error_type: str, message: str, **headers: str) -> Reply:
 
 def hang() -> Reply:
     return Reply(hang=True)
+
+
+def raw_body(body: bytes, content_type: str = "application/json") -> Reply:
+    """Status 200 with these bytes: an HTML page from a proxy, garbage, JSON of another shape."""
+    return Reply(raw=body, content_type=content_type)
 
 
 @dataclass
@@ -112,8 +119,8 @@ class FakeAnthropic(LoopbackServer):
 
     # -- answering ---------------------------------------------------------------------------------
 
-    def answer(self, record: Recorded) -> tuple[int, dict[str, Any], dict[str, str]] | None:
-        """Status, JSON body and headers for one request; None means hang (never answer)."""
+    def answer(self, record: Recorded) -> tuple[int, dict[str, Any] | bytes, dict[str, str]] | None:
+        """Status, JSON body (or raw bytes) and headers for one request; None means hang (never answer)."""
         problem = self._auth_problem(record) or _shape_problem(record) or self._prompt_problem(record)
         if problem is not None:
             return _error(*problem)
@@ -126,6 +133,8 @@ class FakeAnthropic(LoopbackServer):
             return None
         if reply.error_type is not None:
             return _error(reply.error_type, reply.message, reply.headers)
+        if reply.raw is not None:
+            return 200, reply.raw, {"Content-Type": reply.content_type}
         return 200, _message(body, reply), {}
 
     def _auth_problem(self, record: Recorded) -> tuple[str, str] | None:
@@ -222,11 +231,13 @@ class _Handler(TrackedHandler):
             return
         status, payload, headers = answer
         record.status = status
-        data = json.dumps(payload).encode()
+        data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+        request_id = None if isinstance(payload, bytes) else payload.get("request_id")
         self.send_response(status)
-        self.send_header("Content-Type", "application/json")
+        if "Content-Type" not in headers:
+            self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
-        self.send_header("request-id", payload.get("request_id") or _request_id())
+        self.send_header("request-id", request_id or _request_id())
         for name, value in headers.items():
             self.send_header(name, value)
         self.end_headers()

@@ -44,6 +44,7 @@ __all__ = [
     "api_error",
     "hang",
     "html_page",
+    "raw_body",
     "refusal",
     "text_reply",
     "tool_call",
@@ -74,6 +75,8 @@ class ChatReply:
     headers: dict[str, str] = field(default_factory=dict)
     html: str | None = None
     hang: bool = False
+    raw: bytes | None = None  # sent as is with status 200 and ``content_type``
+    content_type: str = "application/json"
 
 
 def tool_call(decision: str, reason: str = "", *, name: str | None = None, **extra: Any) -> ChatReply:
@@ -102,6 +105,11 @@ def html_page(body: str = "<html><body><h1>502 Bad Gateway</h1></body></html>") 
 
 def hang() -> ChatReply:
     return ChatReply(hang=True)
+
+
+def raw_body(body: bytes, content_type: str = "application/json") -> ChatReply:
+    """Status 200 with these bytes: garbage, or JSON of another shape."""
+    return ChatReply(raw=body, content_type=content_type)
 
 
 @dataclass
@@ -158,6 +166,8 @@ class FakeOpenAI(LoopbackServer):
             return None
         if reply.error_code is not None:
             return _error(reply.error_code, reply.message, reply.headers)
+        if reply.raw is not None:
+            return 200, reply.raw, {"Content-Type": reply.content_type}
         if reply.html is not None:
             return 200, reply.html.encode(), {"Content-Type": "text/html; charset=utf-8"}
         return 200, json.dumps(_completion(body, reply)).encode(), {"Content-Type": "application/json"}

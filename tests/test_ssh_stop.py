@@ -134,7 +134,7 @@ def test_exited_process_is_already_stopped(ssh_home, tmp_path, training):
     child.kill()
     child.wait(timeout=5)
     attempt = stop_remote_process("trainbox", pid=child.pid, pid_file=None)
-    assert attempt.outcome is StopOutcome.ALREADY_STOPPED and attempt.verified and attempt.signals_sent == []
+    assert attempt.outcome is StopOutcome.ALREADY_STOPPED and not attempt.verified and attempt.signals_sent == []
 
 
 def test_pid_file_older_than_the_process_is_refused_as_reused(ssh_home, tmp_path, training):
@@ -148,7 +148,11 @@ def test_pid_file_older_than_the_process_is_refused_as_reused(ssh_home, tmp_path
 
 
 @pytest.mark.parametrize(
-    ("content", "expected"), [(None, "does not exist on root@127.0.0.1"), ("hello", "holds 'hello', not a process id")]
+    ("content", "expected"),
+    [
+        (None, "does not exist on root@127.0.0.1"),
+        ("hello", "holds 5 bytes that are not a decimal number, not a process id"),
+    ],
 )
 def test_bad_pid_files_name_the_host_and_the_fix(ssh_home, tmp_path, content, expected):
     pid_file = tmp_path / "train.pid"

@@ -1,6 +1,7 @@
 """What the user says: the project file ``training-check.toml`` and the one ``run`` string every tool takes.
 
     project     where the file is found, what a run entry resolves to (`ResolvedRunConfig`), overrides
+    reload      the file re-read when it changes, for the server and the watch loop (`ReloadingConfig`)
     schema      the file's sections, limits and defaults (pydantic)
     messages    a bad file's messages, ``FILE:LINE: table.key: what is wrong and the fix``
     toml_lines  where each key of a TOML text is written (for those messages)
@@ -10,6 +11,7 @@ The lowest stage: it imports only the shared models and errors, and every later 
 """
 
 from .project import CONFIG_ENV, CONFIG_NAME, ProjectConfig, ResolvedRunConfig, apply_overrides, load_config
+from .reload import ReloadingConfig
 from .runref import RUN_ID, WANDB_RUN_PATH, parse_run
 from .schema import (
     DEFAULT_NOTES,
@@ -32,6 +34,7 @@ __all__ = [
     "WANDB_RUN_PATH",
     "Defaults",
     "ProjectConfig",
+    "ReloadingConfig",
     "ResolvedRunConfig",
     "ReviewSettings",
     "RunEntry",

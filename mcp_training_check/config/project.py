@@ -319,7 +319,7 @@ def _run_key(text: str, base: Path) -> str:
 def load_config(path: Path | None = None, *, cwd: Path | None = None) -> ProjectConfig:
     """Load ``path``, or find the project file (see the module docstring); none found: defaults."""
     cwd = Path(os.path.abspath(cwd or Path.cwd()))
-    found = _find_config(path, cwd)
+    found = find_config(path, cwd)
     if found is None:
         return ProjectConfig(path=None, base_dir=cwd, cwd=cwd)
     text = _read_text(found)
@@ -327,7 +327,8 @@ def load_config(path: Path | None = None, *, cwd: Path | None = None) -> Project
     return ProjectConfig(path=found, base_dir=found.parent, cwd=cwd, defaults=parsed.defaults, runs=parsed.runs)
 
 
-def _find_config(path: Path | None, cwd: Path) -> Path | None:
+def find_config(path: Path | None, cwd: Path) -> Path | None:
+    """The file `load_config` would read (``path`` given: that one, which must exist); None: none found."""
     if path is not None:
         return _must_exist(_absolute(str(path), cwd), "the config path")
     env = os.environ.get(CONFIG_ENV, "").strip()

@@ -160,7 +160,7 @@ class StopSettings(_Section):
 
     method: StopMethodName = "local_pid"
     pid_file: ConfigPath | None = None
-    pid: int | None = Field(default=None, gt=1)
+    pid: int | None = Field(default=None, gt=1, lt=2**31)  # pid_t; larger overflows kill(2)
     signal: Annotated[StopSignal, BeforeValidator(_signal_name)] = "TERM"
     grace_seconds: float = Field(default=DEFAULT_GRACE_SECONDS, ge=0, le=MAX_GRACE_SECONDS)
     kill_after_grace: bool = True

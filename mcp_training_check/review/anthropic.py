@@ -17,7 +17,15 @@ from ..config import ReviewSettings
 from ..errors import ReviewError
 from .answer import ANSWER_SCHEMA, REVIEW_TOOL, TOOL_DESCRIPTION, ReviewAnswer, answer_from_input
 from .image import IMAGE_MEDIA_TYPE
-from .outcome import CONNECT_TIMEOUT_SECONDS, MAX_ANSWER_TOKENS, MAX_RETRIES, Endpoint, Reply, status_problem
+from .outcome import (
+    CONNECT_TIMEOUT_SECONDS,
+    MAX_ANSWER_TOKENS,
+    MAX_RETRIES,
+    Endpoint,
+    Reply,
+    api_json,
+    status_problem,
+)
 from .prompt import SYSTEM_PROMPT
 
 if TYPE_CHECKING:
@@ -60,8 +68,8 @@ def ask_anthropic(prompt: str, chart: Callable[[], bytes | None], *, settings: R
         )
     model = review_model(settings)
     image = chart()
-    message = _send(_content(prompt, image), model=model, key=key, seconds=settings.timeout_seconds)
-    return Reply(answer=_answer_from(message), model=model, image_attached=image is not None)
+    raw = _send(_content(prompt, image), model=model, key=key, seconds=settings.timeout_seconds)
+    return Reply(answer=_answer_from(_message(raw)), model=model, image_attached=image is not None)
 
 
 def _content(prompt: str, image: bytes | None) -> list[dict[str, Any]]:
@@ -72,7 +80,8 @@ def _content(prompt: str, image: bytes | None) -> list[dict[str, Any]]:
     return blocks
 
 
-def _send(content: list[dict[str, Any]], *, model: str, key: str, seconds: float) -> Message:
+def _send(content: list[dict[str, Any]], *, model: str, key: str, seconds: float) -> anthropic_sdk.APIResponse[Message]:
+    """The raw answer (status, headers, body): what it holds is checked before the SDK parses it."""
     import anthropic
 
     endpoint = anthropic_endpoint()
@@ -81,7 +90,9 @@ def _send(content: list[dict[str, Any]], *, model: str, key: str, seconds: float
         with anthropic.Anthropic(
             api_key=key, base_url=endpoint.base_url, timeout=timeout, max_retries=MAX_RETRIES
         ) as client:
-            return client.messages.create(**_request(content, model))
+            raw = client.messages.with_raw_response.create(**_request(content, model))
+            raw.read()  # the body, within the deadline and the client's lifetime
+            return raw
     except anthropic.APIStatusError as exc:
         raise ReviewError(status_problem(endpoint, exc.status_code, _api_message(exc), model)) from exc
     except anthropic.APITimeoutError as exc:
@@ -119,13 +130,30 @@ def _api_message(exc: anthropic_sdk.APIStatusError) -> str:
     return str(exc.message)[:200]
 
 
+def _message(raw: anthropic_sdk.APIResponse[Message]) -> Message:
+    """The Messages API answer in ``raw``; anything else (an HTML page, garbage, JSON of another shape)
+    is a ReviewError naming it."""
+    endpoint = anthropic_endpoint()
+    what = "a Messages API message"
+    body = raw.http_response.content
+    data = api_json(endpoint, raw.status_code, raw.headers.get("content-type", ""), body, what)
+    if data.get("type") != "message" or not isinstance(data.get("content"), list):
+        keys = ", ".join(sorted(map(str, data))[:8]) or "none"
+        raise ReviewError(
+            f"{endpoint.name} at {endpoint.base_url} answered JSON that is not {what} (keys: {keys}): "
+            f"set {BASE_URL_ENV} to the Anthropic API or a gateway that speaks it"
+        )
+    return raw.parse()
+
+
 def _answer_from(message: Message) -> ReviewAnswer:
     """The forced tool call's input, validated; a text answer or a bad input is a ReviewError."""
-    calls = [block for block in message.content if block.type == "tool_use" and block.name == REVIEW_TOOL]
+    blocks = message.content
+    calls = [b for b in blocks if getattr(b, "type", None) == "tool_use" and getattr(b, "name", None) == REVIEW_TOOL]
     if not calls:
-        text = " ".join(getattr(block, "text", "") for block in message.content).strip()
+        text = " ".join(str(getattr(block, "text", "")) for block in blocks).strip()
         raise ReviewError(
             f"the model answered without calling {REVIEW_TOOL} (stop_reason {message.stop_reason}, "
             f"text {text[:120]!r}): it may not support forced tool use; set another model"
         )
-    return answer_from_input(calls[0].input)
+    return answer_from_input(getattr(calls[0], "input", None))

@@ -53,6 +53,9 @@ def run_review(facts: ReviewFacts, settings: ReviewSettings) -> ReviewResult:
         reply = within(settings.timeout_seconds, ask, endpoint)
     except ReviewError as exc:
         return failed(facts, backend, model, str(exc), time.monotonic() - started)
+    except Exception as exc:  # an answer no check above foresaw: still a WAIT, never a failed tool call
+        problem = f"the reviewer's answer could not be used ({type(exc).__name__}: {str(exc)[:200]})"
+        return failed(facts, backend, model, problem, time.monotonic() - started)
     return answered(facts, backend, reply, time.monotonic() - started)
 
 

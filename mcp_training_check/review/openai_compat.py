@@ -24,7 +24,15 @@ from ..config import ReviewSettings
 from ..errors import ReviewError
 from .answer import ANSWER_SCHEMA, REVIEW_TOOL, TOOL_DESCRIPTION, ReviewAnswer, answer_from_input, answer_from_json_text
 from .image import IMAGE_MEDIA_TYPE
-from .outcome import CONNECT_TIMEOUT_SECONDS, MAX_ANSWER_TOKENS, MAX_RETRIES, Endpoint, Reply, status_problem
+from .outcome import (
+    CONNECT_TIMEOUT_SECONDS,
+    MAX_ANSWER_TOKENS,
+    MAX_RETRIES,
+    Endpoint,
+    Reply,
+    api_json,
+    status_problem,
+)
 from .prompt import AnswerForm, system_prompt
 
 if TYPE_CHECKING:
@@ -173,9 +181,13 @@ def _create(
             "tool_choice": {"type": "function", "function": {"name": REVIEW_TOOL}},
         }
     try:
-        completion: object = client.chat.completions.create(
-            model=model, messages=messages, max_tokens=MAX_ANSWER_TOKENS, **tool_args  # type: ignore[arg-type]
+        raw = client.chat.completions.with_raw_response.create(
+            model=model,
+            messages=messages,  # type: ignore[arg-type]
+            max_tokens=MAX_ANSWER_TOKENS,
+            **tool_args,
         )
+        body = raw.http_response.read()
     except openai.APIStatusError as exc:
         said = _api_message(exc)
         if exc.status_code == 404 or (exc.status_code == 400 and _says_model_not_found(exc, said)):
@@ -196,7 +208,8 @@ def _create(
         ) from exc
     except Exception as exc:  # any other client failure is still only a failed review, never a crash
         raise ReviewError(f"the openai client failed ({type(exc).__name__}: {exc})") from exc
-    return _completion(completion, endpoint)
+    api_json(endpoint, raw.status_code, raw.headers.get("content-type", ""), body, "a chat completion")
+    return _completion(raw.parse(), endpoint)
 
 
 def _completion(completion: object, endpoint: Endpoint) -> ChatCompletion:

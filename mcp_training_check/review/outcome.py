@@ -11,6 +11,7 @@ so the call runs in a daemon thread and the caller stops waiting at the deadline
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
@@ -29,6 +30,7 @@ __all__ = [
     "Endpoint",
     "Reply",
     "answered",
+    "api_json",
     "awaiting",
     "failed",
     "status_problem",
@@ -40,6 +42,8 @@ MAX_RETRIES = 2
 CONNECT_TIMEOUT_SECONDS = 5.0
 MAX_ANSWER_TOKENS = 400  # a decision and two sentences; a longer answer is a rambling one
 SUMMARY_REASON_CHARS = 240
+SHOWN_BODY_CHARS = 80
+"""Characters of an unusable answer body shown in the error: enough to recognise a login page or a proxy."""
 
 T = TypeVar("T")
 
@@ -102,6 +106,34 @@ def status_problem(endpoint: Endpoint, status: int, said: str, model: str) -> st
             "try again later; the next check will escalate again"
         )
     return f"{api} rejected the request (HTTP {status}: {said}): check the model name and {endpoint.base_env}"
+
+
+def api_json(endpoint: Endpoint, status: int, content_type: str, body: bytes, what: str) -> dict[str, object]:
+    """The JSON object of a 2xx answer, else ReviewError: a proxy's or login wall's HTML page, bytes that
+    are not JSON or not even text, JSON that is not an object. ``what`` names the answer expected ("a
+    chat completion"). The SDKs hand a non-JSON body back as a plain string and fail later, far from why.
+    A JSON object under another content type is taken, as the SDKs take it (some local servers send one)."""
+    media = content_type.split(";", 1)[0].strip().lower() or "no content type"
+    where = f"{endpoint.name} at {endpoint.base_url} answered HTTP {status}"
+    fix = f"set {endpoint.base_env} to the API's base URL (it now reaches a web page, proxy or login wall)"
+    try:
+        data = json.loads(body)
+    except ValueError:  # JSONDecodeError, and UnicodeDecodeError for bytes in no Unicode encoding
+        if not media.endswith("json"):  # application/json, application/problem+json
+            raise ReviewError(f"{where} with {media}, not JSON (so not {what}): {_shown(body)}; {fix}") from None
+        raise ReviewError(f"{where} with a body that is not JSON (so not {what}): {_shown(body)}; {fix}") from None
+    if not isinstance(data, dict):
+        raise ReviewError(f"{where} with JSON that is not a JSON object (so not {what}): {_shown(body)}; {fix}")
+    return data
+
+
+def _shown(body: bytes) -> str:
+    """The start of a body, printable and on one line, whatever bytes it holds."""
+    if not body:
+        return "an empty body"
+    text = " ".join(body[: SHOWN_BODY_CHARS * 4].decode("utf-8", errors="replace").split())
+    text = "".join(c if c.isprintable() else "?" for c in text)
+    return f"{len(body)} bytes starting {text[:SHOWN_BODY_CHARS]!r}"
 
 
 # --------------------------------------------------------------------------- results

@@ -128,10 +128,16 @@ def wandb_errors(*, where: str, timeout_seconds: float, run: str | None = None) 
         with _private_service():
             yield
     except AuthenticationError as exc:
-        if _http_status(exc.__cause__) in (401, 403):
+        status = _http_status(exc.__cause__)
+        if status in (401, 403):
             raise SourceUnavailable(
                 f"W&B at {where} refused the API key ({exc}); set WANDB_API_KEY or run `wandb login` "
                 "(`wandb login --host URL` for a self-hosted server)."
+            ) from exc
+        if status is None and "API key" in str(exc):  # wandb checks the key's form before any request
+            raise SourceUnavailable(
+                f"the API key looks malformed (W&B keys are 40+ chars) — set WANDB_API_KEY / run wandb login "
+                f"(wandb said: {exc})"
             ) from exc
         raise _unreachable(where, timeout_seconds, exc) from exc
     except UsageError as exc:

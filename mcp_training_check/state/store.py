@@ -40,7 +40,7 @@ import platformdirs
 from pydantic import BaseModel, ConfigDict
 
 from ..errors import StateError
-from ..models import Decision, ReviewResult, RunInfo, RunStatus, Verdict
+from ..models import Decision, ReviewResult, RunInfo, RunStatus, StopOutcome, Verdict
 from ..sources.base import Cursor, FillBatch, ReadBatch
 from .crons import HandedOutCron, delete_cron, read_cron, write_cron
 from .history import MetricSeries, RunHistory
@@ -241,8 +241,7 @@ class StateStore:
     def run_info(self, run_key: str) -> RunInfo:
         """The stored run info; a run this tool stopped (verified) counts as stopped."""
         info = self.load_info(run_key) or RunInfo()
-        incident = self.find_incident(run_key)
-        if incident is not None and incident.get("verified"):
+        if self.find_verified_stop(run_key) is not None:
             return info.model_copy(update={"status": RunStatus.STOPPED})
         return info
 
@@ -441,6 +440,21 @@ class StateStore:
         """The run's latest incident (see `list_incidents` for its shape)."""
         found = self.list_incidents(run_key, limit=1)
         return found[0] if found else None
+
+    def find_verified_stop(self, run_key: str) -> dict[str, Any] | None:
+        """The run's latest incident when it is a stop this tool sent and saw end, else None.
+
+        An incident that found nothing to stop (the pid was not running: a stale pid file, or a wrong
+        pid) says nothing about the run, so it must not end monitoring or block a later stop; older
+        databases stored those as ``verified`` too, hence the check of the outcome. W&B's own word that
+        the run has already ended is about the run itself, so it counts.
+        """
+        incident = self.find_incident(run_key)
+        if incident is None or incident.get("verified") is not True:
+            return None
+        outcome = incident.get("outcome")
+        ended_on_wandb = outcome == StopOutcome.ALREADY_STOPPED.value and incident.get("method") == "wandb"
+        return incident if outcome == StopOutcome.STOPPED.value or ended_on_wandb else None
 
     def list_incidents(self, run_key: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
         """Incidents of one run (or of all runs), most recent first: the stored JSON plus the

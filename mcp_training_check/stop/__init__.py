@@ -12,7 +12,15 @@
 Stop settings come only from ``training-check.toml``, never from a tool argument.
 """
 
-from .dispatch import KEY_METRICS_IN_INCIDENT, SentStop, already_stopped, incident_for, send_stop, stop_result
+from .dispatch import (
+    KEY_METRICS_IN_INCIDENT,
+    SentStop,
+    already_stopped,
+    gone_since_signalled,
+    incident_for,
+    send_stop,
+    stop_result,
+)
 from .incidents import Incident, KeyMetric, render_incident, write_incident_note
 from .local import StopAttempt, stop_local_process
 from .wandb import WandbStopAttempt, stop_wandb_run
@@ -25,6 +33,7 @@ __all__ = [
     "StopAttempt",
     "WandbStopAttempt",
     "already_stopped",
+    "gone_since_signalled",
     "incident_for",
     "render_incident",
     "send_stop",

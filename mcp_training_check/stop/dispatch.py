@@ -26,7 +26,15 @@ from .local import StopAttempt, signal_key, stop_local_process
 from .targets import TargetAttempt, escalate_target, make_target
 from .wandb import WandbStopAttempt, stop_wandb_run
 
-__all__ = ["KEY_METRICS_IN_INCIDENT", "SentStop", "already_stopped", "incident_for", "send_stop", "stop_result"]
+__all__ = [
+    "KEY_METRICS_IN_INCIDENT",
+    "SentStop",
+    "already_stopped",
+    "gone_since_signalled",
+    "incident_for",
+    "send_stop",
+    "stop_result",
+]
 
 KEY_METRICS_IN_INCIDENT = 6
 """Metrics copied into an incident: the judged ones come first in a snapshot."""
@@ -186,18 +194,47 @@ def incident_for(
     )
 
 
-def stop_result(ref: RunRef, sent: SentStop, incident: Incident, incident_id: int, notes_path: Path) -> StopResult:
+def stop_result(
+    ref: RunRef,
+    sent: SentStop,
+    incident: Incident,
+    incident_id: int,
+    notes_path: Path | None,
+    *,
+    warnings: list[str] | None = None,
+) -> StopResult:
+    """What the stop did comes first, then any ``warnings`` (``notes_path`` None: the notes could not be
+    written); the warnings go into the summary, which every caller shows."""
+    summary = f"{sent.outcome.value}: {sent.message}"
+    summary += f"; evidence appended to {notes_path}" if notes_path is not None else ""
+    summary += "".join(f"; WARNING: {warning}" for warning in warnings or [])
     return StopResult(
         run=ref.raw,
-        summary=f"{sent.outcome.value}: {sent.message}; evidence appended to {notes_path}",
+        summary=summary,
         outcome=sent.outcome,
         method=sent.method,
         verified=sent.verified,
         signals_sent=sent.signals_sent,
         incident_id=incident_id,
-        notes_path=str(notes_path),
+        notes_path=str(notes_path) if notes_path is not None else None,
         run_url=incident.run_url,
     )
+
+
+def gone_since_signalled(sent: SentStop, previous: Mapping[str, object] | None) -> SentStop:
+    """A pid found not running is the run's verified stop only when an earlier stop of this run signalled
+    that same pid and could not yet see it end (TERM without KILL, or a KILL stuck in the kernel): the
+    process has exited since. Otherwise it stays "nothing to stop", which proves nothing about the run."""
+    if sent.outcome is not StopOutcome.ALREADY_STOPPED or sent.verified or sent.pid is None or previous is None:
+        return sent
+    signalled = previous.get("outcome") in (StopOutcome.REQUESTED.value, StopOutcome.FAILED.value)
+    if not signalled or previous.get("pid") != sent.pid or previous.get("method") != sent.method.value:
+        return sent
+    message = (
+        f"pid {sent.pid}, signalled by the earlier stop (incident #{previous.get('incident_id')}), has exited "
+        "since; verified gone."
+    )
+    return SentStop(sent.method, StopOutcome.STOPPED, True, message, sent.signals_sent, sent.pid)
 
 
 def already_stopped(ref: RunRef, incident: Mapping[str, object]) -> StopResult:

@@ -66,7 +66,7 @@ class Incident(BaseModel):
 
 _OUTCOME_TEXT = {
     StopOutcome.STOPPED: "stopped",
-    StopOutcome.ALREADY_STOPPED: "already stopped",
+    StopOutcome.ALREADY_STOPPED: "nothing to stop (it was not running)",
     StopOutcome.REQUESTED: "stop requested, not confirmed",
     StopOutcome.FAILED: "stop failed",
 }

@@ -8,7 +8,8 @@ careful because it kills things:
   its parent (the agent or shell that started it) or the leader of its own process group;
 - a pid read from a pid file is refused when that process started after the file was written: the run
   that wrote the file has ended and an unrelated program now has the number (PID reuse);
-- a process that is already gone is reported as ``ALREADY_STOPPED``, so stopping twice is harmless;
+- a process that is already gone is reported as ``ALREADY_STOPPED`` ("nothing to stop", not verified: the
+  pid may be stale while the run goes on), so stopping twice is harmless;
 - "gone" means reaped (our own child is reaped with ``waitpid(WNOHANG)``), absent, or a zombie
   (``/proc/<pid>/stat`` state ``Z``): a zombie has stopped running and only waits for its parent.
 """
@@ -18,6 +19,7 @@ from __future__ import annotations
 import os
 import pwd
 import signal
+import stat
 import time
 from pathlib import Path
 from typing import Any, Protocol
@@ -27,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..errors import StopError
 from ..models import StopOutcome
 
-__all__ = ["StopAttempt", "stop_local_process"]
+__all__ = ["MAX_PID", "StopAttempt", "stop_local_process"]
 
 PROC = Path("/proc")
 SIGNALS = {"TERM": signal.SIGTERM, "INT": signal.SIGINT, "KILL": signal.SIGKILL}
@@ -35,6 +37,8 @@ KILL_CONFIRM_SECONDS = 5.0  # SIGKILL cannot be caught; longer means the process
 # /proc/stat's boot time is whole seconds, so a computed start time can be up to 1 s early
 START_TIME_SLACK_SECONDS = 1.0
 PID_FILE_MAX_BYTES = 64  # a pid file holds a number; more than this is not one
+MAX_PID = 2**31 - 1
+"""The largest value of the kernel's pid_t; Linux's pid_max is at most 2^22, so any larger pid is not running."""
 _ZOMBIE_STATES = {"Z", "X"}  # zombie, dead: no longer running
 
 
@@ -153,8 +157,15 @@ def wait_gone(process: ProcessControl, pid: int, seconds: float, poll_seconds: f
 
 
 def _already_stopped(pid: int, sent: list[str], where: str) -> StopAttempt:
-    message = f"pid {pid} was not running{where}; nothing to stop."
-    return StopAttempt(outcome=StopOutcome.ALREADY_STOPPED, verified=True, signals_sent=sent, pid=pid, message=message)
+    """Not a verified stop of the run: only of that pid. A stale pid file names a process that is gone
+    while the training runs on under another pid, so this must neither end monitoring nor block the next
+    stop (``verified`` False; the state store counts only a STOPPED incident as the run's stop)."""
+    message = (
+        f"pid {pid} was not running{where}; nothing to stop (no signal sent). If the training still runs, "
+        "the configured pid or pid file is stale: have the training script write its pid file at start, "
+        "then stop again."
+    )
+    return StopAttempt(outcome=StopOutcome.ALREADY_STOPPED, verified=False, signals_sent=sent, pid=pid, message=message)
 
 
 def _stopped(pid: int, sent: list[str], where: str) -> StopAttempt:
@@ -208,7 +219,7 @@ def _target_pid(pid: int | None, pid_file: Path | None) -> int:
                 'no process to stop: set pid_file = "train.pid" (or pid = N) under [runs.NAME.stop] in '
                 "training-check.toml, and have the training script write its pid there at start."
             )
-        return pid
+        return checked_pid(pid, "[runs.NAME.stop] pid")
     from_file = _read_pid_file(pid_file)
     if pid is not None and pid != from_file:
         raise StopError(f"pid {pid} disagrees with pid file {pid_file} (holds {from_file}); give only one.")
@@ -216,24 +227,55 @@ def _target_pid(pid: int | None, pid_file: Path | None) -> int:
 
 
 def _read_pid_file(path: Path) -> int:
-    """The pid written by the training script; anything else is an error that quotes the file."""
+    """The pid written by the training script; anything else is an error that names the file, never its
+    content (a pid file can be a symlink to a secret, e.g. /proc/self/environ)."""
     fix = f"the training script should write its pid at start, e.g. Path({str(path)!r}).write_text(str(os.getpid()))"
     try:
-        with path.open("rb") as handle:
-            raw = handle.read(PID_FILE_MAX_BYTES + 1)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)  # O_NONBLOCK: a FIFO cannot hang us
     except FileNotFoundError as exc:
         raise StopError(f"pid file {path} does not exist; {fix}.") from exc
     except OSError as exc:
         raise StopError(f"pid file {path} cannot be read ({exc.strerror}); check its permissions.") from exc
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise StopError(not_a_regular_file(f"pid file {path}", mode, fix))
+        raw = os.read(fd, PID_FILE_MAX_BYTES + 1)
+    except OSError as exc:
+        raise StopError(f"pid file {path} cannot be read ({exc.strerror}); check its permissions.") from exc
+    finally:
+        os.close(fd)
     return pid_from_bytes(raw, f"pid file {path}", fix)
 
 
+def not_a_regular_file(what: str, mode: int, fix: str) -> str:
+    kind = "a FIFO" if stat.S_ISFIFO(mode) else "a directory" if stat.S_ISDIR(mode) else "not a regular file"
+    return f"{what} is {kind}, not a regular file (reading it could block); point pid_file at a plain file: {fix}."
+
+
 def pid_from_bytes(raw: bytes, what: str, fix: str) -> int:
-    """The pid in the first ``PID_FILE_MAX_BYTES + 1`` bytes read from a pid file, or an error quoting it."""
-    text = raw[:PID_FILE_MAX_BYTES].decode("utf-8", errors="replace").strip()
-    if len(raw) > PID_FILE_MAX_BYTES or not text.isdigit() or not text.isascii():
-        raise StopError(f"{what} holds {text[:40]!r}, not a process id; {fix}.")
-    return int(text)
+    """The pid in the first ``PID_FILE_MAX_BYTES + 1`` bytes read from a pid file, or an error that says
+    what is wrong with it without showing any of it."""
+    text = raw[:PID_FILE_MAX_BYTES].decode("ascii", errors="replace").strip()
+    if len(raw) > PID_FILE_MAX_BYTES:
+        problem = f"more than {PID_FILE_MAX_BYTES} bytes"
+    elif not text:
+        problem = "nothing" if not raw else "only white space"
+    elif not (text.isdigit() and text.isascii()):
+        problem = f"{len(raw)} bytes that are not a decimal number"
+    else:
+        return checked_pid(int(text), what)
+    raise StopError(f"{what} holds {problem}, not a process id (its content is not shown); {fix}.")
+
+
+def checked_pid(pid: int, what: str) -> int:
+    """``pid`` when it can name a process (2 ≤ pid < 2^31, the kernel's pid_t); else StopError."""
+    if pid <= 1 or pid > MAX_PID:
+        raise StopError(
+            f"{what} names pid {pid}, which no training process can have: process ids run from 2 to "
+            f"{MAX_PID} (pid 1 is init, pid ≤ 0 addresses process groups). Fix the pid or the pid file."
+        )
+    return pid
 
 
 def _refuse_unsafe(pid: int) -> None:

@@ -18,6 +18,7 @@ integer validated here and still passed through `shlex.quote`.
 from __future__ import annotations
 
 import shlex
+import stat
 import time
 
 import paramiko
@@ -28,7 +29,9 @@ from .local import (
     PID_FILE_MAX_BYTES,
     START_TIME_SLACK_SECONDS,
     StopAttempt,
+    checked_pid,
     escalate,
+    not_a_regular_file,
     pid_from_bytes,
     signal_key,
 )
@@ -105,6 +108,7 @@ class _Remote:
                 f"refusing to signal pid {pid}{self.where}: pid 1 is init and pid ≤ 0 addresses whole process "
                 "groups. Check the pid or pid file of the training run."
             )
+        checked_pid(pid, f"[runs.NAME.stop] pid{self.where}")
         return escalate(
             self,
             pid,
@@ -136,6 +140,9 @@ class _Remote:
     def read_pid_file(self, path: str) -> int:
         fix = "the training script should write its pid there at start (Path(...).write_text(str(os.getpid())))"
         try:
+            mode = self._sftp().stat(path).st_mode or 0
+            if not stat.S_ISREG(mode):  # a FIFO would hang the remote sftp server's read
+                raise StopError(not_a_regular_file(f"pid file {path}{self.where}", mode, fix))
             with self._sftp().open(path, "rb") as handle:
                 raw = handle.read(PID_FILE_MAX_BYTES + 1)
         except FileNotFoundError as exc:
