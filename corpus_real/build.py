@@ -133,20 +133,24 @@ def parse_mllog(text: str, entry: dict[str, Any]) -> tuple[dict[str, list[list[f
 
     The eval axis is the file's own (samples, step or epoch number); when it does not increase (BERT
     v1.0 logs epoch 1 at every eval) BERT's eval dicts give the global step, else the eval's index does.
-    Train loss (tracked_stats / train_loss) is kept only when it shares the eval axis (stable diffusion:
-    step_num; llama2 LoRA: samples_count)."""
+    Train loss (tracked_stats / train_loss) is kept only when the entry says how it lines up with the evals:
+    ``train_axis: true`` when both carry the same axis (llama2 LoRA: samples_count), ``"order"`` when the
+    train loss carries the global step and each eval is placed at the last train step logged before it
+    (Mask R-CNN)."""
     bench = entry["bench"]
     name, _ = MLPERF_EVAL[bench]
     evals: dict[str, list[tuple[float, float]]] = {}
     train: list[tuple[float, float]] = []
     lr: list[tuple[float, float]] = []
     status = None
+    by_order = entry.get("train_axis") == "order"
+    last_train_step = math.nan
     for ev in mllog_events(text):
         key, meta, value = ev.get("key"), ev.get("metadata") or {}, ev.get("value")
         if key == "run_stop":
             status = meta.get("status")
         elif key == "eval_accuracy":
-            x = _axis(meta)
+            x = last_train_step if by_order and math.isfinite(last_train_step) else _axis(meta)
             if isinstance(value, dict):  # mask r-cnn: {"BBOX": .., "SEGM": ..}
                 for sub, v in value.items():
                     evals.setdefault(f"eval/{sub.lower()}_map", []).append((x, number(v)))
@@ -158,10 +162,14 @@ def parse_mllog(text: str, entry: dict[str, Any]) -> tuple[dict[str, list[list[f
         elif key == "train_loss" and entry.get("train_axis"):
             train.append((_axis(meta), number(value)))
         elif key == "tracked_stats" and entry.get("train_axis") and isinstance(value, dict):
+            x = number(meta["step"]) if by_order and isinstance(meta.get("step"), int | float) else _axis(meta)
+            if by_order and not math.isfinite(x):
+                continue
+            last_train_step = x
             if "loss" in value:
-                train.append((_axis(meta), number(value["loss"])))
+                train.append((x, number(value["loss"])))
             if "lr" in value:
-                lr.append((_axis(meta), number(value["lr"])))
+                lr.append((x, number(value["lr"])))
     metrics: dict[str, list[list[float]]] = {}
     for metric, points in evals.items():
         metrics[metric] = _on_axis(points, text, bench)

@@ -117,3 +117,19 @@ def test_build_reproduces_the_stored_corpus_from_the_raw_extracts(records, tmp_p
             fresh = new["metrics"][name]
             assert [s for s, _ in fresh] == [s for s, _ in points], (old["id"], name)
             assert all(_close(float(a), float(b)) for (_, a), (_, b) in zip(fresh, points, strict=True))
+
+
+def test_the_baselines_judge_an_eval_only_run():
+    """The baselines read the train loss; a run with evals only gets continue from the per-step loss rules
+    and an early-stopping decision on its eval metric in its own direction."""
+    from benchmarks.baselines import BASELINES
+    from mcp_training_check.models import Decision
+
+    evals = [[i * 10, 0.5 + 0.01 * i] for i in range(1, 9)] + [[i * 10, 0.05] for i in range(9, 13)]
+    run = parse_run({"id": "x", "label": "bad", "fault_step": 90, "split": "train",
+                     "metrics": {"eval/top1_accuracy": evals}})  # fmt: skip
+    cuts = checkpoints(run, 6)
+    decisions = {name: rule(run, cuts) for name, rule in BASELINES.items()}
+    assert decisions["llm-foundry KillLossSpike"] == [Decision.CONTINUE] * len(cuts)
+    lightning = decisions["Lightning EarlyStopping + SpikeDetection"]
+    assert Decision.STOP not in lightning[:4] and lightning[-1] is Decision.STOP  # accuracy fell below its first
