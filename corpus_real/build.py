@@ -53,6 +53,9 @@ MLPERF_EVAL = {
     "llama2_70b_lora": ("eval/loss", 0.925),
     "stable_diffusion": ("eval/fid", 90.0),
     "gnmt": ("eval/bleu", 0.24),
+    "llama31_405b": ("eval/log_perplexity", 5.6),
+    "rgat": ("eval/accuracy", 0.72),
+    "retinanet": ("eval/map", 0.34),
 }
 MLLOG_KEYS = ("eval_accuracy", "run_stop", "tracked_stats", "train_loss")
 BERT_EVAL_DICT = re.compile(r"^\{'global_steps': \d+, 'eval_loss'")
