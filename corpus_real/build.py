@@ -56,6 +56,8 @@ MLPERF_EVAL = {
     "llama31_405b": ("eval/log_perplexity", 5.6),
     "rgat": ("eval/accuracy", 0.72),
     "retinanet": ("eval/map", 0.34),
+    "llama31_8b": ("eval/log_perplexity", 3.3),
+    "flux1": ("eval/loss", 0.586),
 }
 MLLOG_KEYS = ("eval_accuracy", "run_stop", "tracked_stats", "train_loss")
 BERT_EVAL_DICT = re.compile(r"^\{'global_steps': \d+, 'eval_loss'")
@@ -169,8 +171,9 @@ def parse_mllog(text: str, entry: dict[str, Any]) -> tuple[dict[str, list[list[f
             if by_order and not math.isfinite(x):
                 continue
             last_train_step = x
-            if "loss" in value:
-                train.append((x, number(value["loss"])))
+            loss = value.get("loss", value.get("train_loss"))
+            if loss is not None:
+                train.append((x, number(loss)))
             if "lr" in value:
                 lr.append((x, number(value["lr"])))
     metrics: dict[str, list[list[float]]] = {}
