@@ -63,9 +63,10 @@ _STAT_KINDS = ("missing", "directory", "fifo", "special", "denied")
 
 def _stat_script(path: str, head_bytes: int) -> str:
     """Prints one status line (ok SIZE INODE DEV MTIME | missing | directory | fifo | special | denied |
-    nostat), then on ok the file's first ``head_bytes``: ``head`` runs only on a regular file. GNU stat, then
-    BSD stat. Run by ``sh`` whatever the login shell is (fish and csh parse ``if [ ... ]; then``
-    differently); the path reaches it as its one argument ``$1``."""
+    nostat), then on ok the file's first ``head_bytes``: ``head`` runs only on a regular file (a file swapped
+    for a FIFO between the test and ``head`` is the window SFTP's stat-then-open has too; the channel timeout
+    still bounds our wait). GNU stat, then BSD stat. Run by ``sh`` whatever the login shell is (fish and csh
+    parse ``if [ ... ]; then`` differently); the path reaches it as its one argument ``$1``."""
     script = (
         'if [ -d "$1" ]; then echo directory; elif [ -p "$1" ]; then echo fifo; '
         'elif [ ! -e "$1" ]; then echo missing; elif [ ! -f "$1" ]; then echo special; '
