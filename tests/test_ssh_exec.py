@@ -3,8 +3,10 @@ server): read through exec channels (stat, tail -c, head -c) exactly as the SFTP
 
 from __future__ import annotations
 
+import errno
 import os
 import pwd
+import time
 from pathlib import Path
 
 import numpy as np
@@ -166,6 +168,19 @@ def test_missing_file_and_directory_through_exec(exec_home, tmp_path):
     with pytest.raises(RunNotFound, match="is a directory"):
         exec_source(tmp_path).read(None)
 
+
+
+def test_fifo_log_is_refused_at_once_and_never_opened(exec_home, tmp_path):
+    """``head`` on a FIFO would block on the host until a writer came (and this read until its timeout)."""
+    fifo = tmp_path / "train.log"
+    os.mkfifo(fifo)
+    started = time.monotonic()
+    with pytest.raises(RunNotFound, match="is a FIFO"):
+        SshLogSource(parse_run(f"ssh://nosftp{fifo}"), timeout_seconds=20.0).read(None)
+    assert time.monotonic() - started < 5.0
+    with pytest.raises(OSError) as caught:  # ENXIO: no process has it open to read, no `head` left waiting
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+    assert caught.value.errno == errno.ENXIO
 
 PAYLOADS = [
     "semi; touch {canary}; x.log",

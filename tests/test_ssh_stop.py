@@ -1,9 +1,13 @@
 """Stopping a training process over SSH (method = "ssh"), against real processes and a real sshd on
-127.0.0.1 (tests/sshd.py), through the real Monitor and the in-process MCP client."""
+127.0.0.1 (tests/sshd.py), through the real Monitor and the in-process MCP client; and on a host whose sshd
+has no ``Subsystem sftp`` (`sshd_without_sftp`), where the pid file is stat'ed and read through an exec
+channel with the SFTP path's guarantees (regular files only, a bounded read, its content never shown)."""
 
 from __future__ import annotations
 
+import errno
 import os
+import pwd
 import subprocess
 import sys
 import time
@@ -20,8 +24,9 @@ from mcp_training_check.service import Monitor
 from mcp_training_check.stop.ssh import stop_remote_process
 
 from .runs import default_sigint
-from .sshd import SshServer
+from .sshd import Sshd, SshServer
 from .test_server import call
+from .test_ssh_exec import PAYLOADS, sftp_refusals
 
 # A "training" that writes its pid file, logs, and on SIGTERM saves a checkpoint and exits.
 TRAINING = """
@@ -218,3 +223,129 @@ def test_unconfigured_ssh_run_says_how_to_configure_an_ssh_stop(ssh_home, tmp_pa
     with pytest.raises(StopError) as caught:
         Monitor().stop_run(ssh_home.url(log), confirm=True, reason="x")
     assert 'method = "ssh"' in str(caught.value) and f'run = "ssh://trainbox{log}"' in str(caught.value)
+
+
+# --------------------------------------------------------------------------- a host without SFTP
+
+TIMEOUT_SECONDS = 20.0
+"""Long enough that a read blocked on a FIFO would show as a slow refusal (it must come at once)."""
+AT_ONCE_SECONDS = 5.0
+
+
+def stop_nosftp(pid_file: Path, **options) -> object:
+    return stop_remote_process(
+        "nosftp", pid=None, pid_file=str(pid_file), timeout_seconds=TIMEOUT_SECONDS, poll_seconds=POLL_SECONDS,
+        **options,
+    )  # fmt: skip
+
+
+def test_pid_file_stop_without_sftp_is_verified_and_recorded(exec_home: SshServer, tmp_path, training):
+    child = training()
+    run = exec_home.url(tmp_path / "train.log", alias="nosftp")
+    (tmp_path / "training-check.toml").write_text(
+        f'[runs.remote]\nrun = "{run}"\nnotes = "notes.md"\n[runs.remote.stop]\nmethod = "ssh"\n'
+        f'pid_file = "{tmp_path / "train.pid"}"\ngrace_seconds = 10\n'
+    )
+    monitor = Monitor(config=load_config(tmp_path / "training-check.toml"))
+    result = monitor.stop_run("remote", confirm=True, reason="loss diverged at step 299")
+    assert result.outcome is StopOutcome.STOPPED and result.verified, result.summary
+    assert result.method is StopMethod.SSH and result.signals_sent == ["TERM"]
+    assert child.wait(timeout=5) == 0 and (tmp_path / "checkpoint.saved").exists(), "TERM let it save and exit"
+    incident = monitor.store.find_incident(monitor.context("remote").key)
+    assert incident is not None and incident["method"] == "ssh" and incident["verified"]
+    assert incident["pid"] == child.pid and incident["run_url"] == run
+    assert "loss diverged at step 299" in (tmp_path / "notes.md").read_text()
+
+
+def test_sftp_is_asked_once_per_stop(exec_home: SshServer, sshd_without_sftp: Sshd, tmp_path, training):
+    """One connection reads the pid file, compares its mtime with the process start, signals TERM then KILL:
+    the host is asked for SFTP once, and every file access after the refusal goes through exec."""
+    child = training("--ignore-term")
+    refusals = sftp_refusals(sshd_without_sftp)
+    attempt = stop_nosftp(tmp_path / "train.pid", grace_seconds=GRACE_SECONDS)
+    assert attempt.outcome is StopOutcome.STOPPED and attempt.verified
+    assert attempt.signals_sent == ["TERM", "KILL"] and attempt.pid == child.pid
+    assert child.wait(timeout=5) == -9
+    assert sftp_refusals(sshd_without_sftp) == refusals + 1
+
+
+def test_stale_pid_file_has_nothing_to_stop(exec_home, tmp_path, training):
+    child = training()
+    child.kill()
+    child.wait(timeout=5)
+    attempt = stop_nosftp(tmp_path / "train.pid")
+    assert attempt.outcome is StopOutcome.ALREADY_STOPPED and not attempt.verified and attempt.signals_sent == []
+    assert attempt.pid == child.pid
+
+
+def test_reused_pid_is_refused_through_exec(exec_home, tmp_path, training):
+    """The pid file's mtime comes from the exec'd stat."""
+    child = training()
+    an_hour_ago = time.time() - 3600
+    os.utime(tmp_path / "train.pid", (an_hour_ago, an_hour_ago))
+    with pytest.raises(StopError, match="pid was reused"):
+        stop_nosftp(tmp_path / "train.pid")
+    assert child.poll() is None, "nothing was sent"
+
+
+def assert_nobody_reads(fifo: Path) -> None:
+    """Opening a FIFO to write without blocking fails with ENXIO exactly when no process has it open to read:
+    no ``head`` (or anything else) was left waiting on it on the host."""
+    with pytest.raises(OSError) as caught:
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+    assert caught.value.errno == errno.ENXIO
+
+
+def test_fifo_pid_file_is_refused_at_once(exec_home, tmp_path):
+    fifo = tmp_path / "train.pid"
+    os.mkfifo(fifo)
+    started = time.monotonic()
+    with pytest.raises(StopError) as caught:
+        stop_nosftp(fifo)
+    assert time.monotonic() - started < AT_ONCE_SECONDS
+    assert f"pid file {fifo} on " in str(caught.value) and "is a FIFO, not a regular file" in str(caught.value)
+    assert_nobody_reads(fifo)
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        (None, "does not exist on "),
+        ("dir", "is a directory, not a regular file"),
+        ("hunter2-secret-token", "holds 20 bytes that are not a decimal number, not a process id"),
+        ("7" * 100, "holds more than 64 bytes"),
+        ("  \n", "holds only white space"),
+    ],
+)
+def test_bad_pid_files_name_the_problem_never_the_content(exec_home, tmp_path, content, expected):
+    pid_file = tmp_path / "train.pid"
+    if content == "dir":
+        pid_file.mkdir()
+    elif content is not None:
+        pid_file.write_text(content)
+    with pytest.raises(StopError) as caught:
+        stop_nosftp(pid_file)
+    message = str(caught.value)
+    assert expected in message and str(pid_file) in message and "Host nosftp" in message
+    assert "hunter2" not in message and "7" * 10 not in message
+
+
+@pytest.mark.parametrize("payload", PAYLOADS)
+def test_shell_characters_in_the_pid_file_path_stay_inert(exec_home, tmp_path, training, payload):
+    """The path is one quoted argument of ``sh -c``: the file of that exact name is read and its process
+    stopped, and an injected ``touch NAME`` (it would run in the remote user's login directory) never runs."""
+    canary = Path(pwd.getpwuid(os.getuid()).pw_dir) / f"training-check-pwned-{tmp_path.name}"
+    child = training()
+    (tmp_path / "pids").mkdir()
+    pid_file = tmp_path / "pids" / payload.format(canary=canary.name)
+    pid_file.write_text((tmp_path / "train.pid").read_text())
+    (tmp_path / "pids" / "other.pid").write_text("1")  # what a glob or a split path would reach
+    try:
+        with pytest.raises(StopError, match="does not exist"):
+            stop_nosftp(Path(f"{pid_file}.missing"))
+        attempt = stop_nosftp(pid_file, grace_seconds=10)
+        assert attempt.outcome is StopOutcome.STOPPED and attempt.pid == child.pid
+        assert child.wait(timeout=5) == 0
+        assert not canary.exists()
+    finally:
+        canary.unlink(missing_ok=True)

@@ -233,6 +233,16 @@ def test_tmux_session_stopped_over_ssh(ssh_home: SshServer, tmp_path, tmux_sessi
     assert (tmp_path / "train.log").read_text().endswith("term\n")
 
 
+def test_tmux_session_stopped_on_a_host_without_sftp(exec_home: SshServer, tmp_path, tmux_session):
+    """The tmux/screen/Slurm/command targets run argv lists over exec (stop.remote) and never ask for SFTP."""
+    name = tmux_session()
+    monitor = monitor_for(
+        tmp_path, f'method = "tmux"\nsession = "{name}"\nremote = true\ngrace_seconds = 10',
+        run=exec_home.url(tmp_path / "train.log", alias="nosftp"),
+    )  # fmt: skip
+    stop_and_check(monitor, StopMethod.TMUX, ["TERM"], f"tmux session '{name}' on {exec_home.user}@127.0.0.1")
+
+
 def test_tmux_term_ignored_over_ssh_escalates_to_kill(ssh_home: SshServer, tmp_path, tmux_session):
     name = tmux_session("--ignore-term")
     monitor = monitor_for(

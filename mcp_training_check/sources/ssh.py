@@ -70,7 +70,7 @@ class SshLogSource:
     def read(self, cursor: Cursor | None) -> ReadBatch:
         target = resolve_target(self.ref.host or "", SourceUnavailable)
         with ssh_client(target, timeout_seconds=self.timeout_seconds, error=SourceUnavailable) as client:
-            sftp = _open_sftp(client)
+            sftp = ssh_exec.open_sftp_or_none(client)
             if sftp is None:  # no SFTP subsystem: the same reading through exec channels
                 batch = self._read_exec(client, target, cursor)
                 batch.transport_notes.append(ssh_exec.EXEC_TRANSPORT_NOTE.format(host=target.host))
@@ -146,18 +146,6 @@ def _file_error(exc: OSError, path: str, target: SshTarget) -> RunNotFound | Sou
             "(chmod o+r, or log in as the training user)."
         )
     return SourceUnavailable(f"cannot read {where}: {exc.strerror or exc}; retry later.")
-
-
-def _open_sftp(client: paramiko.SSHClient) -> paramiko.SFTPClient | None:
-    """An SFTP session, or None when the server has no SFTP subsystem (it refuses the channel request, and
-    paramiko says "Channel closed" while the connection itself stays up)."""
-    try:
-        return client.open_sftp()
-    except (paramiko.SSHException, EOFError):
-        transport = client.get_transport()
-        if transport is None or not transport.is_active():
-            raise  # the connection broke: not a missing subsystem (translated by ssh_errors)
-        return None
 
 
 def _sftp_window(fh: paramiko.SFTPFile) -> ssh_exec.WindowFetch:

@@ -1,10 +1,16 @@
 """Stop a training process on another machine over SSH, with the care `local.stop_local_process` takes.
 
 `stop_remote_process` connects (``sources.ssh_connect``: ~/.ssh/config, known_hosts, bounded timeouts),
-reads the pid (from the config, or a pid file on that host over SFTP), sends one signal with ``kill``,
-polls until the process is gone or ``grace_seconds`` pass, escalates to KILL when allowed, and reports
-whether the process is verifiably gone. Every command is built from constants and the pid, which is an
-integer validated here and still passed through `shlex.quote`.
+reads the pid (from the config, or a pid file on that host), sends one signal with ``kill``, polls until
+the process is gone or ``grace_seconds`` pass, escalates to KILL when allowed, and reports whether the
+process is verifiably gone. Every command is built from constants and the pid, which is an integer
+validated here and still passed through `shlex.quote`.
+
+- A pid file is read over SFTP, or, on a host whose sshd has no SFTP subsystem (found once per
+  connection, as the log reader finds it), through one exec'd ``sh -c`` (``sources.ssh_exec.stat_file``:
+  the path its one quoted argument). Either way it is stat'ed first and refused unless it is a regular
+  file (a FIFO would block the read), read bounded (``PID_FILE_MAX_BYTES + 1``), and its content is never
+  shown in an error.
 
 - It never signals pid 0, 1 or a negative pid (process groups, init).
 - A pid read from a pid file is refused when the process started after the file was written (PID reuse;
@@ -24,6 +30,7 @@ import time
 import paramiko
 
 from ..errors import StopError
+from ..sources import ssh_exec
 from ..sources.ssh_connect import SshTarget, resolve_target, run_remote, run_remote_script, ssh_client
 from .local import (
     PID_FILE_MAX_BYTES,
@@ -51,6 +58,8 @@ else
   echo gone
 fi"""
 _ZOMBIE_STATES = {"Z", "X"}
+_PID_FILE_FIX = "the training script should write its pid there at start (Path(...).write_text(str(os.getpid())))"
+_NOT_REGULAR_MODES = {"directory": stat.S_IFDIR, "fifo": stat.S_IFIFO, "special": 0}
 
 
 def stop_remote_process(
@@ -92,6 +101,7 @@ class _Remote:
         self.timeout_seconds = timeout_seconds
         self.where = f" on {target.where}"  # as `ProcessControl.where`: appended to "pid N"
         self._sftp_client: paramiko.SFTPClient | None = None
+        self._sftp_asked = False
 
     def stop(
         self,
@@ -138,25 +148,49 @@ class _Remote:
         return from_file
 
     def read_pid_file(self, path: str) -> int:
-        fix = "the training script should write its pid there at start (Path(...).write_text(str(os.getpid())))"
+        sftp = self._sftp()
+        raw = self._read_sftp(sftp, path) if sftp is not None else self._stat_exec(path, PID_FILE_MAX_BYTES + 1).head
+        return pid_from_bytes(raw, f"pid file {path}{self.where}", _PID_FILE_FIX)
+
+    def _read_sftp(self, sftp: paramiko.SFTPClient, path: str) -> bytes:
         try:
-            mode = self._sftp().stat(path).st_mode or 0
+            mode = sftp.stat(path).st_mode or 0
             if not stat.S_ISREG(mode):  # a FIFO would hang the remote sftp server's read
-                raise StopError(not_a_regular_file(f"pid file {path}{self.where}", mode, fix))
-            with self._sftp().open(path, "rb") as handle:
-                raw = handle.read(PID_FILE_MAX_BYTES + 1)
+                raise StopError(not_a_regular_file(f"pid file {path}{self.where}", mode, _PID_FILE_FIX))
+            with sftp.open(path, "rb") as handle:
+                return handle.read(PID_FILE_MAX_BYTES + 1)
         except FileNotFoundError as exc:
-            raise StopError(f"pid file {path} does not exist{self.where}; {fix}.") from exc
+            raise StopError(f"pid file {path} does not exist{self.where}; {_PID_FILE_FIX}.") from exc
         except OSError as exc:
             raise StopError(f"pid file {path} cannot be read{self.where} ({exc.strerror or exc}).") from exc
-        return pid_from_bytes(raw, f"pid file {path}{self.where}", fix)
+
+    def _stat_exec(self, path: str, head_bytes: int) -> ssh_exec.RemoteFile:
+        """The pid file through exec (no SFTP on the host): stat, and ``head`` only on a regular file."""
+        try:
+            return ssh_exec.stat_file(self.client, path, head_bytes=head_bytes, timeout_seconds=self.timeout_seconds)
+        except ssh_exec.RemoteFileError as exc:
+            raise StopError(self._pid_file_problem(path, exc)) from exc
+
+    def _pid_file_problem(self, path: str, exc: ssh_exec.RemoteFileError) -> str:
+        what = f"pid file {path}{self.where}"
+        if exc.kind == "missing":
+            return f"pid file {path} does not exist{self.where}; {_PID_FILE_FIX}."
+        if exc.kind in _NOT_REGULAR_MODES:
+            return not_a_regular_file(what, _NOT_REGULAR_MODES[exc.kind], _PID_FILE_FIX)
+        if exc.kind == "denied":
+            return f"{what} cannot be read (permission denied for {self.target.user}); check its permissions."
+        return (
+            f"{what} cannot be read: the host has no SFTP subsystem and its shell gave no usable `stat`; enable "
+            "`Subsystem sftp` in its sshd_config, or give pid = N under [runs.NAME.stop] instead of pid_file."
+        )
 
     def refuse_reused(self, pid: int, pid_file: str) -> None:
         """A process younger than its pid file is not the one that wrote it: the pid was reused."""
         started = self._start_time(pid)
         if started is None:
             return  # no /proc there, or the process just exited: nothing to compare
-        written = self._sftp().stat(pid_file).st_mtime or 0
+        sftp = self._sftp()
+        written = (sftp.stat(pid_file).st_mtime or 0) if sftp is not None else self._stat_exec(pid_file, 0).mtime
         if started > written + START_TIME_SLACK_SECONDS:
             raise StopError(
                 f"refusing to signal pid {pid}{self.where}: it started at {time.ctime(started)}, after {pid_file} "
@@ -209,8 +243,11 @@ class _Remote:
             )
         return result.stdout
 
-    def _sftp(self) -> paramiko.SFTPClient:
-        if self._sftp_client is None:
-            self._sftp_client = self.client.open_sftp()
-            self._sftp_client.get_channel().settimeout(self.timeout_seconds)  # type: ignore[union-attr]
+    def _sftp(self) -> paramiko.SFTPClient | None:
+        """The connection's SFTP session; None when the host has none (asked once per connection)."""
+        if not self._sftp_asked:
+            self._sftp_asked = True
+            self._sftp_client = ssh_exec.open_sftp_or_none(self.client)
+            if self._sftp_client is not None:
+                self._sftp_client.get_channel().settimeout(self.timeout_seconds)  # type: ignore[union-attr]
         return self._sftp_client
