@@ -121,7 +121,8 @@ def test(args: list[str]) -> None:
     ensure_sshd()
     ensure_npm()
     ensure_stop_targets()
-    run([str(python()), "-m", "ruff", "check", "mcp_training_check", "tests", "benchmarks", "corpus", "corpus_real", "dev.py"])
+    linted = ["mcp_training_check", "tests", "benchmarks", "corpus", "corpus_real", "dev.py"]
+    run([str(python()), "-m", "ruff", "check", *linted])
     run([str(python()), "-m", "mypy"])
     run([str(python()), "-m", "pytest", "-q", *args])
 
