@@ -28,10 +28,11 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import RunNotFound, SourceUnavailable
+from ..errors import SourceError
 from ..models import RunInfo
 from . import log_tail
 from .base import Cursor, Progress, ReadBatch, SeriesBuilder, SeriesChunk, no_progress
+from .local_file import open_regular
 from .logparse import (
     ERROR_PREFIX,
     FATAL_PREFIX,
@@ -62,6 +63,7 @@ LOG_SUFFIXES = frozenset({".log", ".txt", ".out", ".err", ".jsonl", ".ndjson", "
 CHUNK_BYTES = 1 << 18  # bytes read and parsed at a time: bounds memory whatever the file size
 MAX_LINE_BYTES = 1 << 20  # a "line" longer than this without a terminator is dropped, not buffered
 HEAD_BYTES = 4096  # bytes hashed to tell a replaced file from an appended one
+LOG_FIX = "point `run` at the training's log file (train.log, metrics.jsonl, ...) or its W&B run directory"
 
 
 # --------------------------------------------------------------------------- bytes
@@ -161,9 +163,9 @@ def is_log_path(path: str | Path) -> bool:
     if suffixes or not p.is_file():
         return False
     try:
-        with p.open("rb") as fh:
+        with open_regular(p) as fh:
             head = fh.read(HEAD_BYTES)
-    except OSError:
+    except SourceError:
         return False
     return b"\0" not in head
 
@@ -294,31 +296,15 @@ class LogFileSource:
         self.fmt = fmt
 
     def read(self, cursor: Cursor | None) -> ReadBatch:
-        try:
-            with self.path.open("rb") as fh:
-                return self._read_open(fh, cursor)
-        except FileNotFoundError as exc:
-            raise RunNotFound(
-                f"no log file at {self.path}: check the path (relative paths start at {Path.cwd()}); "
-                "for a W&B run pass its run directory instead"
-            ) from exc
-        except IsADirectoryError as exc:
-            raise RunNotFound(
-                f"{self.path} is a directory, not a log file: pass the log file inside it "
-                "(e.g. train.log or metrics.csv), or the W&B run directory"
-            ) from exc
-        except PermissionError as exc:
-            raise SourceUnavailable(
-                f"cannot read {self.path}: permission denied; make it readable by this user "
-                "(chmod o+r, or run the checker as the training user)"
-            ) from exc
-        except OSError as exc:
-            raise SourceUnavailable(f"cannot read {self.path}: {exc.strerror or exc}; retry later") from exc
+        with open_regular(self.path, what="log file", fix=LOG_FIX) as fh:
+            return self._read_open(fh, cursor)
 
     def _read_open(self, fh: Any, cursor: Cursor | None) -> ReadBatch:
         st = os.fstat(fh.fileno())
         head = fh.read(HEAD_BYTES)
         identity = file_identity(inode=st.st_ino, dev=st.st_dev, size=st.st_size, head=head)
-        batch = read_open_log(fh, cursor, identity=identity, head=head, fmt=self.fmt, progress=self.progress)
+        batch = read_open_log(  # up to the size seen now: a file written faster than it is read cannot keep it going
+            fh, cursor, identity=identity, head=head, fmt=self.fmt, end=st.st_size, progress=self.progress
+        )
         batch.info = RunInfo(name=self.path.name)
         return batch

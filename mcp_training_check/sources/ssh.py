@@ -27,6 +27,7 @@ from ..errors import RunNotFound, SourceUnavailable
 from ..models import RunInfo, RunKind, RunRef
 from . import log_tail
 from .base import Cursor, Progress, ReadBatch
+from .local_file import file_kind
 from .logs import CHUNK_BYTES, HEAD_BYTES, LogParser, file_identity, read_open_log
 from .ssh_connect import DEFAULT_SSH_TIMEOUT_SECONDS, SshTarget, resolve_target, run_remote_script, ssh_client
 
@@ -94,18 +95,20 @@ class SshLogSource:
         return int(fields[0]), int(fields[1])
 
     def _open(self, sftp: paramiko.SFTPClient, target: SshTarget) -> paramiko.SFTPFile:
+        """The log opened over SFTP, after a stat says it is a regular file: the server's sftp process opens
+        a FIFO with a blocking open(), so one would stay stuck there even after we give up."""
         try:
-            fh = sftp.open(self.path, "rb")
-            mode = fh.stat().st_mode or 0
+            mode = sftp.stat(self.path).st_mode or 0
+            if not stat.S_ISREG(mode):
+                where = f"{self.path} on {target.where}"
+                raise RunNotFound(f"{where} is {_not_a_log(mode)}: name the training's log file, e.g. train.log.")
+            return sftp.open(self.path, "rb")
         except OSError as exc:
             raise _file_error(exc, self.path, target) from exc
-        if stat.S_ISDIR(mode):
-            fh.close()
-            raise RunNotFound(
-                f"{self.path} on {target.where} is a directory, not a log file: name the log file inside it, "
-                "e.g. train.log."
-            )
-        return fh
+
+
+def _not_a_log(mode: int) -> str:
+    return "a directory, not a log file" if stat.S_ISDIR(mode) else f"{file_kind(mode)}, not a regular file"
 
 
 def _file_error(exc: OSError, path: str, target: SshTarget) -> RunNotFound | SourceUnavailable:

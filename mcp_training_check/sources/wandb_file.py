@@ -27,8 +27,9 @@ import zlib
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from ..errors import RunNotFound, SourceError, SourceUnavailable
+from ..errors import RunNotFound, SourceError
 from .base import Cursor, FillBatch, Progress, ReadBatch, SeriesChunk, no_progress
+from .local_file import open_regular
 from .wandb_dir import is_wandb_path, resolve_wandb_path
 from .wandb_framing import BLOCK_SIZE, FILE_HEADER, Framer, frame_records
 from .wandb_records import Decoder, RunState, protobuf_module
@@ -52,6 +53,7 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+RUN_FILE_FIX = "pass the run's wandb/run-* directory, or the run-<id>.wandb file wandb itself writes"
 HEAD_CHECK_BYTES = 4096  # identity check: a replaced file differs in its first bytes
 DEFAULT_LIMITS = TailLimits()  # how much a first read and each fill-in read (see wandb_tail)
 
@@ -72,13 +74,8 @@ class WandbFileSource:
 
     def read(self, cursor: Cursor | None) -> ReadBatch:
         file_path = resolve_wandb_path(self.path)
-        try:
-            with open(file_path, "rb") as handle:
-                return self._read_open(file_path, handle, cursor)
-        except FileNotFoundError as exc:
-            raise RunNotFound(f"{file_path} disappeared while being read: check the path and retry.") from exc
-        except OSError as exc:
-            raise SourceUnavailable(f"cannot read {file_path}: {exc.strerror}; check its permissions.") from exc
+        with open_regular(file_path, what="W&B run file", fix=RUN_FILE_FIX) as handle:
+            return self._read_open(file_path, handle, cursor)
 
     def _read_open(self, file_path: Path, handle: BinaryIO, cursor: Cursor | None) -> ReadBatch:
         stat = os.fstat(handle.fileno())
