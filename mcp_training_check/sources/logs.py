@@ -37,6 +37,7 @@ from .logparse import (
     ERROR_PREFIX,
     FATAL_PREFIX,
     FORMATS,
+    MAX_LINE_BYTES,
     MAX_WARNINGS,
     LogParser,
     ParsedLines,
@@ -48,6 +49,7 @@ __all__ = [
     "ERROR_PREFIX",
     "FATAL_PREFIX",
     "FORMATS",
+    "MAX_LINE_BYTES",
     "MAX_WARNINGS",
     "LogFileSource",
     "LogParser",
@@ -61,7 +63,6 @@ __all__ = [
 
 LOG_SUFFIXES = frozenset({".log", ".txt", ".out", ".err", ".jsonl", ".ndjson", ".csv", ".tsv"})
 CHUNK_BYTES = 1 << 18  # bytes read and parsed at a time: bounds memory whatever the file size
-MAX_LINE_BYTES = 1 << 20  # a "line" longer than this without a terminator is dropped, not buffered
 HEAD_BYTES = 4096  # bytes hashed to tell a replaced file from an appended one
 LOG_FIX = "point `run` at the training's log file (train.log, metrics.jsonl, ...) or its W&B run directory"
 
@@ -103,13 +104,16 @@ def _consume(chunks: Iterable[bytes], parser: LogParser, notes: ParseNotes) -> t
         cut = _complete_length(buffer)
         if cut == 0 and len(buffer) > MAX_LINE_BYTES:
             cut = len(buffer)  # no terminator in sight: drop it rather than buffer without bound
-            notes.skipped += 1
+            parser.drop_long_line(notes)
         elif cut:
             sink = SeriesBuilder()
             parser.feed(buffer[:cut].decode("utf-8", "replace").splitlines(), sink, notes)
             acc.add(sink.build())
         consumed += cut
         pending = buffer[cut:]
+    if len(pending) > MAX_LINE_BYTES:  # an unfinished line already over the cap: never wait for its end
+        parser.drop_long_line(notes)
+        consumed += len(pending)
     return acc.build(), consumed
 
 
