@@ -132,3 +132,18 @@ def test_every_hostile_line_over_ssh_reads_as_locally(ssh_home: SshServer, tmp_p
     assert remote.cursor["offset"] == path.stat().st_size
     report = Monitor().check(ssh_home.url(path))
     assert report.snapshot.skipped_chunks == len(HOSTILE_JSONL) and report.snapshot.last_step == 2
+
+
+def test_wandb_record_with_a_step_beyond_int64_is_read(tmp_path: Path) -> None:
+    """A crafted ``.wandb`` history record whose ``_step`` overflows int64 falls back to the record's own step."""
+    from mcp_training_check.sources import WandbFileSource
+
+    from .wandb_writer import history_record, run_record, write_run_file
+
+    records = [run_record(1, "abcd1234")]
+    for step in range(20):
+        written = "18446744073709551615" if step == 7 else str(step)
+        records.append(history_record(2 + step, [("loss", str(2.0 - step / 100)), ("_step", written)], step))
+    write_run_file(tmp_path / "run-abcd1234.wandb", records)
+    batch = WandbFileSource(tmp_path / "run-abcd1234.wandb").read(None)
+    assert batch.series["loss"].steps.tolist() == list(range(20))

@@ -117,14 +117,19 @@ class Decoder:
             add(name, step, number)
 
 
+INT64_MAX = 2**63 - 1
+
+
 def _parse_step(text: str) -> int | None:
+    """``_step`` as written; None (the record's own step is used) when it is not a number or outside int64."""
     try:
-        return int(text)
+        step = int(text)
     except ValueError:
         try:
-            return int(float(text))
+            step = int(float(text))
         except (ValueError, OverflowError):
             return None
+    return step if -INT64_MAX - 1 <= step <= INT64_MAX else None
 
 
 def _typed_value(item: Any) -> float | None:
