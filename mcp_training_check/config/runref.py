@@ -135,16 +135,34 @@ def _parse_local(raw: str, path: Path) -> RunRef:
     return RunRef(raw=raw, kind=kind, path=str(path))
 
 
+_SSH_EXAMPLE = "e.g. ssh://gpu-box/home/me/train.log or ssh://me@10.0.0.5:2222/home/me/train.log"
+
+
 def _parse_ssh(raw: str, text: str) -> RunRef:
-    url = urlparse(text)
+    try:
+        url = urlparse(text)
+        port = url.port
+        if port == 0:
+            raise ValueError("Port out of range 1-65535")
+    except ValueError as exc:  # "Invalid IPv6 URL", "Port out of range 0-65535", "Port could not be cast..."
+        raise RunRefError(f"`run` {raw!r} is not a valid ssh:// URL ({_ssh_url_problem(text, exc)}): {_SSH_EXAMPLE}.") from exc
     if not url.hostname or not url.path or url.path == "/":
-        raise RunRefError(f"`run` {raw!r}: an ssh run needs a host and a path, e.g. ssh://gpu-box/home/me/train.log.")
+        raise RunRefError(f"`run` {raw!r}: an ssh run needs a host and a path, {_SSH_EXAMPLE}.")
     host = url.hostname
+    if ":" in host:  # an IPv6 address, written [::1] in the URL
+        host = f"[{host}]"
     if url.username:
         host = f"{url.username}@{host}"
-    if url.port:
-        host = f"{host}:{url.port}"
+    if port:
+        host = f"{host}:{port}"
     return RunRef(raw=raw, kind=RunKind.SSH, host=host, path=url.path)
+
+
+def _ssh_url_problem(text: str, exc: ValueError) -> str:
+    if "IPv6" in str(exc):
+        return "an IPv6 address needs both brackets: [::1]"
+    port = text.removeprefix("ssh://").split("/", 1)[0].rpartition("@")[2].rpartition(":")[2]
+    return f"port {port!r} is not a number from 1 to 65535"
 
 
 def _parse_url(raw: str, text: str) -> RunRef:
