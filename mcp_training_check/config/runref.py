@@ -145,7 +145,9 @@ def _parse_ssh(raw: str, text: str) -> RunRef:
         if port == 0:
             raise ValueError("Port out of range 1-65535")
     except ValueError as exc:  # "Invalid IPv6 URL", "Port out of range 0-65535", "Port could not be cast..."
-        raise RunRefError(f"`run` {raw!r} is not a valid ssh:// URL ({_ssh_url_problem(text, exc)}): {_SSH_EXAMPLE}.") from exc
+        raise RunRefError(
+            f"`run` {raw!r} is not a valid ssh:// URL ({_ssh_url_problem(text, exc)}): {_SSH_EXAMPLE}."
+        ) from exc
     if not url.hostname or not url.path or url.path == "/":
         raise RunRefError(f"`run` {raw!r}: an ssh run needs a host and a path, {_SSH_EXAMPLE}.")
     host = url.hostname

@@ -118,7 +118,8 @@ def read_with_fallback(
     cursors: Cursor = dict(stored or {})
     try:
         name, label, source = open_primary(ref, settings, progress)
-        return ReadOutcome(_read(source, name, cursors), label)
+        batch, notes = _read(source, name, cursors)
+        return ReadOutcome(batch, label, notes)
     except SourceError as primary_error:
         if not settings.log_fallback:
             if isinstance(primary_error, SourceUnavailable):
@@ -138,7 +139,7 @@ def _fallback_source(settings: ResolvedRunConfig) -> Source:
 def _read_fallback(settings: ResolvedRunConfig, cursors: Cursor, primary_error: SourceError) -> ReadOutcome:
     reason = f"primary source failed ({primary_error}); read the log fallback {settings.log_fallback}"
     try:
-        batch = _read(_fallback_source(settings), "log_fallback", cursors)
+        batch, notes = _read(_fallback_source(settings), "log_fallback", cursors)
     except SourceError as fallback_error:
         return ReadOutcome(
             None,
@@ -146,10 +147,25 @@ def _read_fallback(settings: ResolvedRunConfig, cursors: Cursor, primary_error: 
             [f"primary source failed: {primary_error}", f"log fallback failed: {fallback_error}"],
         )
     batch.restart_drops_read_metrics_only = True
-    return ReadOutcome(batch, DataSource.LOG_FALLBACK, [reason])
+    return ReadOutcome(batch, DataSource.LOG_FALLBACK, [reason, *notes])
 
 
-def _read(source: Source, name: str, cursors: Cursor) -> ReadBatch:
-    batch = source.read(cursors.get(name))
+UNUSABLE_CURSOR = (ValueError, TypeError, KeyError, AttributeError, OverflowError)
+"""What a source raises on a stored position it did not write (a hand edit, a bit flip in the state)."""
+
+
+def _read(source: Source, name: str, cursors: Cursor) -> tuple[ReadBatch, list[str]]:
+    """The source's read from its own stored position; a position it cannot use (the state database decodes
+    the cursor's JSON, only the source knows its fields) is read again from the start, and said so."""
+    own = cursors.get(name)
+    notes: list[str] = []
+    try:
+        batch = source.read(own)
+    except UNUSABLE_CURSOR as exc:
+        if own is None:
+            raise
+        batch = source.read(None)
+        batch.restarted = True
+        notes.append(f"the stored read position was unusable ({type(exc).__name__}: {exc}); read again from the start")
     batch.cursor = {**cursors, name: batch.cursor}
-    return batch
+    return batch, notes
