@@ -96,7 +96,7 @@ from .schema import (
     RunEntry,
     StopSettings,
 )
-from .toml_lines import key_lines
+from .toml_lines import MAX_NESTING, key_lines, too_deep_at
 
 __all__ = [
     "CONFIG_ENV",
@@ -343,6 +343,12 @@ def _read_text(path: Path) -> str:
 
 def _parse(text: str, path: Path, cwd: Path) -> ConfigFile:
     shown = _display(path, cwd)
+    deep = too_deep_at(text)
+    if deep is not None:
+        raise ConfigError(
+            f"{shown}:{deep}: nesting too deep at line {deep} (more than {MAX_NESTING} arrays or inline tables "
+            "inside each other); write the value flatter, one [table] per level."
+        )
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

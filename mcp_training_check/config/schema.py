@@ -4,6 +4,7 @@ that turn a typo into an error naming the key (see `config` for where the file i
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Annotated, Literal
 from urllib.parse import urlparse
@@ -36,6 +37,8 @@ JudgeValue = float | int | bool
 
 def _judge_value(value: object) -> JudgeValue:
     """Threshold values are numbers or booleans; anything else is a typo the judge would choke on later."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"expected a finite number, got {value!r}: nan or inf as a threshold compares false always")
     if isinstance(value, bool | int | float):
         return value
     raise ValueError(f"expected a number or true/false, got {value!r}")
@@ -79,7 +82,7 @@ Thresholds = dict[str, Annotated[JudgeValue, PlainValidator(_judge_value)]]
 class _Section(BaseModel):
     """Strict: TOML has real types, so "30" for a number is a mistake, and unknown keys are typos."""
 
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, allow_inf_nan=False)
 
 
 class ReviewSettings(_Section):

@@ -12,7 +12,39 @@ import bisect
 import re
 import tomllib
 
-__all__ = ["BARE_KEY", "key_lines"]
+__all__ = ["BARE_KEY", "MAX_NESTING", "key_lines", "too_deep_at"]
+
+MAX_NESTING = 32
+"""Arrays and inline tables inside each other: the file needs 2; tomllib recurses per level and would
+fail with a RecursionError near a few hundred, so deeper text is refused before it is parsed."""
+
+
+def too_deep_at(text: str, limit: int = MAX_NESTING) -> int | None:
+    """The 1-based line where ``[`` / ``{`` nesting first passes ``limit`` (strings and comments skipped), or None."""
+    depth, line, quote, index = 0, 1, "", 0
+    while index < len(text):
+        char = text[index]
+        if char == "\n":
+            line += 1
+        elif quote:
+            if char == "\\" and quote == '"':
+                index += 1
+            elif char == quote:
+                quote = ""
+        elif char in "\"'":
+            quote = char
+        elif char == "#":
+            end = text.find("\n", index)
+            index = len(text) if end < 0 else end
+            continue
+        elif char in "[{":
+            depth += 1
+            if depth > limit:
+                return line
+        elif char in "]}":
+            depth = max(depth - 1, 0)
+        index += 1
+    return None
 
 
 def key_lines(text: str) -> dict[tuple[str, ...], int]:
