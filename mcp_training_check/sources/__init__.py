@@ -168,4 +168,4 @@ def _read(source: Source, name: str, cursors: Cursor) -> tuple[ReadBatch, list[s
         batch.restarted = True
         notes.append(f"the stored read position was unusable ({type(exc).__name__}: {exc}); read again from the start")
     batch.cursor = {**cursors, name: batch.cursor}
-    return batch, notes
+    return batch, [*notes, *batch.notes]

@@ -111,10 +111,20 @@ class ReadBatch:
     restart_drops_read_metrics_only: bool = False
     warnings: list[str] = field(default_factory=list)
     fill: FillBatch | None = None  # set while the older history is an overview (see the module docstring)
+    notes: list[str] = field(default_factory=list)  # said in the snapshot's warnings (`warnings` are not)
 
     @property
     def new_points(self) -> int:
         return sum(len(chunk) for chunk in self.series.values())
+
+
+def catch_up_note(appended: int, limit: int) -> str:
+    """Why a source read tail-first again instead of everything appended since the last check."""
+    return (
+        f"{appended / 2**20:,.0f} MiB were appended since the last check, more than one check reads "
+        f"({limit / 2**20:,.0f} MiB): read tail-first again (the newest history exact, the older an overview "
+        "until the next checks re-read it)"
+    )
 
 
 class Source(Protocol):

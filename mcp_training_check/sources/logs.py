@@ -31,7 +31,7 @@ import numpy as np
 from ..errors import SourceError
 from ..models import RunInfo
 from . import log_tail
-from .base import Cursor, Progress, ReadBatch, SeriesBuilder, SeriesChunk, no_progress
+from .base import Cursor, Progress, ReadBatch, SeriesBuilder, SeriesChunk, catch_up_note, no_progress
 from .local_file import open_regular
 from .logparse import (
     ERROR_PREFIX,
@@ -230,6 +230,10 @@ def read_open_log(
     size = int(end if end is not None else identity.get("size", 0))
     if not keep and size > limits.read_whole_up_to:  # a long log's first read: tail first (log_tail)
         return _tail_first(fh, identity, size, fmt, limits, progress, restarted=cursor is not None)
+    if keep and size - offset > max(limits.catch_up_bytes, limits.read_whole_up_to):  # too much to catch up on
+        batch = _tail_first(fh, identity, size, fmt, limits, progress, restarted=True)
+        batch.notes.append(catch_up_note(size - offset, limits.catch_up_bytes))
+        return batch
     parser = parser or LogParser(fmt)
     start = offset if keep else 0
     fh.seek(start)

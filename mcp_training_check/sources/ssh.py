@@ -38,10 +38,18 @@ SSH_FILL_BYTES_PER_CHECK = 16 * 1024 * 1024
 """Fill-in re-read per check over SSH (log_tail): ~2 s at 8 MB/s, where a local read takes 64 MiB."""
 
 
+SSH_CATCH_UP_BYTES = 64 * 1024 * 1024
+"""Appended bytes one check transfers over SSH (~8 s at 8 MB/s); a log that grew more is read tail-first again."""
+
+
 def ssh_limits() -> log_tail.LogTailLimits:
-    """The log limits of a read over SSH: the local ones with a smaller fill-in per check."""
+    """The log limits of a read over SSH: the local ones with a smaller fill-in and catch-up per check."""
     local = log_tail.DEFAULT_LIMITS
-    return dataclasses.replace(local, fill_bytes_per_check=min(local.fill_bytes_per_check, SSH_FILL_BYTES_PER_CHECK))
+    return dataclasses.replace(
+        local,
+        fill_bytes_per_check=min(local.fill_bytes_per_check, SSH_FILL_BYTES_PER_CHECK),
+        catch_up_bytes=min(local.catch_up_bytes, SSH_CATCH_UP_BYTES),
+    )
 
 
 class SshLogSource:

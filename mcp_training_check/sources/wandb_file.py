@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from ..errors import RunNotFound, SourceError
-from .base import Cursor, FillBatch, Progress, ReadBatch, SeriesChunk, no_progress
+from .base import Cursor, FillBatch, Progress, ReadBatch, SeriesChunk, catch_up_note, no_progress
 from .local_file import open_regular
 from .wandb_dir import is_wandb_path, resolve_wandb_path
 from .wandb_framing import BLOCK_SIZE, FILE_HEADER, Framer, frame_records
@@ -81,8 +81,14 @@ class WandbFileSource:
         stat = os.fstat(handle.fileno())
         head = handle.read(HEAD_CHECK_BYTES)
         restarted = cursor is not None and not _same_file(cursor, str(file_path), stat, head)
-        if restarted:
+        appended = stat.st_size - int(cursor["offset"]) if cursor and not restarted else 0
+        catching_up = appended > max(self.limits.catch_up_bytes, self.limits.read_whole_up_to)
+        if restarted or catching_up:
             cursor = None
+        if catching_up:  # too much to decode in one check: the newest history first, as on a first read
+            batch = self._first_read(file_path, handle, stat, head, RunState.from_cursor(None), restarted=True)
+            batch.notes.append(catch_up_note(appended, self.limits.catch_up_bytes))
+            return batch
         start = int(cursor["offset"]) if cursor else 0
         if start < len(FILE_HEADER):  # nothing read yet
             _check_header(file_path, head)
