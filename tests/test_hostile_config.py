@@ -135,3 +135,18 @@ def test_cli_reports_a_bad_ssh_url_without_a_traceback(tmp_path: Path, run: str)
     result = run_cli("check", run, cwd=tmp_path)
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert "is not a valid ssh:// URL" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [("c" * 300 + ".toml", "File name too long"), ("loop.toml", "Too many levels of symbolic links")],
+)
+def test_config_path_in_the_environment_that_cannot_be_looked_at(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, expected: str
+) -> None:
+    if name == "loop.toml":
+        (tmp_path / "loop.toml").symlink_to(tmp_path / "loop2.toml")
+        (tmp_path / "loop2.toml").symlink_to(tmp_path / "loop.toml")
+    monkeypatch.setenv("TRAINING_CHECK_CONFIG", str(tmp_path / name))
+    with pytest.raises(ConfigError, match=rf"^TRAINING_CHECK_CONFIG.*: {expected}; point it at an existing"):
+        load_config(cwd=tmp_path)

@@ -70,6 +70,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import stat
 import tomllib
 from pathlib import Path
 from typing import Any, cast, get_args
@@ -316,7 +317,7 @@ def _find_config(path: Path | None, cwd: Path) -> Path | None:
         return _must_exist(_absolute(str(path), cwd), "the config path")
     env = os.environ.get(CONFIG_ENV, "").strip()
     if env:
-        return _must_exist(_absolute(env, cwd), f"{CONFIG_ENV}={env!r}")
+        return _must_exist(_absolute(env, cwd), f"{CONFIG_ENV}={env!r}" if len(env) <= 80 else CONFIG_ENV)
     for directory in (cwd, *cwd.parents):
         candidate = directory / CONFIG_NAME
         if candidate.is_file():
@@ -327,7 +328,15 @@ def _find_config(path: Path | None, cwd: Path) -> Path | None:
 
 
 def _must_exist(path: Path, what: str) -> Path:
-    if not path.is_file():
+    fix = f"point it at an existing {CONFIG_NAME} or unset it"
+    try:
+        regular = stat.S_ISREG(os.stat(path).st_mode)
+    except (FileNotFoundError, NotADirectoryError):
+        regular = False
+    except OSError as exc:  # a name too long, a symlink loop, a directory this user may not search
+        shown = str(path) if len(str(path)) <= 80 else f"{str(path)[:40]}…{str(path)[-40:]}"
+        raise ConfigError(f"{what}: {shown}: {exc.strerror}; {fix}.") from exc
+    if not regular:
         raise ConfigError(f"{what}: {path} is not a file; point it at an existing {CONFIG_NAME} or unset it.")
     return path
 
