@@ -287,3 +287,16 @@ def test_ssh_regular_log_still_reads(ssh_home: SshServer, tmp_path: Path) -> Non
     log.write_text(jsonl_rows(0, 40))
     batch = ssh_source(ssh_home, log).read(None)
     assert len(batch.series["loss"]) == 40
+
+
+@pytest.mark.parametrize("run", ["\x00", "train\x00.log", "ssh://host/x\x00y"])
+def test_a_nul_in_the_run_is_named(run: str) -> None:
+    with pytest.raises(RunRefError, match="holds a NUL character"):
+        parse_run(run)
+
+
+@pytest.mark.skipif(not Path("/proc/self/mem").exists(), reason="needs Linux /proc")
+def test_a_regular_file_that_fails_to_read_is_a_source_error() -> None:
+    """/proc/self/mem is a regular file whose first page cannot be read (EIO): the check says so."""
+    outcome = answer(lambda: LogFileSource("/proc/self/mem").read(None))
+    assert outcome.startswith("SourceUnavailable: cannot read /proc/self/mem: Input/output error"), outcome

@@ -47,6 +47,8 @@ def parse_run(raw: str, *, base_dir: Path | None = None) -> RunRef:
     text = raw.strip()
     if not text:
         raise RunRefError(f"`run` is empty: {_FORMS_HELP}.")
+    if "\0" in text:
+        raise RunRefError(f"`run` {raw[:80]!r} holds a NUL character, which no path or URL can: {_FORMS_HELP}.")
     if text.startswith("ssh://"):
         return _parse_ssh(raw, text)
     if text.startswith(("http://", "https://")):

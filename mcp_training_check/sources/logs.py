@@ -32,7 +32,7 @@ from ..errors import SourceError
 from ..models import RunInfo
 from . import log_tail
 from .base import Cursor, Progress, ReadBatch, SeriesBuilder, SeriesChunk, catch_up_note, no_progress
-from .local_file import open_regular
+from .local_file import describe_os_error, open_regular
 from .logparse import (
     ERROR_PREFIX,
     FATAL_PREFIX,
@@ -305,7 +305,10 @@ class LogFileSource:
 
     def read(self, cursor: Cursor | None) -> ReadBatch:
         with open_regular(self.path, what="log file", fix=LOG_FIX) as fh:
-            return self._read_open(fh, cursor)
+            try:
+                return self._read_open(fh, cursor)
+            except OSError as exc:  # a regular file that cannot be read (EIO: a disk error, /proc/self/mem)
+                raise describe_os_error(exc, self.path, fix=LOG_FIX) from exc
 
     def _read_open(self, fh: Any, cursor: Cursor | None) -> ReadBatch:
         st = os.fstat(fh.fileno())

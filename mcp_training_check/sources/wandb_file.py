@@ -29,7 +29,7 @@ from typing import Any, BinaryIO
 
 from ..errors import RunNotFound, SourceError
 from .base import Cursor, FillBatch, Progress, ReadBatch, SeriesChunk, catch_up_note, no_progress
-from .local_file import open_regular
+from .local_file import describe_os_error, open_regular
 from .wandb_dir import is_wandb_path, resolve_wandb_path
 from .wandb_framing import BLOCK_SIZE, FILE_HEADER, Framer, frame_records
 from .wandb_records import Decoder, RunState, protobuf_module
@@ -75,7 +75,10 @@ class WandbFileSource:
     def read(self, cursor: Cursor | None) -> ReadBatch:
         file_path = resolve_wandb_path(self.path)
         with open_regular(file_path, what="W&B run file", fix=RUN_FILE_FIX) as handle:
-            return self._read_open(file_path, handle, cursor)
+            try:
+                return self._read_open(file_path, handle, cursor)
+            except OSError as exc:  # a regular file that cannot be read (EIO: a disk error)
+                raise describe_os_error(exc, file_path, what="W&B run file", fix=RUN_FILE_FIX) from exc
 
     def _read_open(self, file_path: Path, handle: BinaryIO, cursor: Cursor | None) -> ReadBatch:
         stat = os.fstat(handle.fileno())
