@@ -150,3 +150,41 @@ def test_config_path_in_the_environment_that_cannot_be_looked_at(
     monkeypatch.setenv("TRAINING_CHECK_CONFIG", str(tmp_path / name))
     with pytest.raises(ConfigError, match=rf"^TRAINING_CHECK_CONFIG.*: {expected}; point it at an existing"):
         load_config(cwd=tmp_path)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[" + ".".join(["x"] * 20_000) + "]\n",
+        "[[" + ".".join(["x"] * 40) + "]]\n",
+        ".".join(["x"] * 20_000) + " = 1\n",
+        '[runs.a]\nrun = "x.log"\n' + ".".join(["judge"] * 3_000) + " = 1\n",
+    ],
+    ids=["table header 20,000 parts", "array-of-tables header 40 parts", "dotted key 20,000 parts", "judge.judge…"],
+)
+def test_dotted_keys_past_the_nesting_limit_name_the_line(tmp_path: Path, text: str) -> None:
+    line = text.count("\n", 0, text.rindex("\n"))  # the last line holds the long key
+    with pytest.raises(ConfigError, match=rf"^training-check\.toml:{line + 1}: nesting too deep at line {line + 1} "):
+        load_config(config(tmp_path, text), cwd=tmp_path)
+
+
+def test_dots_in_quoted_keys_and_float_arrays_are_not_nesting(tmp_path: Path) -> None:
+    quoted = ".".join("abcdefghijklmnopqrstuvwxyzabcdefghij")
+    floats = ", ".join(["1.5"] * 100)
+    text = f'[runs."{quoted}"]\nrun = "x.log"\njudge = {{ spike_z = 7.5 }}\nbaselines = {{ "a.b.c" = 0.5 }}\n'
+    loaded = load_config(config(tmp_path, f"[defaults]\nnotes = 'n.md'\n{text}# {floats}\n"), cwd=tmp_path)
+    assert loaded.runs[quoted].judge == {"spike_z": 7.5}
+
+
+def test_a_table_where_a_threshold_goes_is_named_not_repr_recursed(tmp_path: Path) -> None:
+    nested = "{ a = " * 30 + "1" + " }" * 30
+    path = config(tmp_path, f'[runs.a]\nrun = "x.log"\n[runs.a.judge]\nspike_z = {nested}\n')
+    with pytest.raises(ConfigError, match=r"training-check\.toml:4: runs\.a\.judge\.spike_z: .*got a table"):
+        load_config(path, cwd=tmp_path)
+
+
+def test_a_ten_megabyte_value_is_answered(tmp_path: Path) -> None:
+    """One 10 MB string: the nesting scan and the key-line map skip it in C (regex), not character by character."""
+    path = config(tmp_path, 'unknown = "' + "x" * 10_000_000 + '"\n')
+    with pytest.raises(ConfigError, match=r"^training-check\.toml:1: unknown: unknown key"):
+        load_config(path, cwd=tmp_path)

@@ -355,8 +355,8 @@ def _parse(text: str, path: Path, cwd: Path) -> ConfigFile:
     deep = too_deep_at(text)
     if deep is not None:
         raise ConfigError(
-            f"{shown}:{deep}: nesting too deep at line {deep} (more than {MAX_NESTING} arrays or inline tables "
-            "inside each other); write the value flatter, one [table] per level."
+            f"{shown}:{deep}: nesting too deep at line {deep} (more than {MAX_NESTING} levels of arrays, inline "
+            "tables or dotted key parts); no setting is written that deep: write it flatter."
         )
     try:
         data = tomllib.loads(text)

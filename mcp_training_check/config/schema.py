@@ -41,7 +41,8 @@ def _judge_value(value: object) -> JudgeValue:
         raise ValueError(f"expected a finite number, got {value!r}: nan or inf as a threshold compares false always")
     if isinstance(value, bool | int | float):
         return value
-    raise ValueError(f"expected a number or true/false, got {value!r}")
+    shown = "a table" if isinstance(value, dict) else "an array" if isinstance(value, list) else repr(value)[:60]
+    raise ValueError(f"expected a number or true/false, got {shown}")
 
 
 def _signal_name(value: object) -> object:
