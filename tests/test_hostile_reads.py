@@ -300,3 +300,14 @@ def test_a_regular_file_that_fails_to_read_is_a_source_error() -> None:
     """/proc/self/mem is a regular file whose first page cannot be read (EIO): the check says so."""
     outcome = answer(lambda: LogFileSource("/proc/self/mem").read(None))
     assert outcome.startswith("SourceUnavailable: cannot read /proc/self/mem: Input/output error"), outcome
+
+
+def test_open_regular_without_following_symlinks_refuses_a_link(tmp_path: Path) -> None:
+    from mcp_training_check.sources.local_file import open_regular
+
+    (tmp_path / "real.pid").write_text("123\n")
+    (tmp_path / "link.pid").symlink_to(tmp_path / "real.pid")
+    with open_regular(tmp_path / "link.pid") as handle:
+        assert handle.read() == b"123\n"
+    with pytest.raises(RunNotFound, match="a symlink where none is allowed"):
+        open_regular(tmp_path / "link.pid", what="pid file", fix="name the file itself", follow_symlinks=False)

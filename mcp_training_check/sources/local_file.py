@@ -5,7 +5,8 @@ for a writer forever), ``/dev/zero`` or ``/dev/urandom`` (endless bytes), a sock
 symlink loop, a name longer than the file system allows. `open_regular` opens with ``O_NONBLOCK`` (a
 FIFO opens at once instead of waiting for a writer), checks with ``fstat`` that what it opened is a
 regular file before a single byte is read, and turns every refusal into a `SourceError` that names the
-problem and the fix. A regular file's reads are then bounded by its size (`size_at_open`).
+problem and the fix. Readers then read a regular file only up to the size ``fstat`` gave (logs) or to its
+end (``.wandb`` files, bounded per check by their catch-up limit).
 
 `describe_os_error` is the message half on its own, for callers that stat or list rather than open.
 """
@@ -21,7 +22,7 @@ from typing import BinaryIO
 
 from ..errors import RunNotFound, SourceError, SourceUnavailable
 
-__all__ = ["describe_os_error", "file_kind", "open_regular", "permission_problem", "size_at_open"]
+__all__ = ["describe_os_error", "file_kind", "open_regular", "permission_problem"]
 
 _OPEN_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
 
@@ -47,7 +48,7 @@ def open_regular(path: str | Path, *, what: str = "log file", fix: str = "point 
 
     Refuses at once, before reading, anything that is not a regular file (``what`` names what was
     expected, ``fix`` what to pass instead). ``follow_symlinks=False`` refuses a symlink too
-    (``O_NOFOLLOW``), for files whose link could point anywhere.
+    (``O_NOFOLLOW``), for a file whose link could point anywhere (a pid file linked to /proc/self/environ).
     """
     flags = _OPEN_FLAGS | (0 if follow_symlinks else os.O_NOFOLLOW)
     try:
@@ -63,11 +64,6 @@ def open_regular(path: str | Path, *, what: str = "log file", fix: str = "point 
     except BaseException:
         os.close(fd)
         raise
-
-
-def size_at_open(handle: BinaryIO) -> int:
-    """The file's size now: what one read may go up to, so a file growing meanwhile cannot keep it going."""
-    return os.fstat(handle.fileno()).st_size
 
 
 def describe_os_error(exc: OSError, path: Path, *, what: str = "log file",
