@@ -311,3 +311,9 @@ def test_open_regular_without_following_symlinks_refuses_a_link(tmp_path: Path) 
         assert handle.read() == b"123\n"
     with pytest.raises(RunNotFound, match="a symlink where none is allowed"):
         open_regular(tmp_path / "link.pid", what="pid file", fix="name the file itself", follow_symlinks=False)
+
+
+def test_ssh_file_name_too_long_is_named(ssh_home: SshServer, tmp_path: Path) -> None:
+    outcome = answer(lambda: ssh_source(ssh_home, tmp_path / ("x" * 300 + ".log"), timeout=3.0).read(None))
+    assert outcome.startswith("RunNotFound: file name too long: a name in "), outcome
+    assert "has 304 bytes, a file system allows 255" in outcome

@@ -38,6 +38,7 @@ SSH_FILL_BYTES_PER_CHECK = 16 * 1024 * 1024
 """Fill-in re-read per check over SSH (log_tail): ~2 s at 8 MB/s, where a local read takes 64 MiB."""
 
 
+NAME_MAX_BYTES = 255  # the longest file name Linux and macOS file systems allow
 SSH_CATCH_UP_BYTES = 64 * 1024 * 1024
 """Appended bytes one check transfers over SSH (~8 s at 8 MB/s); a log that grew more is read tail-first again."""
 
@@ -131,7 +132,13 @@ def _file_error(exc: OSError, path: str, target: SshTarget) -> RunNotFound | Sou
             f"cannot read {where}: permission denied for {target.user}; make the log readable by that user "
             "(chmod o+r, or log in as the training user)."
         )
-    return SourceUnavailable(f"cannot read {where}: {exc.strerror or exc}; retry later.")
+    longest = max((len(part.encode()) for part in path.split("/")), default=0)
+    if longest > NAME_MAX_BYTES:  # the SFTP server says only "Failure" or "Bad message"
+        return RunNotFound(f"file name too long: a name in {path[:60]}… has {longest} bytes, a file system allows 255.")
+    return SourceUnavailable(
+        f"cannot read {where}: {exc.strerror or exc}; check it with "
+        f"`ssh -p {target.port} {target.user}@{target.hostname} ls -l {shlex.quote(path)}`, or retry later."
+    )
 
 
 class _Windowed:
