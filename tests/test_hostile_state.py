@@ -214,3 +214,18 @@ def test_unwritable_locks_directory_as_another_user() -> None:
         assert "permission denied" in result.lower() and "TRAINING_CHECK_HOME" in result
     finally:
         shutil.rmtree(home, ignore_errors=True)
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device", "directory"])
+def test_a_state_database_that_is_not_a_regular_file_is_named(isolated_home: Path, kind: str) -> None:
+    isolated_home.mkdir(parents=True)
+    path = isolated_home / DB_FILENAME
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "device":
+        path.symlink_to("/dev/zero")
+    else:
+        path.mkdir()
+    words = {"fifo": "a FIFO (named pipe)", "device": "a character device", "directory": "a directory"}[kind]
+    with pytest.raises(StateError, match=rf"state database .* is {re.escape(words)}, not a regular file: move it"):
+        StateStore()

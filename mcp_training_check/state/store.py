@@ -28,6 +28,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import stat
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -42,6 +43,7 @@ from pydantic import BaseModel, ConfigDict
 from ..errors import StateError
 from ..models import Decision, ReviewResult, RunInfo, RunStatus, Verdict
 from ..sources.base import Cursor, FillBatch, ReadBatch
+from ..sources.local_file import file_kind
 from .cells import (
     CellDamage,
     decoding,
@@ -169,6 +171,7 @@ class StateStore:
     # ------------------------------------------------------------------ connection
 
     def _open(self) -> sqlite3.Connection:
+        self._refuse_special_file()
         try:
             conn = sqlite3.connect(
                 self.path, timeout=BUSY_TIMEOUT_SECONDS, isolation_level=None, check_same_thread=False
@@ -193,6 +196,18 @@ class StateStore:
             conn.close()
             raise
         return conn
+
+    def _refuse_special_file(self) -> None:
+        """A FIFO, a device or a directory where the database goes: SQLite would say only "disk I/O error"."""
+        try:
+            mode = os.stat(self.path).st_mode
+        except OSError:
+            return  # missing (it is created), or SQLite says why it cannot open it
+        if not stat.S_ISREG(mode):
+            raise StateError(
+                f"state database {self.path} is {file_kind(mode)}, not a regular file: move it aside "
+                f"(mv '{self.path}' '{self.path}.bad') and the next check starts fresh, or set {HOME_ENV}"
+            )
 
     def _migrate(self, conn: sqlite3.Connection) -> None:
         """Bring the schema to SCHEMA_VERSION; inside one write transaction so racing opens agree."""
