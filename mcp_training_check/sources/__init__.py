@@ -5,7 +5,9 @@ protocol in `base`. `read_with_fallback` picks the run's primary source from its
 that place cannot be reached reads the configured log fallback instead, saying so in `data_source`.
 
 The stored cursor is one dict per run holding a sub-cursor per source, so switching to the fallback
-and back never loses either position. A log fallback is a local path or an ``ssh://host/path`` URL.
+and back never loses either position. A log fallback is a local path or an ``ssh://host/path`` URL. A
+sub-cursor its source cannot use (a hand edit, a bit flip the state's JSON decoding let through) is read
+again from the start, with a note in ``warnings``.
 
 A long run's first read is tail-first: the recent history exactly, an overview of the older one, then a
 bounded fill-in per read (`base.FillBatch`; ``wandb_tail``, ``log_tail``, ``wandb_api_overview``). Long
