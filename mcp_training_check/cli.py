@@ -80,7 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_watch_parser(commands)
 
     serve = commands.add_parser("serve", help="run the MCP server (stdio unless --http)")
-    serve.add_argument("--http", type=int, metavar="PORT", help="serve streamable HTTP on PORT instead of stdio")
+    serve.add_argument("--http", type=_port, metavar="PORT", help="serve streamable HTTP on PORT instead of stdio")
     serve.add_argument("--host", default="127.0.0.1", help="HTTP address (default 127.0.0.1)")
     serve.add_argument("--token", default=None, help="bearer token (default: $TRAINING_CHECK_HTTP_TOKEN)")
 
@@ -88,6 +88,13 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--seconds-per-minute", type=float, default=0.4, help="compressed clock (default 0.4)")
     demo.add_argument("--workdir", default=None, help="where the demo writes (default: a temporary dir)")
     return parser
+
+
+def _port(text: str) -> int:
+    """A TCP port to listen on: argparse says "argument --http: ..." with this message."""
+    if not text.strip().isdigit() or not 0 <= int(text) <= 65535:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number from 0 to 65535 (e.g. --http 8765)")
+    return int(text)
 
 
 def _add_review_commands(commands: argparse._SubParsersAction) -> None:

@@ -65,7 +65,7 @@ def test_a_host_with_sftp_says_nothing_about_the_transport(ssh_home: SshServer, 
     log = tmp_path / "metrics.jsonl"
     log.write_text(jsonl_rows(0, 10))
     batch = SshLogSource(parse_run(ssh_home.url(log)), timeout_seconds=5.0).read(None)
-    assert len(batch.series["loss"]) == 10 and not batch.transport_notes
+    assert len(batch.series["loss"]) == 10 and not batch.notes
 
 
 @pytest.mark.parametrize("fmt", ["jsonl", "csv", "hf", "printed"])
@@ -207,7 +207,7 @@ def test_shell_characters_in_the_remote_path_stay_inert(exec_home, tmp_path, pay
         ref = RunRef(raw=f"ssh://nosftp{log}", kind=RunKind.SSH, host="nosftp", path=str(log))
         batch = SshLogSource(ref, timeout_seconds=5.0).read(None)
         assert batch.series["loss"].steps.tolist() == list(range(7))
-        assert any(EXEC_NOTE in w for w in batch.transport_notes)
+        assert any(EXEC_NOTE in w for w in batch.notes)
         missing = RunRef(raw="x", kind=RunKind.SSH, host="nosftp", path=f"{log}.missing")
         with pytest.raises(RunNotFound):
             SshLogSource(missing, timeout_seconds=5.0).read(None)
@@ -235,4 +235,4 @@ def test_an_sftp_server_that_is_configured_but_missing_falls_back_too(sshd_serve
         log.write_text(jsonl_rows(0, 40))
         batch = exec_source(log).read(None)
     assert batch.series["loss"].steps.tolist() == list(range(40))
-    assert any(EXEC_NOTE in w for w in batch.transport_notes)
+    assert any(EXEC_NOTE in w for w in batch.notes)

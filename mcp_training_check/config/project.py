@@ -86,6 +86,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import stat
 import tomllib
 from pathlib import Path
 from typing import Any, cast, get_args
@@ -112,7 +113,7 @@ from .schema import (
     RunEntry,
     StopSettings,
 )
-from .toml_lines import key_lines
+from .toml_lines import MAX_NESTING, key_lines, too_deep_at
 
 __all__ = [
     "CONFIG_ENV",
@@ -333,7 +334,7 @@ def find_config(path: Path | None, cwd: Path) -> Path | None:
         return _must_exist(_absolute(str(path), cwd), "the config path")
     env = os.environ.get(CONFIG_ENV, "").strip()
     if env:
-        return _must_exist(_absolute(env, cwd), f"{CONFIG_ENV}={env!r}")
+        return _must_exist(_absolute(env, cwd), f"{CONFIG_ENV}={env!r}" if len(env) <= 80 else CONFIG_ENV)
     for directory in (cwd, *cwd.parents):
         candidate = directory / CONFIG_NAME
         if candidate.is_file():
@@ -344,7 +345,15 @@ def find_config(path: Path | None, cwd: Path) -> Path | None:
 
 
 def _must_exist(path: Path, what: str) -> Path:
-    if not path.is_file():
+    fix = f"point it at an existing {CONFIG_NAME} or unset it"
+    try:
+        regular = stat.S_ISREG(os.stat(path).st_mode)
+    except (FileNotFoundError, NotADirectoryError):
+        regular = False
+    except OSError as exc:  # a name too long, a symlink loop, a directory this user may not search
+        shown = str(path) if len(str(path)) <= 80 else f"{str(path)[:40]}…{str(path)[-40:]}"
+        raise ConfigError(f"{what}: {shown}: {exc.strerror}; {fix}.") from exc
+    if not regular:
         raise ConfigError(f"{what}: {path} is not a file; point it at an existing {CONFIG_NAME} or unset it.")
     return path
 
@@ -360,6 +369,12 @@ def _read_text(path: Path) -> str:
 
 def _parse(text: str, path: Path, cwd: Path) -> ConfigFile:
     shown = _display(path, cwd)
+    deep = too_deep_at(text)
+    if deep is not None:
+        raise ConfigError(
+            f"{shown}:{deep}: nesting too deep at line {deep} (more than {MAX_NESTING} levels of arrays, inline "
+            "tables or dotted key parts); no setting is written that deep: write it flatter."
+        )
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

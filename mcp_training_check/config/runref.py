@@ -19,6 +19,7 @@ own default or WANDB_BASE_URL applies).
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 from pathlib import Path
@@ -46,6 +47,8 @@ def parse_run(raw: str, *, base_dir: Path | None = None) -> RunRef:
     text = raw.strip()
     if not text:
         raise RunRefError(f"`run` is empty: {_FORMS_HELP}.")
+    if "\0" in text:
+        raise RunRefError(f"`run` {raw[:80]!r} holds a NUL character, which no path or URL can: {_FORMS_HELP}.")
     if text.startswith("ssh://"):
         return _parse_ssh(raw, text)
     if text.startswith(("http://", "https://")):
@@ -99,7 +102,31 @@ def _local_path(text: str, base_dir: Path | None) -> Path | None:
         path = (base_dir or Path.cwd()) / path
     # keep symlinks such as wandb/latest-run unresolved: they must be followed at every check
     path = Path(os.path.abspath(path))
-    return path if path.exists() or path.is_symlink() else None
+    try:
+        os.lstat(path)  # the path itself, or a link (a dangling or looping one is reported when read)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as exc:
+        shown = text if len(text) <= 80 else f"{text[:40]}…{text[-40:]}"
+        raise RunRefError(f"`run` {shown!r}: {_path_problem(path, exc)}") from exc
+    return path
+
+
+def _path_problem(path: Path, exc: OSError) -> str:
+    """Why ``path`` cannot even be looked at, and the fix."""
+    if exc.errno == errno.ENAMETOOLONG:
+        longest = max(len(part.encode()) for part in path.parts)
+        return (
+            f"file name too long ({len(str(path))} characters, the longest name {longest} bytes; a file system allows "
+            "255 bytes a name): check the path, or pass a shorter one."
+        )
+    if exc.errno in (errno.EACCES, errno.EPERM):
+        blocked = next((d for d in reversed(path.parents) if os.path.isdir(d) and not os.access(d, os.X_OK)), None)
+        where = f"the directory {blocked} (no x permission)" if blocked else "a directory on the way"
+        return f"permission denied: this user may not search {where}; `chmod o+x` it, or run as the training's user."
+    if exc.errno == errno.ELOOP:
+        return f"symlink loop on the way to {path}: fix or remove the link."
+    return f"cannot look at {path} ({exc.strerror or exc}); check the path."
 
 
 def _parse_local(raw: str, path: Path) -> RunRef:
@@ -110,16 +137,36 @@ def _parse_local(raw: str, path: Path) -> RunRef:
     return RunRef(raw=raw, kind=kind, path=str(path))
 
 
+_SSH_EXAMPLE = "e.g. ssh://gpu-box/home/me/train.log or ssh://me@10.0.0.5:2222/home/me/train.log"
+
+
 def _parse_ssh(raw: str, text: str) -> RunRef:
-    url = urlparse(text)
+    try:
+        url = urlparse(text)
+        port = url.port
+        if port == 0:
+            raise ValueError("Port out of range 1-65535")
+    except ValueError as exc:  # "Invalid IPv6 URL", "Port out of range 0-65535", "Port could not be cast..."
+        raise RunRefError(
+            f"`run` {raw!r} is not a valid ssh:// URL ({_ssh_url_problem(text, exc)}): {_SSH_EXAMPLE}."
+        ) from exc
     if not url.hostname or not url.path or url.path == "/":
-        raise RunRefError(f"`run` {raw!r}: an ssh run needs a host and a path, e.g. ssh://gpu-box/home/me/train.log.")
+        raise RunRefError(f"`run` {raw!r}: an ssh run needs a host and a path, {_SSH_EXAMPLE}.")
     host = url.hostname
+    if ":" in host:  # an IPv6 address, written [::1] in the URL
+        host = f"[{host}]"
     if url.username:
         host = f"{url.username}@{host}"
-    if url.port:
-        host = f"{host}:{url.port}"
+    if port:
+        host = f"{host}:{port}"
     return RunRef(raw=raw, kind=RunKind.SSH, host=host, path=url.path)
+
+
+def _ssh_url_problem(text: str, exc: ValueError) -> str:
+    if "IPv6" in str(exc):
+        return "an IPv6 address needs both brackets: [::1]"
+    port = text.removeprefix("ssh://").split("/", 1)[0].rpartition("@")[2].rpartition(":")[2]
+    return f"port {port!r} is not a number from 1 to 65535"
 
 
 def _parse_url(raw: str, text: str) -> RunRef:

@@ -4,6 +4,7 @@ that turn a typo into an error naming the key (see `config` for where the file i
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -50,9 +51,12 @@ JudgeValue = float | int | bool
 
 def _judge_value(value: object) -> JudgeValue:
     """Threshold values are numbers or booleans; anything else is a typo the judge would choke on later."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"expected a finite number, got {value!r}: nan or inf as a threshold compares false always")
     if isinstance(value, bool | int | float):
         return value
-    raise ValueError(f"expected a number or true/false, got {value!r}")
+    shown = "a table" if isinstance(value, dict) else "an array" if isinstance(value, list) else repr(value)[:60]
+    raise ValueError(f"expected a number or true/false, got {shown}")
 
 
 def _signal_name(value: object) -> object:
@@ -134,7 +138,7 @@ Thresholds = dict[str, Annotated[JudgeValue, PlainValidator(_judge_value)]]
 class _Section(BaseModel):
     """Strict: TOML has real types, so "30" for a number is a mistake, and unknown keys are typos."""
 
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, allow_inf_nan=False)
 
 
 class ReviewSettings(_Section):

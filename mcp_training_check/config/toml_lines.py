@@ -12,7 +12,53 @@ import bisect
 import re
 import tomllib
 
-__all__ = ["BARE_KEY", "key_lines"]
+__all__ = ["BARE_KEY", "MAX_NESTING", "key_lines", "too_deep_at"]
+
+MAX_NESTING = 32
+"""Arrays and inline tables inside each other: the file needs 2; tomllib recurses per level and would
+fail with a RecursionError near a few hundred, so deeper text is refused before it is parsed."""
+
+
+_NESTING_TOKENS = re.compile(r"[\[\]{}\"'#\n\\.=]")
+
+
+def too_deep_at(text: str, limit: int = MAX_NESTING) -> int | None:
+    """The 1-based line where nesting first passes ``limit``, or None: ``[`` / ``{`` inside each other, or the
+    parts of a dotted key or table header (``a.b.c``; tomllib's time grows with their square). Strings and
+    comments are skipped; only the characters that matter are visited, so a long value costs one regex scan."""
+    depth, line, quote, skip_to = 0, 1, "", 0
+    dots, in_value, header = 0, False, False  # key parts on this line: in a [table] header or before its "="
+    for match in _NESTING_TOKENS.finditer(text):
+        at, char = match.start(), match.group()
+        if char == "\n":
+            line += 1
+            dots, in_value, header = 0, False, False
+        if at < skip_to or char == "\n":
+            continue
+        if not quote and char in ".=":
+            in_value = in_value or (char == "=" and depth == 0)
+            dots += char == "." and (header or (depth == 0 and not in_value))
+            if dots >= limit:
+                return line
+            continue
+        header = header or (not quote and char == "[" and depth == 0 and not in_value)
+        if quote:
+            if char == "\\" and quote == '"':
+                skip_to = at + 2  # an escaped character, never a closing quote
+            elif char == quote:
+                quote = ""
+        elif char in "\"'":
+            quote = char
+        elif char == "#":
+            end = text.find("\n", at)
+            skip_to = len(text) if end < 0 else end
+        elif char in "[{":
+            depth += 1
+            if depth > limit:
+                return line
+        elif char in "]}":
+            depth = max(depth - 1, 0)
+    return None
 
 
 def key_lines(text: str) -> dict[tuple[str, ...], int]:
@@ -27,6 +73,8 @@ def key_lines(text: str) -> dict[tuple[str, ...], int]:
 
 
 BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
+_BASIC_STRING_STOPS = re.compile(r'["\\]')
+_LITERAL_STRING_STOPS = re.compile("'")
 
 
 class _KeyScanner:
@@ -35,7 +83,7 @@ class _KeyScanner:
     def __init__(self, text: str) -> None:
         self.text = text
         self.pos = 0
-        self.newlines = [index for index, char in enumerate(text) if char == "\n"]
+        self.newlines = [match.start() for match in re.finditer("\n", text)]
         self.defined: dict[tuple[str, ...], int] = {}
         self.implied: dict[tuple[str, ...], int] = {}
 
@@ -43,6 +91,8 @@ class _KeyScanner:
         return bisect.bisect_right(self.newlines, self.pos - 1) + 1
 
     def record(self, path: tuple[str, ...], line: int) -> None:
+        if len(path) > MAX_NESTING:  # no schema location is that deep; recording every prefix would be quadratic
+            path = path[:MAX_NESTING]
         self.defined.setdefault(path, line)
         for end in range(1, len(path)):
             self.implied.setdefault(path[:end], line)
@@ -111,8 +161,13 @@ class _KeyScanner:
         quote = self.peek()
         delimiter = quote * 3 if self.peek(3) == quote * 3 else quote
         self.pos += len(delimiter)
-        while self.pos < len(self.text) and not self.text.startswith(delimiter, self.pos):
-            self.pos += 2 if quote == '"' and self.peek() == "\\" else 1
+        stops = _BASIC_STRING_STOPS if quote == '"' else _LITERAL_STRING_STOPS
+        while self.pos < len(self.text):
+            stop = stops.search(self.text, self.pos)  # jump to the next quote (or escape): a long value is one search
+            self.pos = len(self.text) if stop is None else stop.start()
+            if stop is None or self.text.startswith(delimiter, self.pos):
+                break
+            self.pos += 2 if self.peek() == "\\" else 1
         self.pos += len(delimiter)
         while delimiter != quote and self.peek() == quote:  # """a"""" ends with a quote in the value
             self.pos += 1

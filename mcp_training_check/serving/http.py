@@ -85,6 +85,8 @@ def serve_http(server: MCPServer, *, host: str, port: int, token: str | None) ->
     training jobs)."""
     import uvicorn
 
+    if not 0 <= port <= 65535:
+        raise TrainingCheckError(f"port {port} is not a port number from 0 to 65535: pick one such as 8765.")
     if host not in LOOPBACK_HOSTS and not token:
         raise TrainingCheckError(
             f"refusing to listen on {host} without a bearer token: stop_run kills training jobs. "

@@ -5,7 +5,9 @@ protocol in `base`. `read_with_fallback` picks the run's primary source from its
 that place cannot be reached reads the configured log fallback instead, saying so in `data_source`.
 
 The stored cursor is one dict per run holding a sub-cursor per source, so switching to the fallback
-and back never loses either position. A log fallback is a local path or an ``ssh://host/path`` URL.
+and back never loses either position. A log fallback is a local path or an ``ssh://host/path`` URL. A
+sub-cursor its source cannot use (a hand edit, a bit flip the state's JSON decoding let through) is read
+again from the start, with a note in ``warnings``.
 
 A long run's first read is tail-first: the recent history exactly, an overview of the older one, then a
 bounded fill-in per read (`base.FillBatch`; ``wandb_tail``, ``log_tail``, ``wandb_api_overview``). Long
@@ -118,8 +120,8 @@ def read_with_fallback(
     cursors: Cursor = dict(stored or {})
     try:
         name, label, source = open_primary(ref, settings, progress)
-        batch = _read(source, name, cursors)
-        return ReadOutcome(batch, label, list(batch.transport_notes))
+        batch, notes = _read(source, name, cursors)
+        return ReadOutcome(batch, label, notes)
     except SourceError as primary_error:
         if not settings.log_fallback:
             if isinstance(primary_error, SourceUnavailable):
@@ -139,7 +141,7 @@ def _fallback_source(settings: ResolvedRunConfig) -> Source:
 def _read_fallback(settings: ResolvedRunConfig, cursors: Cursor, primary_error: SourceError) -> ReadOutcome:
     reason = f"primary source failed ({primary_error}); read the log fallback {settings.log_fallback}"
     try:
-        batch = _read(_fallback_source(settings), "log_fallback", cursors)
+        batch, notes = _read(_fallback_source(settings), "log_fallback", cursors)
     except SourceError as fallback_error:
         return ReadOutcome(
             None,
@@ -147,10 +149,25 @@ def _read_fallback(settings: ResolvedRunConfig, cursors: Cursor, primary_error: 
             [f"primary source failed: {primary_error}", f"log fallback failed: {fallback_error}"],
         )
     batch.restart_drops_read_metrics_only = True
-    return ReadOutcome(batch, DataSource.LOG_FALLBACK, [reason, *batch.transport_notes])
+    return ReadOutcome(batch, DataSource.LOG_FALLBACK, [reason, *notes])
 
 
-def _read(source: Source, name: str, cursors: Cursor) -> ReadBatch:
-    batch = source.read(cursors.get(name))
+UNUSABLE_CURSOR = (ValueError, TypeError, KeyError, AttributeError, OverflowError)
+"""What a source raises on a stored position it did not write (a hand edit, a bit flip in the state)."""
+
+
+def _read(source: Source, name: str, cursors: Cursor) -> tuple[ReadBatch, list[str]]:
+    """The source's read from its own stored position; a position it cannot use (the state database decodes
+    the cursor's JSON, only the source knows its fields) is read again from the start, and said so."""
+    own = cursors.get(name)
+    notes: list[str] = []
+    try:
+        batch = source.read(own)
+    except UNUSABLE_CURSOR as exc:
+        if own is None:
+            raise
+        batch = source.read(None)
+        batch.restarted = True
+        notes.append(f"the stored read position was unusable ({type(exc).__name__}: {exc}); read again from the start")
     batch.cursor = {**cursors, name: batch.cursor}
-    return batch
+    return batch, [*notes, *batch.notes]

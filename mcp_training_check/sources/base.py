@@ -110,13 +110,23 @@ class ReadBatch:
     # has) stay, since the primary's cursor will not read them again
     restart_drops_read_metrics_only: bool = False
     warnings: list[str] = field(default_factory=list)
-    # how the source was reached, when the snapshot should say so (e.g. SSH through exec instead of SFTP)
-    transport_notes: list[str] = field(default_factory=list)
     fill: FillBatch | None = None  # set while the older history is an overview (see the module docstring)
+    # said in the snapshot's warnings (`warnings` are not): how the source was reached when that matters (SSH
+    # through exec instead of SFTP), a catch-up read
+    notes: list[str] = field(default_factory=list)
 
     @property
     def new_points(self) -> int:
         return sum(len(chunk) for chunk in self.series.values())
+
+
+def catch_up_note(appended: int, limit: int) -> str:
+    """Why a source read tail-first again instead of everything appended since the last check."""
+    return (
+        f"{appended / 2**20:,.0f} MiB were appended since the last check, more than one check reads "
+        f"({limit / 2**20:,.0f} MiB): read tail-first again (the newest history exact, the older an overview "
+        "until the next checks re-read it)"
+    )
 
 
 class Source(Protocol):

@@ -58,6 +58,10 @@ LOG_OVERVIEW_WINDOW_BYTES = 64 * 1024
 LOG_FILL_BYTES_PER_CHECK = 64 * MiB
 """Bytes of exact history re-read per later check (~2 s): a 1 GB log is exact after ~16 checks."""
 
+LOG_CATCH_UP_BYTES = 512 * MiB
+"""Most bytes a later check reads of what was appended (~15 s of parsing): a log that grew more since the last
+check is read tail-first again, so no check's time grows with the log's write rate."""
+
 LINE_START_SCAN_BYTES = 1 * MiB
 """How far past a cut the next line start is looked for; a cut inside a longer line moves on."""
 
@@ -77,6 +81,7 @@ class LogTailLimits:
     overview_windows: int = LOG_OVERVIEW_WINDOWS
     overview_window_bytes: int = LOG_OVERVIEW_WINDOW_BYTES
     fill_bytes_per_check: int = LOG_FILL_BYTES_PER_CHECK
+    catch_up_bytes: int = LOG_CATCH_UP_BYTES
 
     @property
     def read_whole_up_to(self) -> int:

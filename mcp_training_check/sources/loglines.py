@@ -29,6 +29,7 @@ __all__ = [
     "flatten",
     "hf_dict",
     "json_dict",
+    "parse_float",
     "pop_step",
     "split_row",
     "text_metrics",
@@ -64,6 +65,15 @@ _KEY_CLEAN = re.compile(r"[()\[\]]")
 _SPACES = re.compile(r"\s+")
 
 
+def parse_float(text: str) -> float:
+    """``float(text)``, but a finite-looking literal too large for a float (``1e999``, 400 digits) raises
+    OverflowError instead of becoming Inf: a number out of range is a broken line, not a diverged loss."""
+    value = float(text)
+    if math.isinf(value) and "inf" not in text.lower():
+        raise OverflowError(f"{text[:40]!r} is beyond the range of a float")
+    return value
+
+
 def _number(value: Any) -> float | None:
     """A metric value: ints and floats (NaN/Inf kept), never bools or strings."""
     if isinstance(value, bool) or not isinstance(value, int | float):
@@ -95,7 +105,7 @@ def json_dict(text: str) -> dict[str, Any] | None:
     if body is None:
         return None
     try:
-        data = json.loads(body)  # accepts NaN, Infinity, -Infinity
+        data = json.loads(body, parse_float=parse_float)  # accepts NaN, Infinity, -Infinity
     except ValueError:
         return None
     return data if isinstance(data, dict) else None
@@ -146,7 +156,7 @@ def _value(raw: str, key: str) -> float | None:
     if not text or text[0] not in _NUMBER_START or "_" in text:
         return None
     try:
-        return float(text)  # accepts nan, inf, -inf, Infinity, 1e-4; rejects 12:30, 2024-01-05, 5s, 95%
+        return parse_float(text)  # accepts nan, inf, -inf, Infinity, 1e-4; rejects 12:30, 2024-01-05, 5s, 95%
     except ValueError:
         return None
 
@@ -206,7 +216,7 @@ def _segment_pairs(segment: str) -> list[Pair]:
     key = _SPACES.sub("_", _KEY_CLEAN.sub("", whole["key"]).strip())
     if whole["total"] and key.lower() not in COUNT_KEYS:
         return []
-    return [(key, float(whole["num"]), whole["sep"].strip() != "")]
+    return [(key, parse_float(whole["num"]), whole["sep"].strip() != "")]
 
 
 def _line_pairs(text: str) -> list[Pair]:

@@ -8,6 +8,7 @@ fatal and error lines, and lines that could not be parsed. ``logs`` feeds it byt
 
 from __future__ import annotations
 
+import csv
 import re
 from collections import deque
 from collections.abc import Iterable, Mapping
@@ -25,6 +26,7 @@ from .loglines import (
     flatten,
     hf_dict,
     json_dict,
+    parse_float,
     pop_step,
     split_row,
     text_metrics,
@@ -34,6 +36,7 @@ __all__ = [
     "ERROR_PREFIX",
     "FATAL_PREFIX",
     "FORMATS",
+    "MAX_LINE_BYTES",
     "MAX_WARNINGS",
     "LogParser",
     "ParseNotes",
@@ -52,6 +55,17 @@ UTF8_BOM = "\ufeff"
 MAX_WARNINGS = 20  # per kind and per read; the most recent are kept
 WARNING_LINE_CHARS = 240
 
+MAX_LINE_BYTES = 64 * 1024
+"""A log line longer than this is skipped and counted, never parsed: a metrics line is a few hundred bytes
+(2,000 metrics of JSONL fit), and a longer one (a config dump, a corrupt record) would cost time and stack."""
+
+STEP_RANGE = (-(2**63), 2**63 - 1)
+"""Steps are stored as int64: a line whose step lies outside is skipped and counted."""
+
+LINE_FAILURES = (OverflowError, RecursionError, csv.Error)
+"""What one hostile line can make a grammar raise (a number beyond float or int64, JSON nested thousands
+deep, a CSV field past the csv module's limit): that line is skipped and counted, the read goes on."""
+
 _SKIP_LINE = re.compile("|".join(re.escape(m) for m in SKIP_LINE_MARKERS))
 _MAYBE_NUMBER = re.compile(r"\d|nan|inf", re.IGNORECASE)
 _ANY_MARKER = re.compile("|".join(re.escape(m) for m in FATAL_MARKERS + ERROR_MARKERS))
@@ -69,6 +83,7 @@ class ParseNotes:
     fatal_seen: int = 0
     errors_seen: int = 0
     skipped: int = 0
+    skipped_hostile: int = 0  # of ``skipped``: too long, a number out of range, nested too deep
     extra: list[str] = field(default_factory=list)
 
     def scan(self, line: str) -> None:
@@ -81,11 +96,20 @@ class ParseNotes:
             self.errors.append(ERROR_PREFIX + line.strip()[:WARNING_LINE_CHARS])
             self.errors_seen += 1
 
+    def skip_hostile(self) -> None:
+        self.skipped += 1
+        self.skipped_hostile += 1
+
     def warnings(self) -> list[str]:
         out = [*self.fatal, *self.errors, *self.extra]
         hidden = self.fatal_seen - len(self.fatal) + self.errors_seen - len(self.errors)
         if hidden:
             out.append(f"note: {hidden} earlier fatal/error lines not shown (only the latest are kept)")
+        if self.skipped_hostile:
+            out.append(
+                f"note: {self.skipped_hostile} log line(s) skipped: longer than {MAX_LINE_BYTES // 1024} KiB, a step "
+                "or number out of range, or nested too deep"
+            )
         return out
 
 
@@ -111,6 +135,7 @@ class LogParser:
         self.eval_counter = 0
         self.last_step: int | None = None
         self.explicit_steps = False
+        self.in_long_line = False  # the start of the line being read was dropped: drop up to its end
 
     def to_state(self) -> dict[str, Any]:
         return {
@@ -123,6 +148,7 @@ class LogParser:
             "eval_counter": self.eval_counter,
             "last_step": self.last_step,
             "explicit_steps": self.explicit_steps,
+            "in_long_line": self.in_long_line,
         }
 
     @classmethod
@@ -141,17 +167,34 @@ class LogParser:
             last = state.get("last_step")
             parser.last_step = None if last is None else int(last)
             parser.explicit_steps = bool(state["explicit_steps"])
+            parser.in_long_line = bool(state.get("in_long_line", False))
         except (KeyError, TypeError, ValueError, ConfigError) as exc:
             raise ValueError(f"parser state is malformed: {exc}") from exc
         return parser
 
     def feed(self, lines: Iterable[str], sink: SeriesBuilder, notes: ParseNotes) -> None:
         for line in lines:
+            if self.in_long_line:  # the end of a line whose start was dropped (`drop_long_line`)
+                self.in_long_line = False
+                continue
+            if len(line) > MAX_LINE_BYTES:
+                notes.skip_hostile()
+                continue
             notes.scan(line)
             text = line.strip() if self.lines_seen else line.strip().lstrip(UTF8_BOM)
             if text:
-                self._line(text, sink, notes)
+                try:
+                    self._line(text, sink, notes)
+                except LINE_FAILURES:
+                    notes.skip_hostile()
                 self.lines_seen += 1
+
+    def drop_long_line(self, notes: ParseNotes) -> None:
+        """The bytes read of a line are over `MAX_LINE_BYTES` and it has not ended: they are dropped, and so is
+        the rest of it when it comes (counted once)."""
+        if not self.in_long_line:
+            notes.skip_hostile()
+        self.in_long_line = True
 
     # ----------------------------------------------------------------------- per line
 
@@ -202,7 +245,7 @@ class LogParser:
             if not cell or name.lower() in IGNORED_KEYS:
                 continue
             try:
-                metrics[name] = float(cell)  # accepts nan, inf, -inf, Infinity
+                metrics[name] = parse_float(cell)  # accepts nan, inf, -inf, Infinity
             except ValueError:
                 continue
         step = pop_step(metrics)
@@ -242,6 +285,8 @@ class LogParser:
 
     def _step_for(self, step: int | None, kind: str) -> int:
         if step is not None:
+            if not STEP_RANGE[0] <= step <= STEP_RANGE[1]:
+                raise OverflowError(f"step {step} is outside int64")
             self.last_step, self.explicit_steps = step, True
             return step
         if kind == "train" and not (self.explicit_steps and self.last_step is not None):

@@ -28,14 +28,16 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import RunNotFound, SourceUnavailable
+from ..errors import SourceError
 from ..models import RunInfo
 from . import log_tail
-from .base import Cursor, Progress, ReadBatch, SeriesBuilder, SeriesChunk, no_progress
+from .base import Cursor, Progress, ReadBatch, SeriesBuilder, SeriesChunk, catch_up_note, no_progress
+from .local_file import describe_os_error, open_regular
 from .logparse import (
     ERROR_PREFIX,
     FATAL_PREFIX,
     FORMATS,
+    MAX_LINE_BYTES,
     MAX_WARNINGS,
     LogParser,
     ParsedLines,
@@ -47,6 +49,7 @@ __all__ = [
     "ERROR_PREFIX",
     "FATAL_PREFIX",
     "FORMATS",
+    "MAX_LINE_BYTES",
     "MAX_WARNINGS",
     "LogFileSource",
     "LogParser",
@@ -60,8 +63,8 @@ __all__ = [
 
 LOG_SUFFIXES = frozenset({".log", ".txt", ".out", ".err", ".jsonl", ".ndjson", ".csv", ".tsv"})
 CHUNK_BYTES = 1 << 18  # bytes read and parsed at a time: bounds memory whatever the file size
-MAX_LINE_BYTES = 1 << 20  # a "line" longer than this without a terminator is dropped, not buffered
 HEAD_BYTES = 4096  # bytes hashed to tell a replaced file from an appended one
+LOG_FIX = "point `run` at the training's log file (train.log, metrics.jsonl, ...) or its W&B run directory"
 
 
 # --------------------------------------------------------------------------- bytes
@@ -101,13 +104,16 @@ def _consume(chunks: Iterable[bytes], parser: LogParser, notes: ParseNotes) -> t
         cut = _complete_length(buffer)
         if cut == 0 and len(buffer) > MAX_LINE_BYTES:
             cut = len(buffer)  # no terminator in sight: drop it rather than buffer without bound
-            notes.skipped += 1
+            parser.drop_long_line(notes)
         elif cut:
             sink = SeriesBuilder()
             parser.feed(buffer[:cut].decode("utf-8", "replace").splitlines(), sink, notes)
             acc.add(sink.build())
         consumed += cut
         pending = buffer[cut:]
+    if len(pending) > MAX_LINE_BYTES:  # an unfinished line already over the cap: never wait for its end
+        parser.drop_long_line(notes)
+        consumed += len(pending)
     return acc.build(), consumed
 
 
@@ -161,9 +167,9 @@ def is_log_path(path: str | Path) -> bool:
     if suffixes or not p.is_file():
         return False
     try:
-        with p.open("rb") as fh:
+        with open_regular(p) as fh:
             head = fh.read(HEAD_BYTES)
-    except OSError:
+    except SourceError:
         return False
     return b"\0" not in head
 
@@ -224,6 +230,10 @@ def read_open_log(
     size = int(end if end is not None else identity.get("size", 0))
     if not keep and size > limits.read_whole_up_to:  # a long log's first read: tail first (log_tail)
         return _tail_first(fh, identity, size, fmt, limits, progress, restarted=cursor is not None)
+    if keep and size - offset > max(limits.catch_up_bytes, limits.read_whole_up_to):  # too much to catch up on
+        batch = _tail_first(fh, identity, size, fmt, limits, progress, restarted=True)
+        batch.notes.append(catch_up_note(size - offset, limits.catch_up_bytes))
+        return batch
     parser = parser or LogParser(fmt)
     start = offset if keep else 0
     fh.seek(start)
@@ -294,31 +304,18 @@ class LogFileSource:
         self.fmt = fmt
 
     def read(self, cursor: Cursor | None) -> ReadBatch:
-        try:
-            with self.path.open("rb") as fh:
+        with open_regular(self.path, what="log file", fix=LOG_FIX) as fh:
+            try:
                 return self._read_open(fh, cursor)
-        except FileNotFoundError as exc:
-            raise RunNotFound(
-                f"no log file at {self.path}: check the path (relative paths start at {Path.cwd()}); "
-                "for a W&B run pass its run directory instead"
-            ) from exc
-        except IsADirectoryError as exc:
-            raise RunNotFound(
-                f"{self.path} is a directory, not a log file: pass the log file inside it "
-                "(e.g. train.log or metrics.csv), or the W&B run directory"
-            ) from exc
-        except PermissionError as exc:
-            raise SourceUnavailable(
-                f"cannot read {self.path}: permission denied; make it readable by this user "
-                "(chmod o+r, or run the checker as the training user)"
-            ) from exc
-        except OSError as exc:
-            raise SourceUnavailable(f"cannot read {self.path}: {exc.strerror or exc}; retry later") from exc
+            except OSError as exc:  # a regular file that cannot be read (EIO: a disk error, /proc/self/mem)
+                raise describe_os_error(exc, self.path, fix=LOG_FIX) from exc
 
     def _read_open(self, fh: Any, cursor: Cursor | None) -> ReadBatch:
         st = os.fstat(fh.fileno())
         head = fh.read(HEAD_BYTES)
         identity = file_identity(inode=st.st_ino, dev=st.st_dev, size=st.st_size, head=head)
-        batch = read_open_log(fh, cursor, identity=identity, head=head, fmt=self.fmt, progress=self.progress)
+        batch = read_open_log(  # up to the size seen now: a file written faster than it is read cannot keep it going
+            fh, cursor, identity=identity, head=head, fmt=self.fmt, end=st.st_size, progress=self.progress
+        )
         batch.info = RunInfo(name=self.path.name)
         return batch

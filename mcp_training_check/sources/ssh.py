@@ -29,6 +29,7 @@ from ..errors import RunNotFound, SourceUnavailable
 from ..models import RunInfo, RunKind, RunRef
 from . import log_tail, ssh_exec
 from .base import Cursor, Progress, ReadBatch
+from .local_file import file_kind
 from .logs import CHUNK_BYTES, HEAD_BYTES, LogParser, file_identity, read_open_log
 from .ssh_connect import DEFAULT_SSH_TIMEOUT_SECONDS, SshTarget, resolve_target, run_remote_script, ssh_client
 
@@ -39,10 +40,19 @@ SSH_FILL_BYTES_PER_CHECK = 16 * 1024 * 1024
 """Fill-in re-read per check over SSH (log_tail): ~2 s at 8 MB/s, where a local read takes 64 MiB."""
 
 
+NAME_MAX_BYTES = 255  # the longest file name Linux and macOS file systems allow
+SSH_CATCH_UP_BYTES = 64 * 1024 * 1024
+"""Appended bytes one check transfers over SSH (~8 s at 8 MB/s); a log that grew more is read tail-first again."""
+
+
 def ssh_limits() -> log_tail.LogTailLimits:
-    """The log limits of a read over SSH: the local ones with a smaller fill-in per check."""
+    """The log limits of a read over SSH: the local ones with a smaller fill-in and catch-up per check."""
     local = log_tail.DEFAULT_LIMITS
-    return dataclasses.replace(local, fill_bytes_per_check=min(local.fill_bytes_per_check, SSH_FILL_BYTES_PER_CHECK))
+    return dataclasses.replace(
+        local,
+        fill_bytes_per_check=min(local.fill_bytes_per_check, SSH_FILL_BYTES_PER_CHECK),
+        catch_up_bytes=min(local.catch_up_bytes, SSH_CATCH_UP_BYTES),
+    )
 
 
 class SshLogSource:
@@ -73,7 +83,7 @@ class SshLogSource:
             sftp = ssh_exec.open_sftp_or_none(client)
             if sftp is None:  # no SFTP subsystem: the same reading through exec channels
                 batch = self._read_exec(client, target, cursor)
-                batch.transport_notes.append(ssh_exec.EXEC_TRANSPORT_NOTE.format(host=target.host))
+                batch.notes.append(ssh_exec.EXEC_TRANSPORT_NOTE.format(host=target.host))
             else:
                 batch = self._read_sftp(client, sftp, target, cursor)
         batch.info = RunInfo(name=self.path.rsplit("/", 1)[-1], url=self.ref.key, host=target.hostname)
@@ -119,18 +129,20 @@ class SshLogSource:
         return int(fields[0]), int(fields[1])
 
     def _open(self, sftp: paramiko.SFTPClient, target: SshTarget) -> paramiko.SFTPFile:
+        """The log opened over SFTP, after a stat says it is a regular file: the server's sftp process opens
+        a FIFO with a blocking open(), so one would stay stuck there even after we give up."""
         try:
-            fh = sftp.open(self.path, "rb")
-            mode = fh.stat().st_mode or 0
+            mode = sftp.stat(self.path).st_mode or 0
+            if not stat.S_ISREG(mode):
+                where = f"{self.path} on {target.where}"
+                raise RunNotFound(f"{where} is {_not_a_log(mode)}: name the training's log file, e.g. train.log.")
+            return sftp.open(self.path, "rb")
         except OSError as exc:
             raise _file_error(exc, self.path, target) from exc
-        if stat.S_ISDIR(mode):
-            fh.close()
-            raise RunNotFound(
-                f"{self.path} on {target.where} is a directory, not a log file: name the log file inside it, "
-                "e.g. train.log."
-            )
-        return fh
+
+
+def _not_a_log(mode: int) -> str:
+    return "a directory, not a log file" if stat.S_ISDIR(mode) else f"{file_kind(mode)}, not a regular file"
 
 
 def _file_error(exc: OSError, path: str, target: SshTarget) -> RunNotFound | SourceUnavailable:
@@ -145,7 +157,13 @@ def _file_error(exc: OSError, path: str, target: SshTarget) -> RunNotFound | Sou
             f"cannot read {where}: permission denied for {target.user}; make the log readable by that user "
             "(chmod o+r, or log in as the training user)."
         )
-    return SourceUnavailable(f"cannot read {where}: {exc.strerror or exc}; retry later.")
+    longest = max((len(part.encode()) for part in path.split("/")), default=0)
+    if longest > NAME_MAX_BYTES:  # the SFTP server says only "Failure" or "Bad message"
+        return RunNotFound(f"file name too long: a name in {path[:60]}… has {longest} bytes, a file system allows 255.")
+    return SourceUnavailable(
+        f"cannot read {where}: {exc.strerror or exc}; check it with "
+        f"`ssh -p {target.port} {target.user}@{target.hostname} ls -l {shlex.quote(path)}`, or retry later."
+    )
 
 
 def _sftp_window(fh: paramiko.SFTPFile) -> ssh_exec.WindowFetch:

@@ -155,9 +155,14 @@ def _resolve(spec: str, error: type[TrainingCheckError], *, depth: int, with_pro
 
 
 def _split_port(hostport: str, spec: str, error: type[TrainingCheckError]) -> tuple[str, int | None]:
-    host, colon, port = hostport.rpartition(":")
+    if hostport.startswith("["):  # an IPv6 address: [::1] or [::1]:2222
+        host, _, rest = hostport[1:].partition("]")
+        colon, port = rest[:1], rest[1:]
+    else:
+        host, colon, port = hostport.rpartition(":")
+        host = host if colon else hostport
     if not colon:
-        return hostport, None
+        return host, None
     if not port.isdigit() or not 0 < int(port) < 65536:
         raise error(f"ssh host {spec!r}: port {port!r} is not a number from 1 to 65535.")
     return host, int(port)

@@ -8,10 +8,13 @@ that ``latest-run`` keeps following the newest run.
 
 from __future__ import annotations
 
+import errno
+import os
 import re
 from pathlib import Path
 
 from ..errors import RunNotFound
+from .local_file import file_kind
 
 RUN_FILE_SUFFIX = ".wandb"
 LATEST_RUN_LINK = "latest-run"
@@ -47,8 +50,12 @@ def resolve_wandb_path(path: str | Path) -> Path:
             return p.resolve()
         raise RunNotFound(f"{p} is a file but not a W&B run file (run-<id>.wandb): {_ACCEPTED}.")
     if not p.exists():
+        if _loops(p):
+            raise RunNotFound(f"symlink loop at {p}: fix or remove the link, or {_ACCEPTED}.")
         dangling = " (a symlink to a deleted run)" if p.is_symlink() else ""
         raise RunNotFound(f"{p} does not exist{dangling}: {_ACCEPTED}.")
+    if not p.is_dir():  # a FIFO, a device, a socket: never opened
+        raise RunNotFound(f"{p} is {file_kind(p.stat().st_mode)}, not a W&B run file or directory: {_ACCEPTED}.")
     if _is_run_dir(p):
         return _run_file_in(p)
     if _is_wandb_dir(p):
@@ -60,6 +67,14 @@ def resolve_wandb_path(path: str | Path) -> Path:
         f"{_ACCEPTED}. Runs are written where wandb.init(dir=...) points, by default the training "
         "script's working directory."
     )
+
+
+def _loops(p: Path) -> bool:
+    try:
+        os.stat(p)
+    except OSError as exc:
+        return exc.errno == errno.ELOOP
+    return False
 
 
 def _is_run_dir(p: Path) -> bool:

@@ -27,8 +27,9 @@ import zlib
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from ..errors import RunNotFound, SourceError, SourceUnavailable
-from .base import Cursor, FillBatch, Progress, ReadBatch, SeriesChunk, no_progress
+from ..errors import RunNotFound, SourceError
+from .base import Cursor, FillBatch, Progress, ReadBatch, SeriesChunk, catch_up_note, no_progress
+from .local_file import describe_os_error, open_regular
 from .wandb_dir import is_wandb_path, resolve_wandb_path
 from .wandb_framing import BLOCK_SIZE, FILE_HEADER, Framer, frame_records
 from .wandb_records import Decoder, RunState, protobuf_module
@@ -52,6 +53,7 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+RUN_FILE_FIX = "pass the run's wandb/run-* directory, or the run-<id>.wandb file wandb itself writes"
 HEAD_CHECK_BYTES = 4096  # identity check: a replaced file differs in its first bytes
 DEFAULT_LIMITS = TailLimits()  # how much a first read and each fill-in read (see wandb_tail)
 
@@ -72,20 +74,24 @@ class WandbFileSource:
 
     def read(self, cursor: Cursor | None) -> ReadBatch:
         file_path = resolve_wandb_path(self.path)
-        try:
-            with open(file_path, "rb") as handle:
+        with open_regular(file_path, what="W&B run file", fix=RUN_FILE_FIX) as handle:
+            try:
                 return self._read_open(file_path, handle, cursor)
-        except FileNotFoundError as exc:
-            raise RunNotFound(f"{file_path} disappeared while being read: check the path and retry.") from exc
-        except OSError as exc:
-            raise SourceUnavailable(f"cannot read {file_path}: {exc.strerror}; check its permissions.") from exc
+            except OSError as exc:  # a regular file that cannot be read (EIO: a disk error)
+                raise describe_os_error(exc, file_path, what="W&B run file", fix=RUN_FILE_FIX) from exc
 
     def _read_open(self, file_path: Path, handle: BinaryIO, cursor: Cursor | None) -> ReadBatch:
         stat = os.fstat(handle.fileno())
         head = handle.read(HEAD_CHECK_BYTES)
         restarted = cursor is not None and not _same_file(cursor, str(file_path), stat, head)
-        if restarted:
+        appended = stat.st_size - int(cursor["offset"]) if cursor and not restarted else 0
+        catching_up = appended > max(self.limits.catch_up_bytes, self.limits.read_whole_up_to)
+        if restarted or catching_up:
             cursor = None
+        if catching_up:  # too much to decode in one check: the newest history first, as on a first read
+            batch = self._first_read(file_path, handle, stat, head, RunState.from_cursor(None), restarted=True)
+            batch.notes.append(catch_up_note(appended, self.limits.catch_up_bytes))
+            return batch
         start = int(cursor["offset"]) if cursor else 0
         if start < len(FILE_HEADER):  # nothing read yet
             _check_header(file_path, head)

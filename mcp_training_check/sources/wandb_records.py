@@ -18,8 +18,10 @@ from typing import Any
 
 from google.protobuf.message import DecodeError
 
+from ..errors import SourceError
 from ..models import RunInfo, RunStatus
 from .base import Cursor, SeriesBuilder
+from .local_file import open_regular
 
 
 def protobuf_module() -> Any:
@@ -115,14 +117,19 @@ class Decoder:
             add(name, step, number)
 
 
+INT64_MAX = 2**63 - 1
+
+
 def _parse_step(text: str) -> int | None:
+    """``_step`` as written; None (the record's own step is used) when it is not a number or outside int64."""
     try:
-        return int(text)
+        step = int(text)
     except ValueError:
         try:
-            return int(float(text))
+            step = int(float(text))
         except (ValueError, OverflowError):
             return None
+    return step if -INT64_MAX - 1 <= step <= INT64_MAX else None
 
 
 def _typed_value(item: Any) -> float | None:
@@ -294,8 +301,8 @@ def _scalars_only(config: dict[str, Any]) -> dict[str, Any]:
 def _pid_from_debug_log(run_dir: Path) -> int | None:
     """No 0.31 record carries the pid; wandb's per-run ``logs/debug.log`` does, near its start."""
     try:
-        with open(run_dir / "logs" / "debug.log", "rb") as log:
+        with open_regular(run_dir / "logs" / "debug.log") as log:
             match = _STATS_PID.search(log.read(DEBUG_LOG_SCAN_BYTES))
-    except OSError:
+    except (SourceError, OSError):
         return None
     return int(match.group(1)) if match else None

@@ -57,6 +57,11 @@ FILL_BYTES_PER_CHECK = 64 * MiB
 """Bytes of exact history re-read per later check (~3 s): a 1 GB file is exact after ~16 checks."""
 
 
+CATCH_UP_BYTES = 512 * MiB
+"""Most bytes a later check decodes of what was appended (~20 s): a file that grew more since the last check
+is read tail-first again, so no check's time grows with the run's logging rate."""
+
+
 @dataclass(frozen=True)
 class TailLimits:
     """The sizes above, as one value a source is built with (tests and benchmarks shrink them)."""
@@ -68,6 +73,7 @@ class TailLimits:
     tail_points: int = TAIL_POINTS
     overview_blocks: int = OVERVIEW_BLOCKS
     fill_bytes_per_check: int = FILL_BYTES_PER_CHECK
+    catch_up_bytes: int = CATCH_UP_BYTES
 
     @property
     def read_whole_up_to(self) -> int:

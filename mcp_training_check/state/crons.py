@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import sqlite3
 from datetime import UTC, datetime
-from typing import NamedTuple, cast
+from typing import NamedTuple, cast, get_args
 
 from ..models import CronAction
+from .cells import stored_time
 
 __all__ = ["MIGRATION", "HandedOutCron", "delete_cron", "read_cron", "write_cron"]
 
@@ -45,7 +46,9 @@ def read_cron(conn: sqlite3.Connection, run_key: str) -> HandedOutCron | None:
     ).fetchone()
     if row is None:
         return None
-    return HandedOutCron(row[0], row[1], int(row[2]), datetime.fromisoformat(row[3]), cast(CronAction, row[4]), row[5])
+    if row[4] not in get_args(CronAction) or not isinstance(row[2], int) or not isinstance(row[5], int | None):
+        raise ValueError(f"the stored cron of {run_key} is not one this code wrote")
+    return HandedOutCron(row[0], row[1], row[2], stored_time(row[3]), cast(CronAction, row[4]), row[5])
 
 
 def write_cron(conn: sqlite3.Connection, run_key: str, cron: HandedOutCron) -> None:

@@ -29,8 +29,14 @@ RunLock = AbstractContextManager[None]
 def run_lock(locks_dir: Path, run_key: str, timeout_seconds: float = DEFAULT_LOCK_TIMEOUT_SECONDS) -> Iterator[None]:
     """Hold ``run_key``'s lock (not reentrant); StateError naming the holder after ``timeout_seconds``."""
     path = locks_dir / f"{hashlib.sha1(run_key.encode()).hexdigest()}.lock"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    except OSError as exc:
+        raise StateError(
+            f"cannot create the lock file {path} ({exc.strerror or exc}): make {locks_dir} a directory this user "
+            "may write to, or set TRAINING_CHECK_HOME to a writable directory"
+        ) from exc
     try:
         _acquire(fd, path, run_key, timeout_seconds)
         try:

@@ -28,6 +28,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import stat
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -42,6 +43,18 @@ from pydantic import BaseModel, ConfigDict
 from ..errors import StateError
 from ..models import Decision, ReviewResult, RunInfo, RunStatus, StopOutcome, Verdict
 from ..sources.base import Cursor, FillBatch, ReadBatch
+from ..sources.local_file import file_kind
+from .cells import (
+    CellDamage,
+    decoding,
+    float_or_none,
+    int_cell,
+    int_or_none,
+    json_object,
+    raw_points,
+    stored_time,
+    text_cell,
+)
 from .crons import HandedOutCron, delete_cron, read_cron, write_cron
 from .history import MetricSeries, RunHistory
 from .lock import DEFAULT_LOCK_TIMEOUT_SECONDS, LOCKS_DIRNAME, RunLock, run_lock
@@ -61,10 +74,30 @@ FILL_KEY_SUFFIX = "\x00fill"  # no run key holds a NUL: a shadow key never names
 EXACT_FROM_META = "exact_from:"
 
 
+NOT_DAMAGE = ("SQLITE_BUSY", "SQLITE_LOCKED", "SQLITE_READONLY", "SQLITE_CANTOPEN", "SQLITE_IOERR", "SQLITE_FULL",
+              "SQLITE_PERM", "SQLITE_NOMEM", "SQLITE_INTERRUPT", "SQLITE_PROTOCOL", "SQLITE_AUTH")  # fmt: skip
+"""SQLite errors about access to the file (a lock, permissions, a full disk), not about what it holds."""
+
+
+def is_damage(exc: BaseException) -> bool:
+    """A stored cell or page this code did not write, as opposed to a problem of access."""
+    if isinstance(exc, CellDamage):
+        return True
+    name = getattr(exc, "sqlite_errorname", None) or ""
+    return isinstance(exc, sqlite3.DatabaseError) and not name.startswith(NOT_DAMAGE)
+
+
+def damaged(path: Path, detail: object) -> StateError:
+    """The one error for a state database that cannot be read back: what was wrong and the way out."""
+    return StateError(
+        f"state database {path} is damaged ({detail}): move it aside (mv '{path}' '{path}.bad') and the next "
+        "check starts fresh"
+    )
+
+
 def fill_key(run_key: str) -> str:
     """The key under which a run's fill-in series are kept until they replace its own."""
     return run_key + FILL_KEY_SUFFIX
-
 
 
 class CheckRecord(BaseModel):
@@ -138,6 +171,7 @@ class StateStore:
     # ------------------------------------------------------------------ connection
 
     def _open(self) -> sqlite3.Connection:
+        self._refuse_special_file()
         try:
             conn = sqlite3.connect(
                 self.path, timeout=BUSY_TIMEOUT_SECONDS, isolation_level=None, check_same_thread=False
@@ -151,20 +185,29 @@ class StateStore:
             problems = [row[0] for row in conn.execute("PRAGMA quick_check")]
             if problems != ["ok"]:
                 raise sqlite3.DatabaseError("; ".join(problems[:3]))
-            self._migrate(conn)
-        except sqlite3.OperationalError as exc:
+            with decoding("the schema version"):
+                self._migrate(conn)
+        except (sqlite3.Error, CellDamage) as exc:
             conn.close()
+            if is_damage(exc):
+                raise damaged(self.path, f"not a usable SQLite state database: {_first_line(exc)}") from exc
             raise StateError(f"cannot open the state database {self.path}: {exc}") from exc
-        except sqlite3.DatabaseError as exc:
-            conn.close()
-            raise StateError(
-                f"{self.path} is not a usable SQLite state database ({exc}). Move it aside "
-                f"(mv '{self.path}' '{self.path}.broken') and run again to start a fresh state."
-            ) from exc
         except BaseException:
             conn.close()
             raise
         return conn
+
+    def _refuse_special_file(self) -> None:
+        """A FIFO, a device or a directory where the database goes: SQLite would say only "disk I/O error"."""
+        try:
+            mode = os.stat(self.path).st_mode
+        except OSError:
+            return  # missing (it is created), or SQLite says why it cannot open it
+        if not stat.S_ISREG(mode):
+            raise StateError(
+                f"state database {self.path} is {file_kind(mode)}, not a regular file: move it aside "
+                f"(mv '{self.path}' '{self.path}.bad') and the next check starts fresh, or set {HOME_ENV}"
+            )
 
     def _migrate(self, conn: sqlite3.Connection) -> None:
         """Bring the schema to SCHEMA_VERSION; inside one write transaction so racing opens agree."""
@@ -174,6 +217,8 @@ class StateStore:
         try:
             conn.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
             current = schema_version(conn)
+            if current == 0 and conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'runs'").fetchone():
+                raise sqlite3.DatabaseError("its tables exist but its schema version is gone")
             if current > SCHEMA_VERSION:
                 raise StateError(
                     f"{self.path} has schema version {current}, newer than this mcp-training-check "
@@ -203,7 +248,10 @@ class StateStore:
 
     @contextmanager
     def _transaction(self, action: str, *, write: bool) -> Iterator[sqlite3.Connection]:
-        """One transaction on the shared connection; SQLite errors become StateError naming ``action``."""
+        """One transaction on the shared connection; SQLite errors become StateError naming ``action``.
+
+        Every stored cell is decoded inside one of these (under `cells.decoding`), so a cell this code did not
+        write (a bit flip, a hand edit) surfaces here, once, as `damaged`."""
         with self._lock:
             conn = self._conn
             try:
@@ -214,7 +262,9 @@ class StateStore:
                     conn.execute("ROLLBACK")
                     raise
                 conn.execute("COMMIT")
-            except sqlite3.Error as exc:
+            except (sqlite3.Error, CellDamage) as exc:  # every stored cell is decoded in here
+                if is_damage(exc):
+                    raise damaged(self.path, f"cannot {action}: {_first_line(exc)}") from exc
                 raise StateError(
                     f"state database {self.path}: cannot {action} ({exc}); if another process holds it "
                     f"for more than {BUSY_TIMEOUT_SECONDS:.0f}s, find it with `fuser {self.path}`"
@@ -231,12 +281,14 @@ class StateStore:
     def get_cursor(self, run_key: str) -> Cursor | None:
         with self._transaction("read the cursor", write=False) as conn:
             row = conn.execute("SELECT cursor FROM runs WHERE run_key = ?", (run_key,)).fetchone()
-        return json.loads(row[0]) if row and row[0] is not None else None
+            with decoding("the cursor"):
+                return json_object(row[0], "cursor") if row and row[0] is not None else None
 
     def load_info(self, run_key: str) -> RunInfo | None:
         with self._transaction("read the run info", write=False) as conn:
             row = conn.execute("SELECT info FROM runs WHERE run_key = ?", (run_key,)).fetchone()
-        return RunInfo.model_validate_json(row[0]) if row and row[0] is not None else None
+            with decoding("the run info"):
+                return RunInfo.model_validate_json(row[0]) if row and row[0] is not None else None
 
     def run_info(self, run_key: str) -> RunInfo:
         """The stored run info; a run this tool stopped (verified) counts as stopped."""
@@ -305,12 +357,14 @@ class StateStore:
             row = conn.execute(
                 "SELECT sum(total_points) FROM series WHERE run_key = ?", (fill_key(run_key),)
             ).fetchone()
-        return int(row[0] or 0)
+            with decoding("the fill-in"):
+                return int(row[0] or 0)
 
     @staticmethod
     def _exact_from(conn: sqlite3.Connection, run_key: str) -> int | None:
         row = conn.execute("SELECT value FROM meta WHERE key = ?", (EXACT_FROM_META + run_key,)).fetchone()
-        return int(row[0]) if row else None
+        with decoding("the fill-in's first exact step"):
+            return int(row[0]) if row else None
 
     @staticmethod
     def _bump_run(conn: sqlite3.Connection, run_key: str, batch: ReadBatch) -> int:
@@ -334,13 +388,15 @@ class StateStore:
         ).fetchone()
         if row is None:
             return None
-        return StoredSeries(
-            raw_steps=np.frombuffer(row[0], dtype="<i8"),
-            raw_values=np.frombuffer(row[1], dtype="<f8"),
-            buckets=np.frombuffer(row[2], dtype=BUCKET_DTYPE),
-            bucket_width=int(row[3]),
-            first_step=row[4],
-        )
+        with decoding(f"the series {metric!r}"):
+            raw_steps, raw_values = raw_points(row[0], row[1])
+            return StoredSeries(
+                raw_steps=raw_steps,
+                raw_values=raw_values,
+                buckets=np.frombuffer(row[2], dtype=BUCKET_DTYPE),
+                bucket_width=int_cell(row[3]),
+                first_step=int_or_none(row[4]),
+            )
 
     @staticmethod
     def _write_series(
@@ -371,14 +427,15 @@ class StateStore:
                 (run_key,),
             ).fetchall()
             exact_from = self._exact_from(conn, run_key)
-        history = RunHistory(run_key=run_key, exact_from=exact_from)
-        if run is None:
+            history = RunHistory(run_key=run_key, exact_from=exact_from)
+            if run is None:
+                return history
+            with decoding("the history"):
+                if run[0] is not None:
+                    history.info = RunInfo.model_validate_json(run[0])
+                for row in rows:
+                    history.metrics[text_cell(row[0])] = _metric_series(row, latest_batch=run[1])
             return history
-        if run[0] is not None:
-            history.info = RunInfo.model_validate_json(run[0])
-        for row in rows:
-            history.metrics[row[0]] = _metric_series(row, latest_batch=run[1])
-        return history
 
     # ------------------------------------------------------------------ checks and incidents
 
@@ -418,14 +475,15 @@ class StateStore:
                    WHERE run_key = ? ORDER BY id DESC LIMIT ?""",
                 (run_key, limit),
             ).fetchall()
-        return [
-            CheckRecord(
-                id=row[0], at=datetime.fromisoformat(row[1]), decision=row[2],
-                verdict=Verdict.model_validate(json.loads(row[3])) if row[3] else None,
-                data_source=row[4], interval_minutes=row[5], monitoring=bool(row[6]),
-            )
-            for row in rows
-        ]  # fmt: skip
+            with decoding("the check log"):
+                return [
+                    CheckRecord(
+                        id=row[0], at=stored_time(row[1]), decision=row[2],
+                        verdict=Verdict.model_validate(json.loads(row[3])) if row[3] else None,
+                        data_source=row[4], interval_minutes=row[5], monitoring=bool(row[6]),
+                    )
+                    for row in rows
+                ]  # fmt: skip
 
     def record_incident(self, run_key: str, incident: dict[str, Any] | BaseModel) -> int:
         with self._transaction("record an incident", write=True) as conn:
@@ -465,9 +523,11 @@ class StateStore:
                 f"SELECT id, run_key, at, data FROM incidents {where} ORDER BY id DESC LIMIT ?",
                 (*args, limit),
             ).fetchall()
-        return [
-            {**json.loads(data), "incident_id": id_, "run_key": key, "recorded_at": at} for id_, key, at, data in rows
-        ]
+            with decoding("incidents"):
+                return [
+                    {**json_object(data, "incident"), "incident_id": id_, "run_key": key, "recorded_at": at}
+                    for id_, key, at, data in rows
+                ]
 
     def record_review(self, run_key: str, review: ReviewResult) -> int:
         with self._transaction("record a review", write=True) as conn:
@@ -475,12 +535,12 @@ class StateStore:
 
     def latest_review(self, run_key: str) -> ReviewResult | None:
         """The run's most recent review, whichever check it answered."""
-        with self._transaction("read reviews", write=False) as conn:
+        with self._transaction("read reviews", write=False) as conn, decoding("the latest review"):
             return latest_review(conn, run_key)
 
     def cron_in_force(self, run_key: str) -> HandedOutCron | None:
         """The cron last handed out for the run (or sweep) and when it was first handed out."""
-        with self._transaction("read the cron in force", write=False) as conn:
+        with self._transaction("read the cron in force", write=False) as conn, decoding("the cron in force"):
             return read_cron(conn, run_key)
 
     def set_cron_in_force(self, run_key: str, cron: HandedOutCron | None) -> None:
@@ -508,7 +568,8 @@ class StateStore:
             rows = conn.execute(
                 "SELECT run_key, last_check_at FROM runs ORDER BY last_check_at DESC NULLS LAST, run_key"
             ).fetchall()
-        return [RunListing(key, datetime.fromisoformat(at) if at else None) for key, at in rows]
+            with decoding("the list of runs"):
+                return [RunListing(key, stored_time(at) if at else None) for key, at in rows]
 
     def forget_run(self, run_key: str) -> bool:
         """Delete everything stored for the run (cursor, history, checks, incidents, reviews, cron); False if none."""
@@ -522,21 +583,25 @@ class StateStore:
 
 
 def _metric_series(row: tuple[Any, ...], *, latest_batch: int) -> MetricSeries:
-    """One ``series`` row → MetricSeries: bucket means, then the full-resolution points."""
+    """One ``series`` row → MetricSeries: bucket means, then the full-resolution points. Raises a `CELL_DAMAGE`
+    error on a cell this code did not write."""
     buckets = np.frombuffer(row[12], dtype=BUCKET_DTYPE)
-    raw_steps = np.frombuffer(row[10], dtype="<i8")
-    raw_values = np.frombuffer(row[11], dtype="<f8")
+    raw_steps, raw_values = raw_points(row[10], row[11])
     return MetricSeries(
         name=row[0],
         steps=np.concatenate([buckets["step"], raw_steps]).astype(np.int64),
         values=np.concatenate([StoredSeries.bucket_means(buckets), raw_values]).astype(np.float64),
         raw_from=int(buckets.size),
-        total_points=row[3],
-        non_finite=row[4],
-        new_points=row[2] if row[1] == latest_batch else 0,
-        first_step=row[5],
-        min_value=row[6],
-        min_step=row[7],
-        max_value=row[8],
-        max_step=row[9],
+        total_points=int_cell(row[3]),
+        non_finite=int_cell(row[4]),
+        new_points=int_cell(row[2]) if row[1] == latest_batch else 0,
+        first_step=int_or_none(row[5]),
+        min_value=float_or_none(row[6]),
+        min_step=int_or_none(row[7]),
+        max_value=float_or_none(row[8]),
+        max_step=int_or_none(row[9]),
     )
+
+
+def _first_line(exc: BaseException) -> str:
+    return str(exc).splitlines()[0][:200] if str(exc) else ""
