@@ -255,3 +255,9 @@ def test_corpus_first_checks_tail_first_decide_as_full_reads():
     results = compare_first_checks(runs, fractions=(0.8, 1.0))
     assert sum(r.exact_from is not None for r in results) >= 5
     assert all(r.same for r in results), summarize(results)
+
+
+def test_tail_limits_without_overview_blocks_are_refused() -> None:
+    """Zero overview blocks would leave a long file's middle unread while its history looked exact."""
+    with pytest.raises(ValueError, match="overview_blocks must be at least 1"):
+        TailLimits(overview_blocks=0)

@@ -75,6 +75,11 @@ class TailLimits:
     fill_bytes_per_check: int = FILL_BYTES_PER_CHECK
     catch_up_bytes: int = CATCH_UP_BYTES
 
+    def __post_init__(self) -> None:
+        # no overview block would leave the middle of the file unread while the history looked exact
+        if self.overview_blocks < 1:
+            raise ValueError(f"overview_blocks must be at least 1, got {self.overview_blocks}")
+
     @property
     def read_whole_up_to(self) -> int:
         """Files up to this size are read whole: the small ones, and any a head and a first tail would cover."""
