@@ -1,7 +1,8 @@
 """The first check of a long run costs what the judge needs, not what the run logged.
 
     .venv/bin/python benchmarks/bench_first_check.py [--steps 1000000,5000000] [--metrics 10]
-        [--full-read-steps 1000000] [--fill] [--group-runs 200] [--no-corpus]
+        [--full-read-steps 1000000] [--fill] [--group-runs 200] [--no-corpus | --corpus-only]
+        [--corpus corpus/runs.jsonl.gz --corpus corpus_real/runs.jsonl.gz]
 
 Printed, side by side in one run:
 (a) local ``.wandb`` files of each ``--steps`` × ``--metrics`` (written once into benchmarks/out/ with the
@@ -16,11 +17,12 @@ Printed, side by side in one run:
     (the issue's 20 requests and 1,000,000 rows).
 (c) `check_many` over ``--group-runs`` running runs of one project on the loopback server: wall time,
     requests; target ≤ 60 s.
-(d) the corpus (``--corpus``, default corpus/runs.jsonl.gz): first checks tail-first vs full read must decide
-    alike (benchmarks/tail_first.py), with the default sizes scaled to its runs, and a stress setting whose
-    tail holds fewer values than state's 2,048-point recent window (reported, no target);
+(d) each corpus (``--corpus``, repeatable; default both corpus/ and corpus_real/): first checks tail-first vs
+    full read must decide alike (benchmarks/tail_first.py), with the default sizes scaled to its runs, and a
+    stress setting whose tail holds fewer values than state's 2,048-point recent window (reported, no
+    target); for a corpus of runs too short for the stress sizes to sample (corpus_real/), the smallest sizes;
 (e) replay.py's tables for monitoring that starts half way / 80 % into each run, its first check a full read
-    vs tail-first, both sizes.
+    vs tail-first, each size. ``--corpus-only`` prints (d) and (e) alone.
 """
 
 from __future__ import annotations
@@ -44,12 +46,12 @@ for entry in (str(ROOT), str(ROOT / "benchmarks")):
 import numpy as np  # noqa: E402
 from bench_wandb_read import cached_run_file  # noqa: E402
 
-from benchmarks.corpus_runs import CORPUS, load_corpus  # noqa: E402
-from benchmarks.tail_first import CORPUS_LIMITS, compare_first_checks, late_start_tables, summarize  # noqa: E402
+from benchmarks.corpus_runs import CORPUS  # noqa: E402
+from benchmarks.tail_first import CORPUS_REAL, corpus_report  # noqa: E402
 from mcp_training_check.models import CheckReport  # noqa: E402
 from mcp_training_check.service import Monitor  # noqa: E402
 from mcp_training_check.sources import wandb_file  # noqa: E402
-from mcp_training_check.sources.wandb_file import BLOCK_SIZE, TailLimits  # noqa: E402
+from mcp_training_check.sources.wandb_file import TailLimits  # noqa: E402
 from tests.fake_wandb import FakeWandb  # noqa: E402
 from tests.fake_wandb_columns import add_columnar_run  # noqa: E402
 
@@ -57,10 +59,7 @@ FIRST_CHECK_SECONDS = 5.0
 FIRST_CHECK_REQUESTS = 5
 GROUP_SECONDS = 60.0
 FILL_CHECKS_LIMIT = 400  # a fill that needs more checks than this is reported as not arriving
-STRESS_LIMITS = dataclasses.replace(CORPUS_LIMITS, tail_max_bytes=8 * BLOCK_SIZE, overview_blocks=2)
 GROUP_RUN_STEPS = 500
-LATE_STARTS = (0.5, 0.8)
-"""Where monitoring starts in the replay tables (e): the first check then reads half / most of the run."""
 WHOLE_FILE = 1 << 62  # a small-file threshold no file reaches: read whole, as every first check did before
 
 
@@ -234,9 +233,20 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--full-read-steps", type=int, default=1_000_000, help="time the full first read up to this")
     parser.add_argument("--fill", action="store_true", help="also check until the local history is exact")
     parser.add_argument("--group-runs", type=int, default=200)
-    parser.add_argument("--corpus", type=Path, default=CORPUS)
-    parser.add_argument("--no-corpus", action="store_true", help="skip the corpus agreement (d)")
+    parser.add_argument("--corpus", type=Path, action="append", help="a corpus for (d), (e); repeatable")
+    parts = parser.add_mutually_exclusive_group()
+    parts.add_argument("--no-corpus", action="store_true", help="skip the corpus parts (d), (e)")
+    parts.add_argument("--corpus-only", action="store_true", help="only the corpus parts (d), (e)")
     args = parser.parse_args(argv)
+    if not args.corpus_only:
+        _long_runs(args)
+    if not args.no_corpus:
+        for path in args.corpus or [CORPUS, CORPUS_REAL]:
+            corpus_report(path)
+
+
+def _long_runs(args: argparse.Namespace) -> None:
+    """Parts (a), (b) and (c)."""
     lengths = [int(text) for text in args.steps.split(",") if text]
     for steps in lengths:
         local_first_check(steps, args.metrics, args.full_read_steps, args.fill)
@@ -247,17 +257,6 @@ def main(argv: list[str] | None = None) -> None:
         for steps in lengths:
             wandb_first_check(server, steps, args.metrics)
         group_check(server, args.group_runs)
-    if not args.no_corpus:
-        runs = load_corpus(args.corpus)
-        print(f"\n(d) {args.corpus.name}: first checks tail-first vs full read, default sizes scaled to the corpus")
-        print(summarize(compare_first_checks(runs, CORPUS_LIMITS)))
-        print("    stress: a tail shorter than the 2,048-point recent window (8 blocks), 2 overview blocks")
-        print(summarize(compare_first_checks(runs, STRESS_LIMITS)))
-        for fraction in LATE_STARTS:
-            print(f"\n(e) replay tables, monitoring from {fraction:.0%} into each run (checks before: continue)")
-            print(late_start_tables(runs, fraction))
-            print("    stress sizes:")
-            print(late_start_tables(runs, fraction, STRESS_LIMITS))
 
 
 if __name__ == "__main__":

@@ -7,11 +7,18 @@ cut the file is read twice from scratch: whole (what every first check did befor
 with `CORPUS_LIMITS`, the default sizes scaled down to the corpus's few-thousand-step runs (a tail of at
 most 32 blocks, enough for `TAIL_POINTS` values of the dense metrics, and 4 sampled blocks of overview),
 and each read is stored and judged as a first check. Used by
-``bench_first_check.py`` (the table) and tests/test_first_check.py (the assertion).
+``bench_first_check.py`` (parts d and e) and tests/test_first_check.py (the assertion). Alone:
+
+    .venv/bin/python benchmarks/tail_first.py [--corpus corpus/runs.jsonl.gz --corpus corpus_real/runs.jsonl.gz]
+
+prints parts (d) and (e) for each ``--corpus`` (default: both corpora).
 """
 
 from __future__ import annotations
 
+import argparse
+import dataclasses
+import sys
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -19,22 +26,30 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.corpus_runs import Run
-from benchmarks.replay import DEFAULT_CHECKS, evaluate, markdown, split_scores
-from mcp_training_check.judge import judge
-from mcp_training_check.models import Decision, Verdict
-from mcp_training_check.roles import assign_roles
-from mcp_training_check.service import PREVIOUS_VERDICTS
-from mcp_training_check.sources.base import ReadBatch
-from mcp_training_check.sources.wandb_file import BLOCK_SIZE, TailLimits, WandbFileSource
-from mcp_training_check.state import StateStore
-from tests.wandb_writer import RunFileWriter, go_json_number, history_record, run_record, summary_record
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from benchmarks.corpus_runs import CORPUS, Run, load_corpus  # noqa: E402
+from benchmarks.replay import DEFAULT_CHECKS, evaluate, markdown, split_scores  # noqa: E402
+from mcp_training_check.judge import judge  # noqa: E402
+from mcp_training_check.models import Decision, Verdict  # noqa: E402
+from mcp_training_check.roles import assign_roles  # noqa: E402
+from mcp_training_check.service import PREVIOUS_VERDICTS  # noqa: E402
+from mcp_training_check.sources.base import ReadBatch  # noqa: E402
+from mcp_training_check.sources.wandb_file import BLOCK_SIZE, TailLimits, WandbFileSource  # noqa: E402
+from mcp_training_check.state import StateStore  # noqa: E402
+from tests.wandb_writer import RunFileWriter, go_json_number, history_record, run_record, summary_record  # noqa: E402
 
 __all__ = [
     "CORPUS_LIMITS",
+    "CORPUS_REAL",
+    "SMALLEST_LIMITS",
+    "STRESS_LIMITS",
     "FirstChecks",
     "append_corpus_steps",
     "compare_first_checks",
+    "corpus_report",
     "late_start_tables",
     "replay_from",
     "write_corpus_run",
@@ -50,6 +65,30 @@ CORPUS_LIMITS = TailLimits(
 )
 """The default limits scaled to corpus runs (1,000-5,000 steps): the runs longer than ~3,500 steps get a
 real overview (their older steps sampled), shorter ones are read whole."""
+
+STRESS_LIMITS = dataclasses.replace(CORPUS_LIMITS, tail_max_bytes=8 * BLOCK_SIZE, overview_blocks=2)
+"""A tail that holds fewer values than state's 2,048-point recent window (8 blocks), 2 overview blocks."""
+
+SMALLEST_LIMITS = TailLimits(
+    small_file_bytes=0,
+    head_bytes=BLOCK_SIZE,
+    tail_first_bytes=1,
+    tail_max_bytes=BLOCK_SIZE,
+    overview_blocks=1,
+    fill_bytes_per_check=4 * BLOCK_SIZE,
+)
+"""The smallest sizes a `.wandb` read has: one 32 KiB block of head, the block holding the file's last byte
+as the tail (at most one whole block), one overview block. A file over one block (~125 single-metric
+steps) is read tail-first, one over ~4 blocks gets an overview. Shown for a corpus whose runs are too short
+for the stress sizes to sample (corpus_real/: a few to a few hundred evals)."""
+
+FEW_OVERVIEWS = 0.1
+"""When the stress sizes give fewer than this share of a corpus's first checks an overview, the corpus's
+files are too small for them to test anything, and the smallest sizes are shown too."""
+
+CORPUS_REAL = ROOT / "corpus_real" / "runs.jsonl.gz"
+LATE_STARTS = (0.5, 0.8)
+"""Where monitoring starts in the replay tables (e): the first check then reads half / most of the run."""
 
 WHOLE = TailLimits(small_file_bytes=1 << 62)
 """Limits under which every file is read whole: the first checks as they were."""
@@ -153,13 +192,26 @@ def summarize(results: Sequence[FirstChecks]) -> str:
 # --------------------------------------------------------------------------- replays starting late
 
 
+def start_index(fraction: float, cuts: int) -> int:
+    """The check monitoring starts at, ``fraction`` into a replay of ``cuts`` checks. A run whose steps are
+    sparse (epochs, a few evals: corpus_real/) has fewer distinct cuts than ``--checks``; it starts the same
+    fraction into its own, and always has a first check."""
+    return min(round(fraction * cuts), cuts - 1)
+
+
 def replay_from(
-    run: Run, cuts: Sequence[int], start: int, limits: TailLimits, workdir: Path, overviews: list[str] | None = None
+    run: Run,
+    cuts: Sequence[int],
+    start_fraction: float,
+    limits: TailLimits,
+    workdir: Path,
+    overviews: list[str] | None = None,
 ) -> list[Decision]:
-    """Monitoring that begins at check ``start`` of a replay (its first check reads the run so far, with
-    ``limits``), then checks the growing ``.wandb`` file at every later cut, earlier verdicts carried as
-    `Monitor` carries them. Checks before ``start`` did not happen: they count as continue. A run whose first
-    check got an overview is added to ``overviews``."""
+    """Monitoring that begins ``start_fraction`` into a replay (`start_index`; its first check reads the run
+    so far, with ``limits``), then checks the growing ``.wandb`` file at every later cut, earlier verdicts
+    carried as `Monitor` carries them. Checks before the start did not happen: they count as continue. A run
+    whose first check got an overview is added to ``overviews``."""
+    start = start_index(start_fraction, len(cuts))
     path = workdir / f"run-{run.id}.wandb"
     path.unlink(missing_ok=True)
     source = WandbFileSource(path, limits=limits)
@@ -189,17 +241,64 @@ def late_start_tables(
 ) -> str:
     """The replay tables (benchmarks/replay.py's scoring) of monitoring that starts ``start_fraction`` into
     each run, its first check a full read vs tail-first with ``limits``."""
-    start = round(start_fraction * checks)
+    start = start_index(start_fraction, checks)
     overviews: list[str] = []
     with tempfile.TemporaryDirectory(prefix="late-start-") as tmp:
         work = Path(tmp)
-        full = evaluate(runs, lambda run, cuts: replay_from(run, cuts, start, WHOLE, work), checks)
-        tail = evaluate(runs, lambda run, cuts: replay_from(run, cuts, start, limits, work, overviews), checks)
+        full = evaluate(runs, lambda run, cuts: replay_from(run, cuts, start_fraction, WHOLE, work), checks)
+        tail = evaluate(
+            runs, lambda run, cuts: replay_from(run, cuts, start_fraction, limits, work, overviews), checks
+        )
     tables = {f"full first check at {start + 1}": full, f"tail-first first check at {start + 1}": tail}
     differ = [a.run.id for a, b in zip(full, tail, strict=True) if a.decisions != b.decisions]
+    sparse = sum(len(r.decisions) < checks for r in full)
     scores = {name: split_scores(results) for name, results in tables.items()}
     return markdown(scores) + (
         f"\n{len(overviews)} of {len(runs)} runs had an overview at their first check; "
         f"{len(runs) - len(differ)} get the same decision at every check"
         + (f" (differ: {', '.join(differ)})" if differ else "")
-    )
+        + (f"; {sparse} runs have fewer than {checks} distinct checks (sparse steps) and start as far "
+           "into their own" if sparse else "")
+    )  # fmt: skip
+
+
+# --------------------------------------------------------------------------- both parts, per corpus
+
+
+def corpus_label(path: Path) -> str:
+    """corpus/runs.jsonl.gz, corpus_real/runs.jsonl.gz: both files have the same name."""
+    return f"{path.parent.name}/{path.name}"
+
+
+def corpus_report(path: Path) -> None:
+    """Print parts (d) and (e) of bench_first_check.py for one corpus."""
+    runs = load_corpus(path)
+    label = corpus_label(path)
+    print(f"\n(d) {label}: first checks tail-first vs full read, default sizes scaled to the corpus")
+    print(summarize(compare_first_checks(runs, CORPUS_LIMITS)))
+    print("    stress: a tail shorter than the 2,048-point recent window (8 blocks), 2 overview blocks")
+    stress = compare_first_checks(runs, STRESS_LIMITS)
+    print(summarize(stress))
+    sizes = [("", CORPUS_LIMITS), ("    stress sizes:", STRESS_LIMITS)]
+    if sum(r.exact_from is not None for r in stress) < FEW_OVERVIEWS * len(stress):
+        print("    smallest: one 32 KiB block of head, of tail and of overview (the stress sizes sampled little)")
+        print(summarize(compare_first_checks(runs, SMALLEST_LIMITS)))
+        sizes.append(("    smallest sizes:", SMALLEST_LIMITS))
+    for fraction in LATE_STARTS:
+        print(f"\n(e) {label}: replay tables, monitoring from {fraction:.0%} into each run (checks before: continue)")
+        for heading, limits in sizes:
+            if heading:
+                print(heading)
+            print(late_start_tables(runs, fraction, limits))
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--corpus", type=Path, action="append", help="a corpus file; give it twice for both")
+    args = parser.parse_args(argv)
+    for path in args.corpus or [CORPUS, CORPUS_REAL]:
+        corpus_report(path)
+
+
+if __name__ == "__main__":
+    main()

@@ -11,6 +11,7 @@ import dataclasses
 import io
 import math
 import os
+import tempfile
 from pathlib import Path
 
 import anyio
@@ -261,3 +262,43 @@ def test_tail_limits_without_overview_blocks_are_refused() -> None:
     """Zero overview blocks would leave a long file's middle unread while its history looked exact."""
     with pytest.raises(ValueError, match="overview_blocks must be at least 1"):
         TailLimits(overview_blocks=0)
+
+
+def _real_run(run_id: str):
+    from benchmarks.corpus_runs import load_corpus
+    from benchmarks.tail_first import CORPUS_REAL
+
+    (run,) = [run for run in load_corpus(CORPUS_REAL) if run.id == run_id]
+    return run
+
+
+EVAL_ONLY_RUN = "mlperf-v1.0-unet3d-google-tpu-v4-1024-jax-r1"  # 244 evals (Dice), no train loss, bad
+SPARSE_RUN = "mlperf-v4.1-ssd-dell-r760x2h100nvl-pcie-r4"  # 4 evals, one an epoch: 4 distinct checks of 20
+
+
+def test_corpus_real_eval_only_run_first_checks_tail_first_decide_as_full_reads(tmp_path):
+    """An eval-only corpus_real run, long enough at the smallest sizes to be read tail-first (not whole)."""
+    from benchmarks.tail_first import SMALLEST_LIMITS, compare_first_checks, summarize, write_corpus_run
+
+    run = _real_run(EVAL_ONLY_RUN)
+    assert set(run.metrics) == {"eval/mean_dice_score"}
+    write_corpus_run(tmp_path / "run.wandb", run, run.last_step)
+    assert (tmp_path / "run.wandb").stat().st_size > SMALLEST_LIMITS.read_whole_up_to
+    results = compare_first_checks([run], SMALLEST_LIMITS)
+    assert len(results) == 3 and all(r.same for r in results), summarize(results)
+
+
+def test_late_start_replay_of_a_run_with_fewer_checks_than_the_grid():
+    """A run with 4 distinct cuts starts 80 % into its own checks (it used to start past its end and fail)."""
+    from benchmarks.replay import checkpoints
+    from benchmarks.tail_first import SMALLEST_LIMITS, late_start_tables, replay_from
+
+    sparse, eval_only = _real_run(SPARSE_RUN), _real_run(EVAL_ONLY_RUN)
+    cuts = checkpoints(sparse)
+    assert len(cuts) == 4
+    with tempfile.TemporaryDirectory() as tmp:
+        decisions = replay_from(sparse, cuts, 0.8, SMALLEST_LIMITS, Path(tmp))
+    assert len(decisions) == 4 and decisions[:3] == [Decision.CONTINUE] * 3
+    text = late_start_tables([sparse, eval_only], 0.8, SMALLEST_LIMITS)
+    assert "2 get the same decision at every check" in text
+    assert "1 runs have fewer than 20 distinct checks" in text
