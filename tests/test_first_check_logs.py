@@ -124,8 +124,15 @@ def test_over_ssh_tail_first_and_fill_in_store_what_a_full_read_stores(tmp_path,
     path = tmp_path / "train.jsonl"
     path.write_text("")
     write(path, jsonl, range(STEPS))
-    store = StateStore(tmp_path / "ssh")
-    source = SshLogSource(parse_run(ssh_home.url(path)), timeout_seconds=5.0)
+    assert_fill_in_matches_a_full_read(
+        tmp_path, path, SshLogSource(parse_run(ssh_home.url(path)), timeout_seconds=5.0), monkeypatch
+    )
+
+
+def assert_fill_in_matches_a_full_read(tmp_path, path, source, monkeypatch) -> None:
+    """Read ``source`` tail-first, then fill in until exact: the stored history is what a full local read of
+    ``path`` stores."""
+    store = StateStore(tmp_path / "remote")
     first = read_into(store, source)
     assert first.fill is not None and first.fill.first
     history, checks = store.load_history("log"), 0

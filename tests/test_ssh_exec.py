@@ -18,13 +18,10 @@ from mcp_training_check.models import DataSource, RunKind, RunRef
 from mcp_training_check.service import Monitor
 from mcp_training_check.sources import LogFileSource, SshLogSource, log_tail
 from mcp_training_check.sources import ssh as ssh_module
-from mcp_training_check.sources.log_tail import LogTailLimits
-from mcp_training_check.state import StateStore
 
 from .sshd import Sshd, SshServer, running_sshd
 from .test_cli import write_formats
-from .test_first_check import assert_same_history
-from .test_first_check_logs import LIMITS, STEPS, jsonl, read_into, write
+from .test_first_check_logs import LIMITS, STEPS, assert_fill_in_matches_a_full_read, jsonl, write
 from .test_ssh_source import jsonl_rows, points
 
 EXEC_NOTE = "read through an exec channel"
@@ -134,20 +131,7 @@ def test_long_log_tail_first_and_fill_in_through_exec(exec_home, tmp_path, monke
     path = tmp_path / "train.jsonl"
     path.write_text("")
     write(path, jsonl, range(STEPS))
-    store = StateStore(tmp_path / "ssh")
-    source = exec_source(path)
-    first = read_into(store, source)
-    assert first.fill is not None and first.fill.first
-    history, checks = store.load_history("log"), 0
-    while history.exact_from is not None:
-        read_into(store, source)
-        history = store.load_history("log")
-        checks += 1
-        assert checks < 40, "the fill-in never arrived"
-    monkeypatch.setattr(log_tail, "DEFAULT_LIMITS", LogTailLimits(small_bytes=1 << 40))
-    full = StateStore(tmp_path / "full")
-    read_into(full, LogFileSource(path))
-    assert_same_history(full.load_history("log"), history)
+    assert_fill_in_matches_a_full_read(tmp_path, path, exec_source(path), monkeypatch)
 
 
 def test_window_boundaries_do_not_lose_bytes(exec_home, tmp_path, monkeypatch):
