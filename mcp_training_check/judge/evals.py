@@ -73,9 +73,7 @@ class EvalDetector(Detector):
             out += self._degrading(ctx, series, direction)
         return out
 
-    def _best(
-        self, series: MetricSeries, values: np.ndarray, steps: np.ndarray, d: Direction
-    ) -> tuple[float, int]:
+    def _best(self, series: MetricSeries, values: np.ndarray, steps: np.ndarray, d: Direction) -> tuple[float, int]:
         if d is Direction.LOWER and series.min_value is not None and series.min_step is not None:
             return series.min_value, series.min_step
         if d is Direction.HIGHER and series.max_value is not None and series.max_step is not None:
@@ -87,9 +85,7 @@ class EvalDetector(Detector):
         if series.values.size and not np.isfinite(series.values[-1]):
             step = fmt_step(series.last_step)
             msg = f"{series.name} is {series.values[-1]} at step {step}: the evaluation broke."
-            return signal(
-                SignalKind.EVAL_DEGRADING, Severity.CRITICAL, msg, metric=series.name, step=series.last_step
-            )
+            return signal(SignalKind.EVAL_DEGRADING, Severity.CRITICAL, msg, metric=series.name, step=series.last_step)
         steps, values = finite_xy(series.steps, series.values)
         if values.size < 2:
             return None

@@ -59,9 +59,7 @@ def data_signals(ctx: JudgeContext) -> list[Signal]:
             )
         )
     if all(s.values.size == 0 for s in history.metrics.values()):
-        out.append(
-            signal(SignalKind.TOO_FEW_POINTS, Severity.INFO, "no metrics logged yet: too early to judge.")
-        )
+        out.append(signal(SignalKind.TOO_FEW_POINTS, Severity.INFO, "no metrics logged yet: too early to judge."))
         return out
     new = sum(max(s.new_points, 0) for s in history.metrics.values())
     if new == 0 and status in _WAITING_STATUSES:
@@ -72,10 +70,7 @@ def data_signals(ctx: JudgeContext) -> list[Signal]:
         out.append(signal(SignalKind.NO_NEW_DATA, Severity.WARNING, msg, step=history.last_step))
     if ctx.train_loss is None:
         names = ", ".join(sorted(history.metrics)[:6])
-        msg = (
-            f"no train-loss metric among {len(history.metrics)} metrics ({names}); "
-            f"set one with a role override."
-        )
+        msg = f"no train-loss metric among {len(history.metrics)} metrics ({names}); set one with a role override."
         out.append(signal(SignalKind.TOO_FEW_POINTS, Severity.WARNING, msg))
     return out
 
@@ -186,9 +181,9 @@ def compact(signals: list[Signal], limit: int) -> list[Signal]:
 
 def decide(signals: list[Signal], ctx: JudgeContext, settings: PolicySettings) -> Verdict:
     severities = {s.severity for s in signals}
-    ended = ctx.history.info.status.has_ended and not settings.stop_ended_runs
+    ended = ctx.history.info.status.has_ended
     if Severity.CRITICAL in severities:
-        decision = Decision.UNSURE if ended else Decision.STOP
+        decision = Decision.STOP
     elif Severity.WARNING in severities:
         decision = Decision.UNSURE
     else:
@@ -212,8 +207,8 @@ def _summary(decision: Decision, signals: list[Signal], ended: bool) -> str:
     others = sum(1 for s in signals[1:] if s.severity is main.severity and main.severity is not Severity.INFO)
     more = f" (+{others} more {main.severity.value})" if others else ""
     note = (
-        " The run has already ended, so nothing to stop."
-        if ended and main.severity is Severity.CRITICAL
+        " The run has already ended: nothing left to stop; end monitoring."
+        if ended and decision is not Decision.CONTINUE
         else ""
     )
     return f"{head}: {main.message}{more}{note}"

@@ -33,14 +33,14 @@ class PolicySettings(BaseModel):
 
     - ``max_signals``: at most this many signals in a verdict, most severe first (8 keeps a verdict
       readable in one screen; repeats of a kind on a metric are merged first).
-    - ``stop_ended_runs``: when True a run the source reports as ended can still get ``stop``; by
-      default it gets ``unsure`` at most, since there is nothing left to stop.
+
+    A run that has ended is judged like any other (a finished run ending in NaN is ``stop``: clearly
+    bad); the schedule then ends monitoring, and the summary says there is nothing left to stop.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     max_signals: int = Field(default=8, ge=1)
-    stop_ended_runs: bool = False
 
 
 class JudgeSettings(BaseModel):
@@ -115,9 +115,7 @@ def _locate(key: str) -> tuple[str, str]:
         raise ValueError(f"judge setting {key!r} is ambiguous; write one of {options}")
     known = list(JudgeSettings.flat_defaults())
     close = difflib.get_close_matches(key, known, n=3)
-    hint = (
-        f"; did you mean {', '.join(close)}?" if close else "; see JudgeSettings.flat_defaults() for the list"
-    )
+    hint = f"; did you mean {', '.join(close)}?" if close else "; see JudgeSettings.flat_defaults() for the list"
     raise ValueError(f"judge setting {key!r} is unknown{hint}")
 
 

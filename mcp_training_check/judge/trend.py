@@ -243,9 +243,7 @@ class TrendDetector(Detector):
             return None
         return float(np.expm1(rise))
 
-    def _confirmation(
-        self, ctx: JudgeContext, name: str, since: int, falling: bool, share: float
-    ) -> tuple[bool, str]:
+    def _confirmation(self, ctx: JudgeContext, name: str, since: int, falling: bool, share: float) -> tuple[bool, str]:
         """Critical when the ``confirm_checks - 1`` previous checks saw this same episode, it has lasted
         ``confirm_share`` of the judged steps, and it is not falling."""
         seen, later = 1, ctx.last_step
