@@ -52,6 +52,12 @@ UTF8_BOM = "\ufeff"
 MAX_WARNINGS = 20  # per kind and per read; the most recent are kept
 WARNING_LINE_CHARS = 240
 
+FINAL_LINE_MARKERS = ("train_runtime", "Training completed")
+"""A line the training prints once, when it has finished: the HF Trainer's closing metrics dict
+(``{'train_runtime': ..., 'train_loss': ...}``) and its "Training completed." message. A training line
+after it (a resumed run appending to the same log) clears it."""
+
+_FINAL_LINE = re.compile("|".join(re.escape(m) for m in FINAL_LINE_MARKERS))
 _SKIP_LINE = re.compile("|".join(re.escape(m) for m in SKIP_LINE_MARKERS))
 _MAYBE_NUMBER = re.compile(r"\d|nan|inf", re.IGNORECASE)
 _ANY_MARKER = re.compile("|".join(re.escape(m) for m in FATAL_MARKERS + ERROR_MARKERS))
@@ -111,6 +117,7 @@ class LogParser:
         self.eval_counter = 0
         self.last_step: int | None = None
         self.explicit_steps = False
+        self.finished = False  # the latest training line was followed by a FINAL_LINE_MARKERS line
 
     def to_state(self) -> dict[str, Any]:
         return {
@@ -123,6 +130,7 @@ class LogParser:
             "eval_counter": self.eval_counter,
             "last_step": self.last_step,
             "explicit_steps": self.explicit_steps,
+            "finished": self.finished,
         }
 
     @classmethod
@@ -141,6 +149,7 @@ class LogParser:
             last = state.get("last_step")
             parser.last_step = None if last is None else int(last)
             parser.explicit_steps = bool(state["explicit_steps"])
+            parser.finished = bool(state.get("finished", False))
         except (KeyError, TypeError, ValueError, ConfigError) as exc:
             raise ValueError(f"parser state is malformed: {exc}") from exc
         return parser
@@ -150,8 +159,13 @@ class LogParser:
             notes.scan(line)
             text = line.strip() if self.lines_seen else line.strip().lstrip(UTF8_BOM)
             if text:
+                position = (self.counter, self.last_step)
                 self._line(text, sink, notes)
                 self.lines_seen += 1
+                if _FINAL_LINE.search(text):
+                    self.finished = True
+                elif (self.counter, self.last_step) != position:
+                    self.finished = False
 
     # ----------------------------------------------------------------------- per line
 

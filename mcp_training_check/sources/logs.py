@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import RunNotFound, SourceUnavailable
-from ..models import RunInfo
+from ..models import RunInfo, RunStatus
 from . import log_tail
 from .base import Cursor, Progress, ReadBatch, SeriesBuilder, SeriesChunk, no_progress
 from .logparse import (
@@ -267,7 +267,11 @@ def _tail_first(
 
 
 def _continue_fill(
-    fh: Any, fill: dict[str, Any], batch: ReadBatch, fmt: str | None, limits: log_tail.LogTailLimits,
+    fh: Any,
+    fill: dict[str, Any],
+    batch: ReadBatch,
+    fmt: str | None,
+    limits: log_tail.LogTailLimits,
     progress: Progress | None,
 ) -> None:
     """The next piece of a long log's fill-in, into ``batch`` (on arrival its parser becomes the live one)."""
@@ -280,6 +284,14 @@ def _continue_fill(
         batch.cursor["parser"] = piece.parser.to_state()
     done = piece.cursor["offset"] if piece.cursor else live
     (progress or no_progress)(done, live, "re-reading older log lines exactly, bytes")
+
+
+def log_status(cursor: Cursor) -> RunStatus:
+    """FINISHED once the log's last training line is followed by the training's own final line
+    (``logparse.FINAL_LINE_MARKERS``); otherwise unknown: a text log says nothing else about its process."""
+    parser = cursor.get("parser")
+    finished = isinstance(parser, dict) and bool(parser.get("finished"))
+    return RunStatus.FINISHED if finished else RunStatus.UNKNOWN
 
 
 class LogFileSource:
@@ -320,5 +332,5 @@ class LogFileSource:
         head = fh.read(HEAD_BYTES)
         identity = file_identity(inode=st.st_ino, dev=st.st_dev, size=st.st_size, head=head)
         batch = read_open_log(fh, cursor, identity=identity, head=head, fmt=self.fmt, progress=self.progress)
-        batch.info = RunInfo(name=self.path.name)
+        batch.info = RunInfo(name=self.path.name, status=log_status(batch.cursor))
         return batch

@@ -27,7 +27,7 @@ from ..errors import RunNotFound, SourceUnavailable
 from ..models import RunInfo, RunKind, RunRef
 from . import log_tail
 from .base import Cursor, Progress, ReadBatch
-from .logs import CHUNK_BYTES, HEAD_BYTES, LogParser, file_identity, read_open_log
+from .logs import CHUNK_BYTES, HEAD_BYTES, LogParser, file_identity, log_status, read_open_log
 from .ssh_connect import DEFAULT_SSH_TIMEOUT_SECONDS, SshTarget, resolve_target, run_remote_script, ssh_client
 
 __all__ = ["WINDOW_BYTES", "SshLogSource"]
@@ -80,7 +80,9 @@ class SshLogSource:
                     windowed, cursor, identity=identity, head=head, fmt=self.fmt, end=size,
                     limits=ssh_limits(), progress=self.progress,
                 )  # fmt: skip
-        batch.info = RunInfo(name=self.path.rsplit("/", 1)[-1], url=self.ref.key, host=target.hostname)
+        batch.info = RunInfo(
+            name=self.path.rsplit("/", 1)[-1], url=self.ref.key, host=target.hostname, status=log_status(batch.cursor)
+        )
         return batch
 
     def _inode(self, client: paramiko.SSHClient) -> tuple[int | None, int | None]:
