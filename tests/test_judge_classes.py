@@ -8,9 +8,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
+import numpy as np
+
+from mcp_training_check.models import Decision, Verdict
 from tests.runs import train
 from tests.test_cli import cli, healthy_loss
+from tests.test_judge_helpers import ar1, decay_loss, make_series, run_judge
 
 # --------------------------------------------------------------------------- 5. a finished run ending in NaN
 
@@ -78,3 +83,91 @@ def test_a_run_that_reached_its_total_steps_ends_monitoring(tmp_path):
     assert report["verdict"]["decision"] == "continue", report["summary"]
     assert report["next_action"] == "end_monitoring"
     assert "reached its total of 600 steps" in report["schedule"]["reason"]
+
+
+# --------------------------------------------------------------------------- helpers
+
+Series = tuple[np.ndarray, np.ndarray]
+
+
+def replay_cuts(
+    metrics: dict[str, Series], cuts: list[int], *, run_config: dict[str, Any] | None = None
+) -> list[Verdict]:
+    """Judge the run as checks at ``cuts`` (steps) would, each seeing the points up to its cut."""
+    previous: list[Verdict] = []
+    last_counts: dict[str, int] = {}
+    for cut in cuts:
+        series = []
+        for name, (steps, values) in metrics.items():
+            k = int(np.searchsorted(steps, cut, side="right"))
+            if k:
+                series.append(make_series(name, values[:k], steps[:k], new_points=k - last_counts.get(name, 0)))
+            last_counts[name] = k
+        previous.insert(0, run_judge(*series, previous=previous, run_config=run_config))
+    return previous[::-1]
+
+
+def decisions(verdicts: list[Verdict]) -> str:
+    return "".join({Decision.STOP: "S", Decision.UNSURE: "u", Decision.CONTINUE: "."}[v.decision] for v in verdicts)
+
+
+def every(step: int, n: int, start: int | None = None) -> np.ndarray:
+    return np.arange(1, n + 1, dtype=np.int64) * step if start is None else start + np.arange(n) * step
+
+
+# --------------------------------------------------------------------------- 1. transient instabilities
+
+
+def _recommendation_loss(n: int = 600, blowup: tuple[int, int] = (30, 60), seed: int = 4) -> np.ndarray:
+    """A large recommendation model's train loss: a blow-up to ~4× its early median over a few dozen
+    early logged steps, then back down and on with its trend."""
+    loss = decay_loss(n, start=0.9, floor=0.45, tau_points=200, noise=0.02, seed=seed)
+    a, b = blowup
+    loss[a:b] *= 4.0
+    return loss
+
+
+def test_an_early_train_blowup_that_falls_back_is_never_stopped():
+    """Class 1: the blow-up is a warning at the check that sees it; by the next it fell back: no stop."""
+    loss = _recommendation_loss()
+    steps = every(10, loss.size)
+    verdicts = replay_cuts({"train/loss": (steps, loss)}, [500, 1000, 2000, 3000, 4000, 5000, 6000])
+    assert "S" not in decisions(verdicts), [v.summary for v in verdicts]
+    assert any("blew up" in s.message for v in verdicts for s in v.signals)
+
+
+def test_a_train_blowup_still_there_at_the_next_check_is_stopped():
+    loss = _recommendation_loss(blowup=(30, 600))
+    steps = every(10, loss.size)
+    verdicts = replay_cuts({"train/loss": (steps, loss)}, [500, 600])
+    assert decisions(verdicts) == "uS", [v.summary for v in verdicts]
+
+
+def test_a_train_blowup_with_a_grad_norm_explosion_is_stopped_at_once():
+    loss = _recommendation_loss(blowup=(30, 600))
+    grad = np.exp(ar1(loss.size, 0.1, 0.5, np.random.default_rng(1)))
+    grad[28:] *= 40
+    steps = every(10, loss.size)
+    verdicts = replay_cuts({"train/loss": (steps, loss), "train/grad_norm": (steps, grad)}, [500])
+    assert decisions(verdicts) == "S", verdicts[0].summary
+
+
+def _ctc_eval(spike_at: tuple[int, ...] = (12, 13), n: int = 30) -> Series:
+    """A speech model's CTC validation loss every 500 steps, 7× its best for two evals mid-run."""
+    loss = 40.0 * np.exp(-np.arange(n) / 8) + 12 + np.random.default_rng(2).normal(0, 0.3, n)
+    for i in spike_at:
+        loss[i] = 7 * loss[: spike_at[0]].min()
+    return every(500, n), loss
+
+
+def test_an_eval_loss_that_jumps_for_two_evals_and_recovers_is_never_stopped():
+    """Class 1 on an eval: two collapsed evals in one check warn; the next check sees the trend again."""
+    verdicts = replay_cuts({"eval/loss": _ctc_eval()}, list(range(2000, 15001, 1000)))
+    assert "S" not in decisions(verdicts), [v.summary for v in verdicts]
+    assert any("collapsed" in s.message for v in verdicts for s in v.signals)
+
+
+def test_an_eval_loss_that_stays_collapsed_is_stopped_at_the_next_check():
+    steps, loss = _ctc_eval(spike_at=tuple(range(11, 30)))
+    verdicts = replay_cuts({"eval/loss": (steps, loss)}, [5000, 6500, 7500])
+    assert decisions(verdicts)[-2:] == "uS", [v.summary for v in verdicts]

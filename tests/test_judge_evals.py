@@ -37,12 +37,14 @@ TABLE = [
      None, {SignalKind.EVAL_BELOW_BASELINE: "warning"}, Decision.UNSURE),
     ("better than baseline", _eval("eval_accuracy", ACC), {"eval_accuracy": 0.60}, {"max_steps": 7000},
      {}, Decision.CONTINUE),
-    ("accuracy collapsed for two evals", _eval("eval_accuracy", [*ACC[:8], 0.11, 0.10]), None, None,
+    ("accuracy collapsed for two evals, first check", _eval("eval_accuracy", [*ACC[:8], 0.11, 0.10]), None, None,
+     {SignalKind.EVAL_DEGRADING: "warning"}, Decision.UNSURE),
+    ("accuracy collapsed for four evals", _eval("eval_accuracy", [*ACC[:6], 0.12, 0.11, 0.11, 0.10]), None, None,
      {SignalKind.EVAL_DEGRADING: "critical"}, Decision.STOP),
     ("accuracy collapsed for one eval", _eval("eval_accuracy", [*ACC[:9], 0.10]), None, None,
      {SignalKind.EVAL_DEGRADING: "warning"}, Decision.UNSURE),
-    ("eval loss exploding", _eval("eval_loss", [*IMPROVING_LOSS[:8], 9.0, 12.0]), None, None,
-     {SignalKind.EVAL_DEGRADING: "critical"}, Decision.STOP),
+    ("eval loss exploding, first check", _eval("eval_loss", [*IMPROVING_LOSS[:8], 9.0, 12.0]), None, None,
+     {SignalKind.EVAL_DEGRADING: "warning"}, Decision.UNSURE),
     ("eval loss NaN", _eval("eval_loss", [*IMPROVING_LOSS[:9], float("nan")]), None, None,
      {SignalKind.EVAL_DEGRADING: "critical"}, Decision.STOP),
 ]  # fmt: skip
@@ -54,13 +56,9 @@ TABLE = [
     ids=[t[0] for t in TABLE],
 )
 def test_eval_table(series, baselines, config, expected, decision):
-    verdict = run_judge(
-        make_series("loss", TRAIN, new_points=20), series, baselines=baselines, run_config=config
-    )
+    verdict = run_judge(make_series("loss", TRAIN, new_points=20), series, baselines=baselines, run_config=config)
     found = {
-        k: v
-        for k, v in kinds(verdict).items()
-        if k in (SignalKind.EVAL_DEGRADING, SignalKind.EVAL_BELOW_BASELINE)
+        k: v for k, v in kinds(verdict).items() if k in (SignalKind.EVAL_DEGRADING, SignalKind.EVAL_BELOW_BASELINE)
     }
     assert found == expected, verdict.summary
     assert verdict.decision is decision, verdict.summary

@@ -45,10 +45,10 @@ TABLE = [
         Decision.CONTINUE,
     ),
     (
-        "12× for 6 points: blow-up",
+        "12× for 6 points: blow-up, a warning at the first check that sees it",
         _jump(decay_loss(N), 6, 12.0),
-        {SignalKind.DIVERGENCE: "critical"},
-        Decision.STOP,
+        {SignalKind.DIVERGENCE: "warning"},
+        Decision.UNSURE,
     ),
     # first seen: the rise is watched; the flat start before it still makes the run unsure
     ("rising 40 % slowly, first seen", _ramp(_flat(), 100, 1.4), {SignalKind.DIVERGENCE: "watch"}, Decision.UNSURE),

@@ -8,7 +8,7 @@ from pydantic import Field
 from ..models import Direction, Severity, Signal, SignalKind
 from ..state import MetricSeries
 from .context import Detector, JudgeContext, finite_after, signal
-from .stats import finite_xy, fmt, fmt_pct, fmt_step, positive_log, robust_sigma, rolling_median
+from .stats import finite_xy, fmt, fmt_pct, fmt_step, positive_log, robust_sigma, rolling_median, trailing_run
 
 
 def worse_by(value: np.ndarray | float, reference: float, direction: Direction) -> np.ndarray:
@@ -49,6 +49,12 @@ class EvalDetector(Detector):
       multiple of the best, not a relative margin).
     - ``collapse_drop_fraction``: a higher-is-better eval that lost ≥ 50 % of its best has collapsed
       (accuracy falling towards chance). A non-finite eval collapses at once.
+    - A collapse is a warning first and critical once confirmed: ``confirm_evals`` collapsed evals in a row
+      that a previous check (with evals since) saw collapsing too, or ``collapse_sustain_evals`` (4) in a
+      row within one check, or an optimizer cause before it (the policy). Real runs have eval excursions
+      that recover: a CTC validation loss 7× its best for two evals mid-run, back on its trend by the next
+      check. Four evals in a row are far longer than such an episode and still within a check of a real
+      collapse seen from its start.
     """
 
     baseline_margin: float = Field(default=0.02, ge=0)
@@ -61,11 +67,12 @@ class EvalDetector(Detector):
     degrade_noise_z: float = Field(default=4.0, ge=0)
     collapse_loss_ratio: float = Field(default=3.0, gt=1)
     collapse_drop_fraction: float = Field(default=0.5, gt=0, lt=1)
+    collapse_sustain_evals: int = Field(default=4, ge=1)
 
     def check(self, ctx: JudgeContext) -> list[Signal]:
         out: list[Signal] = []
         for series, direction in ctx.evals:
-            collapse = self._collapse(series, direction)
+            collapse = self._collapse(ctx, series, direction)
             if collapse is not None:
                 out.append(collapse)
                 continue
@@ -81,7 +88,7 @@ class EvalDetector(Detector):
         i = int(np.argmin(values) if d is Direction.LOWER else np.argmax(values))
         return float(values[i]), int(steps[i])
 
-    def _collapse(self, series: MetricSeries, d: Direction) -> Signal | None:
+    def _collapse(self, ctx: JudgeContext, series: MetricSeries, d: Direction) -> Signal | None:
         if series.values.size and not np.isfinite(series.values[-1]):
             step = fmt_step(series.last_step)
             msg = f"{series.name} is {series.values[-1]} at step {step}: the evaluation broke."
@@ -92,20 +99,22 @@ class EvalDetector(Detector):
         best, best_step = self._best(series, values, steps, d)
         if best <= 0:
             return None
-        recent = values[-self.confirm_evals :]
         if d is Direction.LOWER:
-            bad = recent >= self.collapse_loss_ratio * best
+            collapsed = values >= self.collapse_loss_ratio * best
             rule = f"≥ {self.collapse_loss_ratio:g}× its best {fmt(best)}"
         else:
-            bad = recent <= (1 - self.collapse_drop_fraction) * best
+            collapsed = values <= (1 - self.collapse_drop_fraction) * best
             rule = f"≤ {fmt_pct(1 - self.collapse_drop_fraction)} of its best {fmt(best)}"
-        if not bad[-1]:
+        count = trailing_run(collapsed)
+        if count == 0:
             return None
-        confirmed = recent.size >= self.confirm_evals and bool(bad.all())
-        count = int(np.cumprod(bad[::-1]).sum())
+        seen_before = self._collapsed_before(ctx, series.name, int(steps[-1]))
+        confirmed = count >= self.collapse_sustain_evals or (count >= self.confirm_evals and seen_before)
+        rule_text = f"{self.confirm_evals} evals over two checks, or {self.collapse_sustain_evals} in a row"
+        how = f"confirmed ({rule_text})" if confirmed else f"critical at {rule_text}"
         msg = (
             f"{series.name} collapsed: {fmt(float(values[-1]))} at step {fmt_step(int(steps[-1]))} is {rule} "
-            f"(step {fmt_step(best_step)}) for {count} eval(s) (critical at {self.confirm_evals})."
+            f"(step {fmt_step(best_step)}) for {count} eval(s); {how}."
         )
         severity = Severity.CRITICAL if confirmed else Severity.WARNING
         return signal(
@@ -117,6 +126,14 @@ class EvalDetector(Detector):
             value=float(values[-1]),
             best=best,
             collapsed_evals=count,
+        )
+
+    @staticmethod
+    def _collapsed_before(ctx: JudgeContext, name: str, last_step: int) -> bool:
+        """The previous check saw this eval collapsed, and evals came since (else it confirms nothing)."""
+        prev = ctx.previous_signal(SignalKind.EVAL_DEGRADING, name)
+        return (
+            prev is not None and "collapsed_evals" in prev.evidence and prev.step is not None and prev.step < last_step
         )
 
     def _is_late(self, ctx: JudgeContext, values: np.ndarray, d: Direction) -> tuple[bool, str]:

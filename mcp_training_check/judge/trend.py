@@ -50,7 +50,11 @@ class TrendDetector(Detector):
       of log(loss): 4, because the best is a minimum over many blocks and so sits ~2.5 errors low.
     - ``blowup_early_ratio`` / ``blowup_min_ratio``: the recent level ≥ 3× the median of the first
       ``early_window_points`` after warmup (worse than the untrained model by far), or ≥ 10× the best
-      level (Megatron's 10×), is a blow-up: critical as soon as it is sustained.
+      level (Megatron's 10×), is a blow-up. Sustained, it is a warning at the first check that sees it
+      and critical when the previous check (with points since) saw it too, or at once when it is still
+      climbing (a runaway) or has a cause (the policy: an LR jump, a grad-norm explosion). Large real
+      runs have blow-ups that fall back within a check (a recommendation model's loss at 3× its early
+      median in its first few dozen logged steps); the seed's rule confirms over several checkpoints.
     - ``sustain_points``: smoothed points in a row above a threshold before it is reported (3).
     - ``confirm_checks``: divergence seen alone (no LR jump, grad-norm explosion or eval collapse behind
       it, not a blow-up) becomes critical only when this many consecutive checks (3) saw the same episode
@@ -113,7 +117,7 @@ class TrendDetector(Detector):
         window = self._smooth_points(y)
         smooth = self._smooth_tail(y, window)
         best = self._best_before(y, smooth.size)
-        out = self._blowup(loss, steps, smooth, best, warm_values)
+        out = self._blowup(ctx, loss, steps, y, smooth, best, warm_values)
         if not out:
             out = self._divergence(ctx, loss, steps, y, smooth, best, window)
         return out or self._slope(ctx, loss, steps, y)
@@ -159,7 +163,14 @@ class TrendDetector(Detector):
         return signal(SignalKind.TOO_FEW_POINTS, Severity.INFO, msg, metric=loss.name, points=n)
 
     def _blowup(
-        self, loss: MetricSeries, steps: np.ndarray, smooth: np.ndarray, best: np.ndarray, warm: np.ndarray
+        self,
+        ctx: JudgeContext,
+        loss: MetricSeries,
+        steps: np.ndarray,
+        y: np.ndarray,
+        smooth: np.ndarray,
+        best: np.ndarray,
+        warm: np.ndarray,
     ) -> list[Signal]:
         early = float(np.median(warm[: self.early_window_points])) if warm.size else None
         limits = best + np.log(self.blowup_min_ratio)
@@ -177,12 +188,19 @@ class TrendDetector(Detector):
             if by_early
             else f"{fmt_ratio(self.blowup_min_ratio)} the best median {fmt(limit / self.blowup_min_ratio)}"
         )
+        growth = self._runaway(y[y.size - above :], robust_sigma(y[-TAIL_POINTS:]))
+        if growth is not None:
+            severity, how = Severity.CRITICAL, f"still climbing, +{fmt_pct(growth)} from its first to its last third"
+        elif self._rising_before(ctx, loss.name):
+            severity, how = Severity.CRITICAL, "still there at a second check, so confirmed"
+        else:
+            severity, how = Severity.WARNING, "first seen at this check: critical if the next check still sees it"
         msg = (
             f"{loss.name} blew up: recent median {fmt(level)} at step {fmt_step(int(steps[-1]))} is above "
-            f"{label} for {above} smoothed points (threshold {self.sustain_points})."
+            f"{label} for {above} smoothed points (threshold {self.sustain_points}); {how}."
         )
         return [
-            signal(SignalKind.DIVERGENCE, Severity.CRITICAL, msg, metric=loss.name, step=int(steps[-1]),
+            signal(SignalKind.DIVERGENCE, severity, msg, metric=loss.name, step=int(steps[-1]),
                    level=level, limit=limit, points_above=above, since_step=int(steps[-above]))
         ]  # fmt: skip
 
