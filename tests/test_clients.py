@@ -116,17 +116,8 @@ def test_plugin_installed_from_its_marketplace_connects(npm_bin, claude_env, tmp
 def test_the_readme_command_and_the_example_config_connect(npm_bin, claude_env, tmp_path):
     assert README_ADD in (ROOT / "README.md").read_text(), "the README's quick start changed: update this test"
     added = run_client(
-        npm_bin,
-        "claude",
-        "mcp",
-        "add",
-        "--scope",
-        "user",
-        "training-check",
-        "--",
-        str(LAUNCHER),
-        env=claude_env,
-        cwd=ROOT,
+        npm_bin, "claude", "mcp", "add", "--scope", "user", "training-check", "--", str(LAUNCHER),
+        env=claude_env, cwd=ROOT,
     )  # the README's command, run in the clone ($PWD = ROOT)
     assert added.returncode == 0, added.stdout + added.stderr
     elsewhere = tmp_path / "some-project"

@@ -20,17 +20,10 @@ CONFIG_KEYS = {"learning_rate", "warmup_steps", "total_steps", "lr_scheduler_typ
                "batch_size", "grad_accum"}  # fmt: skip
 CLASSES = {
     "healthy": {"none", "small_batch", "grad_accum", "bad_batch_spike", "noisy_shard", "clipping_active"},
-    "bad": {
-        "nan_overflow",
-        "fp16_overflow",
-        "loss_blowup",
-        "lr_jump_divergence",
-        "dead_relu_collapse",
-        "eval_collapse",
-        "hf_nan_filtered",
-        "hf_zero_loss",
-    },
-    "ambiguous": {"lr_too_small", "vanishing_gradients", "dead_lr", "overfitting", "stuck_loader", "below_baseline"},
+    "bad": {"nan_overflow", "fp16_overflow", "loss_blowup", "lr_jump_divergence", "dead_relu_collapse",
+            "eval_collapse", "hf_nan_filtered", "hf_zero_loss"},
+    "ambiguous": {"lr_too_small", "vanishing_gradients", "dead_lr", "overfitting", "stuck_loader",
+                  "below_baseline"},
 }
 REAL_NAN = {"nan_overflow", "fp16_overflow"}
 HF_TRAP = {"hf_nan_filtered", "hf_zero_loss"}
@@ -106,7 +99,7 @@ def test_hf_trap_runs_hide_the_nan(runs):
 
 def test_baselines_given_for_below_baseline_runs(runs):
     for r in (r for r in runs if r["fault"] == "below_baseline"):
-        ((metric, value),) = r["baselines"].items()
+        (metric, value), = r["baselines"].items()
         early = values(r, metric)[: len(values(r, metric)) // 2]
         assert all(v < value for v in early), r["id"]
 

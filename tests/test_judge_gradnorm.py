@@ -43,7 +43,9 @@ TABLE = [
 @pytest.mark.parametrize(("grad", "config", "expected"), [t[1:] for t in TABLE], ids=[t[0] for t in TABLE])
 def test_grad_norm_table(grad, config, expected):
     verdict = run_judge(make_series("loss", LOSS), make_series("grad_norm", grad), run_config=config)
-    found = {k: v for k, v in kinds(verdict).items() if k in (SignalKind.GRAD_EXPLODING, SignalKind.GRAD_VANISHING)}
+    found = {
+        k: v for k, v in kinds(verdict).items() if k in (SignalKind.GRAD_EXPLODING, SignalKind.GRAD_VANISHING)
+    }
     assert found == expected, verdict.summary
 
 
@@ -64,7 +66,10 @@ def test_explosion_with_a_rising_loss_is_critical():
     verdict = run_judge(make_series("loss", loss), make_series("grad_norm", _scaled(_grad(), 8, 20.0)))
     assert verdict.decision is Decision.STOP, verdict.summary
     assert verdict.signals[0].kind is SignalKind.DIVERGENCE
-    assert verdict.signals[0].severity is Severity.CRITICAL and "with the grad norm" in verdict.signals[0].message
+    assert (
+        verdict.signals[0].severity is Severity.CRITICAL
+        and "with the grad norm" in verdict.signals[0].message
+    )
 
 
 def test_explosion_with_a_healthy_loss_is_unsure():

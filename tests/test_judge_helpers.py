@@ -109,7 +109,9 @@ def make_series(
 
 
 def make_history(*series: MetricSeries, status: RunStatus = RunStatus.RUNNING) -> RunHistory:
-    return RunHistory(run_key="file:/tmp/run.jsonl", metrics={s.name: s for s in series}, info=RunInfo(status=status))
+    return RunHistory(
+        run_key="file:/tmp/run.jsonl", metrics={s.name: s for s in series}, info=RunInfo(status=status)
+    )
 
 
 def roles_of(history: RunHistory, overrides: Mapping[str, str] | None = None) -> dict[str, RoleInfo]:

@@ -67,7 +67,9 @@ def test_lr_table(lr, config, expected):
 
 def test_jump_message_names_ratio_step_and_schedule():
     lr = _jumped(warmup_cosine_lr(N), 400, 10.0)
-    verdict = run_judge(make_series("loss", LOSS), make_series("learning_rate", lr), run_config={"schedule": "cosine"})
+    verdict = run_judge(
+        make_series("loss", LOSS), make_series("learning_rate", lr), run_config={"schedule": "cosine"}
+    )
     sig = next(s for s in verdict.signals if s.kind is SignalKind.LR_ANOMALY)
     assert sig.step == 4010 and sig.evidence["jump_ratio"] >= 9.5
     assert "jumped 9.9×" in sig.message and "threshold 2.0×" in sig.message and "'cosine'" in sig.message

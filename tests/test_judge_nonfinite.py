@@ -38,7 +38,9 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize(("loss", "grad", "new_points", "expected"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+@pytest.mark.parametrize(
+    ("loss", "grad", "new_points", "expected"), [c[1:] for c in CASES], ids=[c[0] for c in CASES]
+)
 def test_non_finite_table(loss, grad, new_points, expected):
     series = [make_series("loss", loss, new_points=new_points)]
     if grad is not None:
@@ -57,7 +59,9 @@ def test_non_finite_table(loss, grad, new_points, expected):
 
 
 def test_hf_trap_message_names_the_nan_filter():
-    verdict = run_judge(make_series("loss", decay_loss(N)), make_series("grad_norm", _with(_grad(), [-1], NAN)))
+    verdict = run_judge(
+        make_series("loss", decay_loss(N)), make_series("grad_norm", _with(_grad(), [-1], NAN))
+    )
     assert verdict.signals[0].metric == "grad_norm"
     assert "NaN filter" in verdict.signals[0].message
     assert verdict.summary.startswith("STOP: grad_norm is NaN at step 4,000")

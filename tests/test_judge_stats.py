@@ -85,7 +85,9 @@ def test_autocorrelated_noise_is_rarely_called_a_trend():
     """Pure AR(1) noise with ρ=0.8: a nominal 5 % test stays under 20 % (uncorrected it is ~50 %)."""
     rng = np.random.default_rng(5)
     x = np.arange(100.0)
-    flagged = sum(1 for _ in range(100) if (t := theil_sen(x, ar1(100, 0.1, 0.8, rng))) and (t.rising or t.falling))
+    flagged = sum(
+        1 for _ in range(100) if (t := theil_sen(x, ar1(100, 0.1, 0.8, rng))) and (t.rising or t.falling)
+    )
     assert flagged < 20
 
 

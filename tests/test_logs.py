@@ -593,7 +593,9 @@ def _train(log_hf: Path, log_printed: Path, *, steps: int = 60, diverge_at: int 
             w = w - lr * grad
             loss = float(np.mean(err**2))
             grad_norm = float(np.linalg.norm(grad))
-            hf.write(f"\r{100 * step // steps:3d}%|{'█' * (step * 10 // steps):<10}| {step}/{steps} [00:01<00:01]")
+            hf.write(
+                f"\r{100 * step // steps:3d}%|{'█' * (step * 10 // steps):<10}| {step}/{steps} [00:01<00:01]"
+            )
             if step % 5 == 0:
                 logs = {
                     "loss": round(loss, 4),
@@ -605,7 +607,9 @@ def _train(log_hf: Path, log_printed: Path, *, steps: int = 60, diverge_at: int 
                 hf_step += 1
                 for key, value in logs.items():
                     expected["hf"].setdefault(key, []).append((hf_step, _value(float(value))))
-                printed.write(f"2024-01-05 12:00:{step % 60:02d} | step {step} | loss {loss:.6f} | lr {lr:.3e}\n")
+                printed.write(
+                    f"2024-01-05 12:00:{step % 60:02d} | step {step} | loss {loss:.6f} | lr {lr:.3e}\n"
+                )
                 expected["printed"].setdefault("loss", []).append((step, _value(float(f"{loss:.6f}"))))
                 expected["printed"].setdefault("lr", []).append((step, float(f"{lr:.3e}")))
             if step % 20 == 0:
@@ -615,7 +619,9 @@ def _train(log_hf: Path, log_printed: Path, *, steps: int = 60, diverge_at: int 
                 expected["hf"].setdefault("eval_runtime", []).append((hf_step, 0.01))
                 expected["hf"]["epoch"].append((hf_step, step / 20))
                 printed.write(f"Validation at step {step}: val_loss={val_loss:.6f}\n")
-                expected["printed"].setdefault("val_loss", []).append((step, _value(float(f"{val_loss:.6f}"))))
+                expected["printed"].setdefault("val_loss", []).append(
+                    (step, _value(float(f"{val_loss:.6f}")))
+                )
     return expected
 
 

@@ -64,7 +64,9 @@ def _schedule(
         (45, None, {"read_failed": True}, 30, "nothing could be read, interval unchanged"),
     ],
 )
-def test_ladder(previous: int | None, decision: Decision | None, flags: dict, interval: int, why: str) -> None:
+def test_ladder(
+    previous: int | None, decision: Decision | None, flags: dict, interval: int, why: str
+) -> None:
     schedule = _schedule(previous, decision, **flags)
     assert schedule.monitoring is True
     assert schedule.interval_minutes == interval
@@ -161,7 +163,9 @@ def test_naive_now_is_local_time(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TZ", "IST-5:30")
     time.tzset()
     schedule = _schedule(20, C, now=datetime(2026, 3, 4, 9, 47))
-    assert schedule.next_check_at == datetime(2026, 3, 4, 10, 17, tzinfo=timezone(timedelta(hours=5, minutes=30)))
+    assert schedule.next_check_at == datetime(
+        2026, 3, 4, 10, 17, tzinfo=timezone(timedelta(hours=5, minutes=30))
+    )
     assert schedule.cron_create is not None and schedule.cron_create.cron == "17,47 * * * *"
 
 

@@ -90,18 +90,12 @@ def test_a_tool_added_later_inherits_title_and_description():
 @pytest.mark.parametrize(
     ("schema", "good", "bad"),
     [
-        (
-            {"type": "object", "properties": {"title": {"title": "Title", "type": "string"}}},
-            {"title": "x"},
-            {"title": 1},
-        ),
+        ({"type": "object", "properties": {"title": {"title": "Title", "type": "string"}}}, {"title": "x"},
+         {"title": 1}),
         ({"anyOf": [{"type": "integer"}, {"type": "null"}], "default": None, "title": "N"}, None, "1"),
         ({"anyOf": [{"type": "string", "pattern": "^(a|b)$"}, {"type": "null"}]}, "a", "c"),
-        (
-            {"anyOf": [{"type": "object", "additionalProperties": {"type": "number"}}, {"type": "null"}]},
-            {"k": 1},
-            {"k": "x"},
-        ),
+        ({"anyOf": [{"type": "object", "additionalProperties": {"type": "number"}}, {"type": "null"}]}, {"k": 1},
+         {"k": "x"}),
     ],
 )
 def test_lean_input_schema_accepts_and_refuses_the_same_values(schema, good, bad):
@@ -194,11 +188,8 @@ def test_a_tool_returning_an_image_keeps_it_and_loses_only_the_json_copy():
         ("check", {}, ["`run` is missing", "entity/project/run_id"]),
         ("check", {"run": 5}, ["`run` should be a valid string, got 5"]),
         ("stop_run", {"run": "x", "confirm": True}, ["`reason` is missing", "incident record"]),
-        (
-            "schedule_next",
-            {"run": "x", "review": "maybe"},
-            ['`review` does not have an allowed value, got "maybe"', "STOP, CONTINUE or WAIT"],
-        ),
+        ("schedule_next", {"run": "x", "review": "maybe"},
+         ['`review` does not have an allowed value, got "maybe"', "STOP, CONTINUE or WAIT"]),
         ("check", {"run": "x", "roles": ["a"]}, ["`roles`", "Metric role overrides"]),
     ],
 )

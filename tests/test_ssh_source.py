@@ -229,7 +229,9 @@ def test_ssh_log_fallback_is_read_when_the_primary_fails(ssh_home, tmp_path):
     log = tmp_path / "train.log"
     log.write_text("".join(f"step {s} | loss {3.0 / (1 + s / 50):.4f}\n" for s in range(200)))
     dead = f"ssh://127.0.0.1:{free_port()}/nowhere/train.log"
-    monitor = with_config(tmp_path, f'[runs.remote]\nrun = "{dead}"\nlog_fallback = "{ssh_home.url(log)}"\n')
+    monitor = with_config(
+        tmp_path, f'[runs.remote]\nrun = "{dead}"\nlog_fallback = "{ssh_home.url(log)}"\n'
+    )
     report = monitor.check("remote")
     assert report.snapshot.data_source is DataSource.LOG_FALLBACK
     assert report.snapshot.last_step == 199 and report.verdict is not None
@@ -238,7 +240,7 @@ def test_ssh_log_fallback_is_read_when_the_primary_fails(ssh_home, tmp_path):
 
 def test_config_keeps_ssh_urls_and_remote_pid_files_as_written(tmp_path):
     (tmp_path / "training-check.toml").write_text(
-        "[defaults]\nssh_timeout_seconds = 3\n"
+        '[defaults]\nssh_timeout_seconds = 3\n'
         '[runs.a]\nrun = "acme/llm/ab12cd34"\nlog_fallback = "ssh://gpu-box/home/me/train.log"\n'
         '[runs.a.stop]\nmethod = "ssh"\npid_file = "run/train.pid"\n'
     )

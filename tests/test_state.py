@@ -105,10 +105,14 @@ def test_another_process_reads_what_one_wrote(isolated_home: Path) -> None:
 @pytest.mark.parametrize(
     ("batches", "steps", "values"),
     [
-        pytest.param([([1, 2, 3], [1, 2, 3]), ([4, 5], [4, 5])], [1, 2, 3, 4, 5], [1, 2, 3, 4, 5], id="append"),
+        pytest.param(
+            [([1, 2, 3], [1, 2, 3]), ([4, 5], [4, 5])], [1, 2, 3, 4, 5], [1, 2, 3, 4, 5], id="append"
+        ),
         pytest.param([([5, 5, 5], [1, 2, 3])], [5], [3], id="repeated-step-keeps-last"),
         pytest.param([([1, 2, 3], [1, 2, 3]), ([3], [9])], [1, 2, 3], [1, 2, 9], id="repeat-across-batches"),
-        pytest.param([([0, 1, 2, 3, 1, 2], [0, 1, 2, 3, 8, 9])], [0, 1, 2], [0, 8, 9], id="back-within-a-chunk"),
+        pytest.param(
+            [([0, 1, 2, 3, 1, 2], [0, 1, 2, 3, 8, 9])], [0, 1, 2], [0, 8, 9], id="back-within-a-chunk"
+        ),
         pytest.param(
             [([0, 1, 2, 3, 4, 5], [0, 1, 2, 3, 4, 5]), ([3, 4], [7, 7])],
             [0, 1, 2, 3, 4],
@@ -138,7 +142,9 @@ def test_going_back_recomputes_the_extremes() -> None:
 
 def test_restart_drops_every_stored_series() -> None:
     with StateStore() as store:
-        store.apply_batch(RUN, _batch({"loss": ([1, 2], [1, 2]), "acc": ([1, 2], [0.1, 0.2])}, {"offset": 50}))
+        store.apply_batch(
+            RUN, _batch({"loss": ([1, 2], [1, 2]), "acc": ([1, 2], [0.1, 0.2])}, {"offset": 50})
+        )
         store.apply_batch(RUN, _batch({"loss": ([1], [7.0])}, {"offset": 3}, restarted=True))
         history = store.load_history(RUN)
         assert set(history.metrics) == {"loss"}
@@ -215,7 +221,11 @@ def test_point_by_point_matches_one_batch() -> None:
         one, many = store.load_history("one").metrics["loss"], store.load_history("many").metrics["loss"]
         assert one.steps.tolist() == many.steps.tolist()
         np.testing.assert_allclose(one.values, many.values, rtol=1e-12)
-        assert (one.min_value, one.min_step) == (many.min_value, many.min_step) == (values.min(), values.argmin())
+        assert (
+            (one.min_value, one.min_step)
+            == (many.min_value, many.min_step)
+            == (values.min(), values.argmin())
+        )
 
 
 def test_nan_inside_buckets_is_counted_and_an_all_nan_bucket_is_nan() -> None:
@@ -357,7 +367,9 @@ def test_killed_writers_leave_consistent_state(isolated_home: Path) -> None:
             assert cursor is not None and cursor["next"] >= target
             metrics = store.load_history(RUN).metrics
             assert len(metrics) == KILLED_WRITER_METRICS
-            assert {(s.total_points, s.last_step) for s in metrics.values()} == {(cursor["next"], cursor["next"] - 1)}
+            assert {(s.total_points, s.last_step) for s in metrics.values()} == {
+                (cursor["next"], cursor["next"] - 1)
+            }
 
 
 def test_threads_share_one_store() -> None:
@@ -371,7 +383,9 @@ def test_threads_share_one_store() -> None:
 # --------------------------------------------------------------------------- file problems and schema
 
 
-@pytest.mark.parametrize("content", [b"this is not a database\n" * 200, b"SQLite format 3\x00" + b"\xff" * 4000])
+@pytest.mark.parametrize(
+    "content", [b"this is not a database\n" * 200, b"SQLite format 3\x00" + b"\xff" * 4000]
+)
 def test_corrupt_file_is_reported_never_overwritten(isolated_home: Path, content: bytes) -> None:
     isolated_home.mkdir(parents=True)
     path = isolated_home / DB_FILENAME
@@ -385,7 +399,9 @@ def test_corrupt_file_is_reported_never_overwritten(isolated_home: Path, content
 def test_schema_version_is_recorded_and_a_newer_one_refused(isolated_home: Path) -> None:
     StateStore().close()
     db = sqlite3.connect(isolated_home / DB_FILENAME)
-    assert db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == (str(SCHEMA_VERSION),)
+    assert db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == (
+        str(SCHEMA_VERSION),
+    )
     assert db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
     db.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION + 1),))
     db.commit()
@@ -438,7 +454,9 @@ def test_check_log_is_bounded_per_run() -> None:
     with StateStore() as store:
         for i in range(MAX_CHECKS_PER_RUN + 7):
             store.record_check(RUN, verdict=None, data_source="log", interval_minutes=i, monitoring=True)
-        store.record_check("file:/other", verdict=None, data_source="log", interval_minutes=1, monitoring=True)
+        store.record_check(
+            "file:/other", verdict=None, data_source="log", interval_minutes=1, monitoring=True
+        )
         kept = store.recent_checks(RUN, limit=10_000)
         assert len(kept) == MAX_CHECKS_PER_RUN
         assert kept[0].interval_minutes == MAX_CHECKS_PER_RUN + 6 and kept[-1].interval_minutes == 7
@@ -448,7 +466,9 @@ def test_check_log_is_bounded_per_run() -> None:
 def test_incidents_runs_and_forgetting() -> None:
     early = datetime(2026, 1, 1, 9, tzinfo=UTC)
     with StateStore() as store:
-        store.record_check("file:/old", verdict=None, data_source="log", interval_minutes=10, monitoring=True, at=early)
+        store.record_check(
+            "file:/old", verdict=None, data_source="log", interval_minutes=10, monitoring=True, at=early
+        )
         store.record_check(RUN, verdict=None, data_source="log", interval_minutes=10, monitoring=True)
         store.apply_batch("file:/unchecked", _batch({"loss": ([1], [1.0])}))
         first = store.record_incident(RUN, {"reason": "NaN loss", "verified": False, "incident_id": None})
