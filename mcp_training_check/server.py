@@ -109,7 +109,9 @@ def mcp_progress(ctx: Context, after_seconds: float | None = None) -> ThrottledP
     return ThrottledProgress(show, after_seconds=after)
 
 
-def build_server(monitor: Monitor | None = None, *, progress_after_seconds: float | None = None) -> ToolServer:
+def build_server(
+    monitor: Monitor | None = None, *, progress_after_seconds: float | None = None
+) -> ToolServer:
     """The server with its tools bound to ``monitor`` (a fresh one on the default state dir if None);
     reads running longer than ``progress_after_seconds`` (default: `sources.PROGRESS_AFTER_SECONDS`) send MCP
     progress notifications."""
@@ -183,7 +185,9 @@ def _add_check_tools(server: ToolServer, mon: Monitor, after: float | None) -> N
 
     @server.tool(title="Check a sweep or project", annotations=_READ_ONLY)
     @_translate_errors
-    def check_many(run: GroupArg, ctx: Context, roles: RolesArg = None, baselines: BaselinesArg = None) -> GroupReport:
+    def check_many(
+        run: GroupArg, ctx: Context, roles: RolesArg = None, baselines: BaselinesArg = None
+    ) -> GroupReport:
         """`check` for every running run of a W&B sweep or project: one line per run, bad ones first, and one
         schedule for the group. Act on each line's next_action with its `run`; pass `schedule.cron_create`
         to CronCreate."""
@@ -197,7 +201,7 @@ def _add_review_tool(server: ToolServer, mon: Monitor) -> None:
         title="Ask an LLM reviewer",
         annotations=ToolAnnotations(
             read_only_hint=True, destructive_hint=False, idempotent_hint=False, open_world_hint=True
-        ),
+        )
     )
     @_translate_errors
     def escalate_review(
@@ -268,7 +272,7 @@ def _add_stop_tool(server: ToolServer, mon: Monitor) -> None:
         title="Stop the training run",
         annotations=ToolAnnotations(
             read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=True
-        ),
+        )
     )
     @_translate_errors
     def stop_run(

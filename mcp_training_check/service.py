@@ -452,11 +452,8 @@ def _handed_out_this_fire(in_force: HandedOutCron | None, checks: Sequence[Check
     """True when ``in_force`` was handed out at or after the latest read (``checks`` most recent first): a
     schedule_next after that check's review, before the skill acted on the check's cron_action."""
     fire_start = next((c.id for c in checks if c.data_source in _READ_SOURCES), None)
-    return (
-        in_force is not None
-        and in_force.check_id is not None
-        and fire_start is not None
-        and (in_force.check_id >= fire_start)
+    return in_force is not None and in_force.check_id is not None and fire_start is not None and (
+        in_force.check_id >= fire_start
     )
 
 

@@ -65,7 +65,9 @@ def judge(
     """
     settings = settings or JudgeSettings()
     config = parse_run_config(run_config if run_config is not None else history.info.config)
-    ctx = JudgeContext(history=history, roles=roles, config=config, baselines=baselines or {}, previous=previous)
+    ctx = JudgeContext(
+        history=history, roles=roles, config=config, baselines=baselines or {}, previous=previous
+    )
     if settings.lr is not None:
         ctx.lr_events = settings.lr.analyse(ctx.learning_rate, config)
     else:

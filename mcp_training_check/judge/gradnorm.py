@@ -67,7 +67,9 @@ class GradNormDetector(Detector):
         limit = ctx.config.max_grad_norm
         return float(np.mean(values >= limit)) if limit else None
 
-    def _exploding(self, grad: MetricSeries, steps: np.ndarray, values: np.ndarray, clip: float | None) -> list[Signal]:
+    def _exploding(
+        self, grad: MetricSeries, steps: np.ndarray, values: np.ndarray, clip: float | None
+    ) -> list[Signal]:
         k = self.sustain_points
         if values.size < k + 5:
             return []
@@ -99,7 +101,9 @@ class GradNormDetector(Detector):
             )
         ]
 
-    def _vanishing(self, ctx: JudgeContext, grad: MetricSeries, steps: np.ndarray, values: np.ndarray) -> list[Signal]:
+    def _vanishing(
+        self, ctx: JudgeContext, grad: MetricSeries, steps: np.ndarray, values: np.ndarray
+    ) -> list[Signal]:
         _, all_values = finite_after(grad, ctx.lr_events.warmup_end)
         if all_values.size < self.early_window_points + self.vanish_points:
             return []

@@ -116,7 +116,9 @@ class LrDetector(Detector):
         out += self._dead(series, ctx, steps, lr)
         return out
 
-    def _above_peak(self, series: MetricSeries, ctx: JudgeContext, steps: np.ndarray, lr: np.ndarray) -> list[Signal]:
+    def _above_peak(
+        self, series: MetricSeries, ctx: JudgeContext, steps: np.ndarray, lr: np.ndarray
+    ) -> list[Signal]:
         """The latest LR above the configured peak, or, without one, above the peak the schedule reached
         by the end of warmup (its first value without warmup): a slow ramp never trips the jump test."""
         peak, what = ctx.config.peak_lr, "the configured peak"
@@ -162,7 +164,11 @@ class LrDetector(Detector):
         self, series: MetricSeries, ctx: JudgeContext, step: int, ratio: float, before: float, after: float
     ) -> Signal:
         sched = ctx.config.schedule
-        why = f"not expected for a '{sched}' schedule" if sched else "above the highest LR so far, so not a restart"
+        why = (
+            f"not expected for a '{sched}' schedule"
+            if sched
+            else "above the highest LR so far, so not a restart"
+        )
         msg = (
             f"{series.name} jumped {fmt_ratio(ratio)} at step {fmt_step(step)} outside warmup "
             f"(threshold {fmt_ratio(self.jump_ratio)}), {why}"
@@ -201,7 +207,9 @@ class LrDetector(Detector):
             )
         ]
 
-    def _dead(self, series: MetricSeries, ctx: JudgeContext, steps: np.ndarray, lr: np.ndarray) -> list[Signal]:
+    def _dead(
+        self, series: MetricSeries, ctx: JudgeContext, steps: np.ndarray, lr: np.ndarray
+    ) -> list[Signal]:
         peak = ctx.lr_events.peak
         if not peak or lr[-1] > self.dead_ratio * peak:
             return []

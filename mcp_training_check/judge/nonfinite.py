@@ -96,7 +96,9 @@ class NonFiniteDetector(Detector):
                 f"{series.name} is Inf for the last {run} points up to step {fmt_step(step)} "
                 f"(threshold {self.overflow_points}): the loss scaler cannot recover."
             )
-            return signal(SignalKind.NON_FINITE, Severity.CRITICAL, msg, metric=series.name, step=step, **evidence)
+            return signal(
+                SignalKind.NON_FINITE, Severity.CRITICAL, msg, metric=series.name, step=step, **evidence
+            )
         msg = (
             f"{where}, the latest Inf at step {fmt_step(step)}: overflowed steps skipped by the loss "
             f"scaler, normal early in fp16 runs; critical after {self.overflow_points} in a row."

@@ -132,7 +132,11 @@ class SpikeDetector(Detector):
     ) -> Signal:
         worst = max(quick, key=lambda e: float(s.z[e.peak]))
         note, gz = self._grad_note(grad, s, worst)
-        count = f"{len(quick)} spikes in the last {scanned} points, all recovered; largest: " if len(quick) > 1 else ""
+        count = (
+            f"{len(quick)} spikes in the last {scanned} points, all recovered; largest: "
+            if len(quick) > 1
+            else ""
+        )
         back = f"back to normal within {worst.recovered_after} points"
         msg = f"{count}{self._describe(loss.name, s, worst)}, {back}{note}."
         return signal(
@@ -147,7 +151,9 @@ class SpikeDetector(Detector):
             grad_z=gz,
         )
 
-    def _persisting(self, ctx: JudgeContext, loss: MetricSeries, s: Scored, e: Episode, grad: Scored | None) -> Signal:
+    def _persisting(
+        self, ctx: JudgeContext, loss: MetricSeries, s: Scored, e: Episode, grad: Scored | None
+    ) -> Signal:
         note, gz = self._grad_note(grad, s, e)
         start = int(s.steps[e.first])
         after_restart = [r for r in ctx.lr_events.restarts if r <= start]

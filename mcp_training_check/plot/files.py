@@ -36,11 +36,9 @@ def save_chart(chart: Chart, path: Path) -> Path:
 
 
 def plot_result(run: str, chart: Chart, path: Path, verdict: Verdict | None) -> PlotResult:
-    marked = (
-        f", {len(chart.flagged_steps)} flagged step(s) of the latest {verdict.decision.value} verdict"
-        if (verdict is not None and chart.flagged_steps)
-        else ""
-    )
+    marked = f", {len(chart.flagged_steps)} flagged step(s) of the latest {verdict.decision.value} verdict" if (
+        verdict is not None and chart.flagged_steps
+    ) else ""
     return PlotResult(
         run=run,
         summary=f"{', '.join(chart.panels)} for {len(chart.metrics)} metric(s){marked}: {path}",

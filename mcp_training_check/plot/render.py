@@ -233,7 +233,7 @@ def _ring(ax: Axes, series: MetricSeries | None, signal: Signal, colour: str) ->
 
 
 def _step_label(series: list[MetricSeries]) -> str:
-    """ "step", saying from where every line shows logged values (the stored history keeps older points only
+    """"step", saying from where every line shows logged values (the stored history keeps older points only
     as bucket means, which smooth noise away)."""
     exact_from = [int(s.steps[s.raw_from]) for s in series if 0 < s.raw_from < s.steps.size]
     return f"step (values as logged from step {max(exact_from):,}; earlier: bucket means)" if exact_from else "step"

@@ -174,10 +174,7 @@ def _create(
         }
     try:
         completion: object = client.chat.completions.create(
-            model=model,
-            messages=messages,
-            max_tokens=MAX_ANSWER_TOKENS,
-            **tool_args,  # type: ignore[arg-type]
+            model=model, messages=messages, max_tokens=MAX_ANSWER_TOKENS, **tool_args  # type: ignore[arg-type]
         )
     except openai.APIStatusError as exc:
         said = _api_message(exc)

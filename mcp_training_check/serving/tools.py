@@ -139,7 +139,9 @@ def result_text(structured: dict[str, Any]) -> str:
     return json.dumps(structured, separators=(",", ":"), ensure_ascii=False)
 
 
-def result_blocks(content: list[ContentBlock], full: dict[str, Any], structured: dict[str, Any]) -> list[ContentBlock]:
+def result_blocks(
+    content: list[ContentBlock], full: dict[str, Any], structured: dict[str, Any]
+) -> list[ContentBlock]:
     """The summary first, then every block that is not a JSON copy of the structured result."""
     kept = [block for block in content if not _is_json_copy(block, full)]
     return [TextContent(type="text", text=result_text(structured)), *kept]
@@ -249,7 +251,9 @@ def _outline(schema: dict[str, Any], depth: int, defs: dict[str, Any]) -> dict[s
     if kind is None:
         return {}
     if kind == "object" and "properties" in resolved and depth > 0:
-        outline["properties"] = {name: _outline(sub, depth - 1, defs) for name, sub in resolved["properties"].items()}
+        outline["properties"] = {
+            name: _outline(sub, depth - 1, defs) for name, sub in resolved["properties"].items()
+        }
         if resolved.get("required"):
             outline["required"] = resolved["required"]
     return outline

@@ -224,14 +224,10 @@ class WandbApiSource:
         if stored.get("storage_id") not in (None, storage_id):
             return {}, True, [f"run {self.path} was replaced on the server (new storage id); read from the start"]
         if previous and last_step < int(stored.get("last_step", -1)):
-            return (
-                {},
-                True,
-                [
-                    f"run {self.path} went back from step {stored.get('last_step')} to {last_step} (resumed from an "
-                    "earlier step); re-read from the start"
-                ],
-            )
+            return {}, True, [
+                f"run {self.path} went back from step {stored.get('last_step')} to {last_step} (resumed from an "
+                "earlier step); re-read from the start"
+            ]
         return previous, False, []
 
     def _first_read(

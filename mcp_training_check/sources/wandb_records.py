@@ -35,7 +35,6 @@ def __getattr__(name: str) -> Any:
         return protobuf_module()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
-
 __all__ = ["Decoder", "RunState", "protobuf_module"]
 
 # Record field tags (field << 3 | wire type 2) whose records never carry metrics, run info or exit

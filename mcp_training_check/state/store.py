@@ -66,6 +66,7 @@ def fill_key(run_key: str) -> str:
     return run_key + FILL_KEY_SUFFIX
 
 
+
 class CheckRecord(BaseModel):
     """One past check of a run, as `record_check` stored it."""
 
