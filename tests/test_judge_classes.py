@@ -171,3 +171,54 @@ def test_an_eval_loss_that_stays_collapsed_is_stopped_at_the_next_check():
     steps, loss = _ctc_eval(spike_at=tuple(range(11, 30)))
     verdicts = replay_cuts({"eval/loss": (steps, loss)}, [5000, 6500, 7500])
     assert decisions(verdicts)[-2:] == "uS", [v.summary for v in verdicts]
+
+
+# --------------------------------------------------------------------------- 2. eval-only runs
+
+
+def test_an_eval_only_run_whose_validation_loss_falls_is_continue():
+    """Class 2: a validation loss every 500 steps and nothing else, improving from start to end."""
+    n = 40
+    loss = 1.2 + 1.8 * np.exp(-np.arange(n) / 10) + np.random.default_rng(5).normal(0, 0.02, n)
+    verdicts = replay_cuts({"eval/loss": (every(500, n), loss)}, list(range(2000, 20001, 2000)))
+    assert decisions(verdicts) == "." * 10, [v.summary for v in verdicts]
+    assert "improving" in verdicts[-1].summary
+
+
+def test_an_eval_only_run_with_a_top1_accuracy_per_epoch_is_continue():
+    """Class 2: a top-1 accuracy once an epoch (step = epoch), rising: continue, in its own direction."""
+    n = 45
+    acc = 0.76 - 0.66 * np.exp(-np.arange(n) / 9) + np.random.default_rng(6).normal(0, 0.004, n)
+    verdicts = replay_cuts({"eval_accuracy": (every(1, n), acc)}, list(range(5, 46, 5)))
+    assert decisions(verdicts) == "." * 9, [v.summary for v in verdicts]
+    assert "eval_accuracy improving (higher is better)" in verdicts[-1].summary
+
+
+# --------------------------------------------------------------------------- 3. runs that never learn
+
+
+def test_a_classifier_stuck_at_ln_of_its_class_count_is_unsure_then_stopped():
+    """Class 3: a 10-class loss sitting at ln 10 while steps go by: unsure at the first check that sees it
+    stuck, stopped at the next."""
+    n = 1200
+    loss = np.log(10) * np.exp(ar1(n, 0.01, 0.3, np.random.default_rng(7)))
+    steps = every(10, n)
+    verdicts = replay_cuts({"train/loss": (steps, loss)}, [1500, 3000, 4500])
+    assert decisions(verdicts)[-2:] == "uS", [v.summary for v in verdicts]
+    assert "not learning" in verdicts[-1].summary
+
+
+def test_an_accuracy_stuck_at_chance_from_the_start_is_stopped_at_the_next_check():
+    """Classes 3 and 4: an eval-only run whose top-1 accuracy sits at chance (1,000 classes) from the start."""
+    n = 30
+    acc = 0.001 + np.abs(np.random.default_rng(8).normal(0, 0.0003, n))
+    verdicts = replay_cuts({"eval_accuracy": (every(1, n), acc)}, [6, 9, 12])
+    assert decisions(verdicts)[:2] == "uS", [v.summary for v in verdicts]
+
+
+def test_a_fine_tuning_loss_that_falls_little_but_steadily_is_not_stopped():
+    """Not class 3: a fine-tuning loss that falls 10 % over the run is flagged (unsure), never stopped."""
+    n = 1200
+    loss = 2.0 * (1 - 0.1 * np.arange(n) / n) * np.exp(ar1(n, 0.01, 0.3, np.random.default_rng(9)))
+    verdicts = replay_cuts({"train/loss": (every(10, n), loss)}, list(range(3000, 12001, 1500)))
+    assert "S" not in decisions(verdicts), [v.summary for v in verdicts]

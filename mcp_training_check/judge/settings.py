@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from ..errors import ConfigError
 from .context import Detector
 from .evals import EvalDetector
+from .evaltrend import EvalTrendDetector
 from .gradnorm import GradNormDetector
 from .lr import LrDetector
 from .nonfinite import NonFiniteDetector
@@ -50,6 +51,7 @@ class JudgeSettings(BaseModel):
     trend: TrendDetector | None = TrendDetector()
     spikes: SpikeDetector | None = SpikeDetector()
     evals: EvalDetector | None = EvalDetector()
+    eval_trend: EvalTrendDetector | None = EvalTrendDetector()
     lr: LrDetector | None = LrDetector()
     grad_norm: GradNormDetector | None = GradNormDetector()
     policy: PolicySettings = PolicySettings()
@@ -84,7 +86,7 @@ class JudgeSettings(BaseModel):
         return out
 
     def detectors(self) -> list[Detector]:
-        found = (self.nonfinite, self.trend, self.spikes, self.evals, self.lr, self.grad_norm)
+        found = (self.nonfinite, self.trend, self.spikes, self.evals, self.eval_trend, self.lr, self.grad_norm)
         return [d for d in found if d is not None]
 
 
@@ -94,6 +96,7 @@ def _section_models() -> dict[str, type[BaseModel]]:
         "trend": TrendDetector,
         "spikes": SpikeDetector,
         "evals": EvalDetector,
+        "eval_trend": EvalTrendDetector,
         "lr": LrDetector,
         "grad_norm": GradNormDetector,
         "policy": PolicySettings,

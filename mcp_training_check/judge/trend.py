@@ -81,6 +81,12 @@ class TrendDetector(Detector):
       the median of the run's first ``early_window_points`` is "not learning" (warning) — unless an eval
       loss improved by as much. Judged against the start of the run, not a recent window: a converged
       plateau (late in a decaying schedule or not) has long dropped far below its start and is only info.
+    - ``stuck_drop_fraction``: a loss not learning whose best is less than 5 % below its first points, and
+      that is not falling over the whole run (Theil–Sen band at ``confidence_z``: a fine-tuning loss falling
+      slowly is learning), sits at its initial value (ln of the class count for a classifier that never
+      learns); when the previous check
+      (with points since) found it not learning too, it is critical: stuck for a large share of its steps
+      over two checks, it does not start learning later.
     - ``confidence_z``: two-sided normal quantile of the Theil–Sen band (1.96 → 95 %), with the
       variance inflated for autocorrelation (Hamed–Rao effective sample size).
     """
@@ -103,6 +109,7 @@ class TrendDetector(Detector):
     plateau_window_points: int = Field(default=200, ge=4)
     flat_min_points: int = Field(default=200, ge=4)
     flat_min_drop_fraction: float = Field(default=0.15, gt=0, lt=1)
+    stuck_drop_fraction: float = Field(default=0.05, gt=0, lt=1)
     confidence_z: float = Field(default=1.96, gt=0)
 
     def check(self, ctx: JudgeContext) -> list[Signal]:
@@ -373,15 +380,42 @@ class TrendDetector(Detector):
         if eval_drop is not None and eval_drop >= self.flat_min_drop_fraction:
             return []
         evals = f"; eval loss improved {fmt_pct(eval_drop)}" if eval_drop is not None else ""
+        stuck = drop < self.stuck_drop_fraction and not self._falling(steps, y)
+        critical = stuck and self._stuck_before(ctx, loss.name, int(steps[-1]))
+        if not stuck:
+            tail = ""
+        elif critical:
+            tail = (
+                f"; still at its initial level at a second check (critical below {fmt_pct(self.stuck_drop_fraction)})"
+            )
+        else:
+            tail = f"; critical below {fmt_pct(self.stuck_drop_fraction)} if the next check still sees it"
         msg = (
             f"{loss.name} is not learning: its best median {fmt(float(np.exp(best)))} over {values.size} points "
             f"up to step {fmt_step(int(steps[-1]))} is only {fmt_pct(drop)} below the first points' "
-            f"{fmt(float(np.exp(early)))} (threshold {fmt_pct(self.flat_min_drop_fraction)}){evals}."
+            f"{fmt(float(np.exp(early)))} (threshold {fmt_pct(self.flat_min_drop_fraction)}){evals}{tail}."
         )
+        severity = Severity.CRITICAL if critical else Severity.WARNING
         return [
-            signal(SignalKind.FLAT, Severity.WARNING, msg, metric=loss.name, step=int(steps[-1]), drop=drop,
+            signal(SignalKind.FLAT, severity, msg, metric=loss.name, step=int(steps[-1]), drop=drop,
                    eval_drop=eval_drop, points=values.size)
         ]  # fmt: skip
+
+    def _falling(self, steps: np.ndarray, y: np.ndarray) -> bool:
+        """Whether the loss falls over the whole run (a fine-tuning loss falling slowly is learning)."""
+        trend = theil_sen(steps, y, confidence_z=self.confidence_z)
+        return trend is not None and trend.falling
+
+    @staticmethod
+    def _stuck_before(ctx: JudgeContext, name: str, last_step: int) -> bool:
+        """The previous check (with points since) already found this loss not learning."""
+        prev = ctx.previous_signal(SignalKind.FLAT, name)
+        return (
+            prev is not None
+            and prev.severity in (Severity.WARNING, Severity.CRITICAL)
+            and prev.step is not None
+            and prev.step < last_step
+        )
 
     @staticmethod
     def _eval_drop(ctx: JudgeContext) -> float | None:

@@ -1,0 +1,135 @@
+"""Runs that log only evaluation metrics: judged from their primary eval's trend, in its own direction.
+
+A validation loss every few hundred steps, or a top-1 accuracy once an epoch, is all some runs log
+(MLPerf results, many papers' training logs). Without a train loss nothing else judges their progress,
+so this detector stands in for the trend detector: improving (accuracy up, loss/WER down) → information
+(continue); no progress at all from the first evals on → not learning (warning, then critical when the
+next check still sees it). Worsening evals are the eval detector's (degrading, collapse).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from pydantic import Field
+
+from ..models import Direction, Severity, Signal, SignalKind
+from ..state import MetricSeries
+from .context import Detector, JudgeContext, signal
+from .stats import finite_xy, fmt, fmt_pct, fmt_step, theil_sen
+
+
+def primary_eval(ctx: JudgeContext) -> tuple[MetricSeries, Direction] | None:
+    """The eval with the most finite points (the one logged most regularly); the first such by name."""
+    ranked = sorted(ctx.evals, key=lambda e: (-int(np.isfinite(e[0].values).sum()), e[0].name))
+    return ranked[0] if ranked else None
+
+
+def progress(values: np.ndarray, direction: Direction) -> float:
+    """How far the best eval moved from the first, as a share of what was there to gain.
+
+    A metric bounded in [0, 1] (accuracy, WER, F1) is measured against its headroom: an accuracy going
+    from 0.001 (chance among 1,000 classes) to 0.002 doubled but gained 0.1 % of what it could; a loss
+    against its first value (a loss that halves has moved 50 %).
+    """
+    first = float(values[0])
+    best = float(values.max() if direction is Direction.HIGHER else values.min())
+    gain = best - first if direction is Direction.HIGHER else first - best
+    bounded = bool(values.min() >= 0 and values.max() <= 1)
+    room = (1 - first if direction is Direction.HIGHER else first) if bounded else abs(first)
+    return gain / room if room > 0 else 0.0
+
+
+class EvalTrendDetector(Detector):
+    """The primary eval of a run without a train loss: improving, or not learning.
+
+    Thresholds:
+    - ``min_evals``: fewer finite evals than this → too early to judge (4: the fewest on which a rank
+      slope can be significant at all).
+    - ``trend_window_evals``: the slope is measured over the last 20 evals (a few epochs of a per-epoch
+      accuracy, a few thousand steps of a validation loss every few hundred).
+    - ``slope_confidence_z``: two-sided normal quantile of the Theil–Sen band (1.96 → 95 %), as the trend
+      detector's.
+    - ``stuck_min_evals`` / ``stuck_progress_fraction``: after 6 evals, a best eval that has gained less than 15 %
+      of what there was to gain since the first (the train loss's ``flat_min_drop_fraction``; see
+      `progress`) and with no significant trend in its good direction over all evals is not learning →
+      warning. A healthy run gains most of its eval in its first evals, or at least keeps gaining.
+    - ``stuck_stop_fraction``: below 5 % (the metric sits at its initial value: chance accuracy, a WER
+      near 1) and seen by the previous check too (with evals since) → critical: a run stuck for a large
+      share of its steps does not start learning later.
+    """
+
+    min_evals: int = Field(default=4, ge=4)
+    trend_window_evals: int = Field(default=20, ge=4)
+    slope_confidence_z: float = Field(default=1.96, gt=0)
+    stuck_min_evals: int = Field(default=6, ge=2)
+    stuck_progress_fraction: float = Field(default=0.15, gt=0, lt=1)
+    stuck_stop_fraction: float = Field(default=0.05, gt=0, lt=1)
+
+    def check(self, ctx: JudgeContext) -> list[Signal]:
+        if ctx.train_loss is not None:
+            return []
+        found = primary_eval(ctx)
+        if found is None:
+            return []
+        series, direction = found
+        steps, values = finite_xy(series.steps, series.values)
+        if values.size < self.min_evals:
+            msg = f"only {values.size} finite {series.name} evals (need {self.min_evals} to judge its trend)."
+            return [signal(SignalKind.TOO_FEW_POINTS, Severity.INFO, msg, metric=series.name, points=values.size)]
+        return self._stuck(ctx, series, direction, steps, values) or self._trend(series, direction, steps, values)
+
+    def _trend(self, series: MetricSeries, d: Direction, steps: np.ndarray, values: np.ndarray) -> list[Signal]:
+        xs, ys = steps[-self.trend_window_evals :], values[-self.trend_window_evals :]
+        trend = theil_sen(xs, ys, confidence_z=self.slope_confidence_z)
+        if trend is None:
+            return []
+        better = trend.rising if d is Direction.HIGHER else trend.falling
+        third = max(ys.size // 3, 1)
+        first, last = float(np.median(ys[:third])), float(np.median(ys[-third:]))
+        span = f"over the last {xs.size} evals (steps {fmt_step(int(xs[0]))}–{fmt_step(int(xs[-1]))})"
+        moved = f"{fmt(first)} → {fmt(last)} (medians of the first and last thirds)"
+        if better:
+            kind, msg = SignalKind.IMPROVING, f"{series.name} improving ({d.value} is better): {moved} {span}."
+        else:
+            kind, msg = SignalKind.FLAT, f"{series.name} no clear trend ({d.value} is better): {moved} {span}."
+        return [signal(kind, Severity.INFO, msg, metric=series.name, step=int(xs[-1]), mk_z=trend.z, points=trend.n)]
+
+    def _improving(self, steps: np.ndarray, values: np.ndarray, d: Direction) -> bool:
+        """A significant trend in the good direction over all evals: learning, however slowly (an MLPerf
+        BERT accuracy climbing from 0.70 to 0.72 gains little of its headroom but is on its way)."""
+        trend = theil_sen(steps, values, confidence_z=self.slope_confidence_z)
+        return trend is not None and (trend.rising if d is Direction.HIGHER else trend.falling)
+
+    def _stuck(
+        self, ctx: JudgeContext, series: MetricSeries, d: Direction, steps: np.ndarray, values: np.ndarray
+    ) -> list[Signal]:
+        if values.size < self.stuck_min_evals:
+            return []
+        gained = progress(values, d)
+        if gained >= self.stuck_progress_fraction or self._improving(steps, values, d):
+            return []
+        prev = ctx.previous_signal(SignalKind.FLAT, series.name)
+        persists = (
+            prev is not None
+            and prev.severity in (Severity.WARNING, Severity.CRITICAL)
+            and prev.step is not None
+            and prev.step < int(steps[-1])
+        )
+        critical = persists and gained < self.stuck_stop_fraction
+        tail = (
+            f"still so at a second check (critical below {fmt_pct(self.stuck_stop_fraction)})"
+            if critical
+            else f"critical below {fmt_pct(self.stuck_stop_fraction)} when the next check still sees it"
+        )
+        best = float(values.max() if d is Direction.HIGHER else values.min())
+        msg = (
+            f"{series.name} is not learning: its best {fmt(best)} over {values.size} evals up to step "
+            f"{fmt_step(int(steps[-1]))} has gained only {fmt_pct(gained)} of what there was to gain since the "
+            f"first eval {fmt(float(values[0]))} ({d.value} is better; threshold {fmt_pct(self.stuck_progress_fraction)}); "
+            f"{tail}."
+        )
+        severity = Severity.CRITICAL if critical else Severity.WARNING
+        return [
+            signal(SignalKind.FLAT, severity, msg, metric=series.name, step=int(steps[-1]), progress=gained,
+                   points=values.size, since_step=int(steps[0]))
+        ]  # fmt: skip
