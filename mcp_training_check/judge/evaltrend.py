@@ -125,8 +125,8 @@ class EvalTrendDetector(Detector):
         msg = (
             f"{series.name} is not learning: its best {fmt(best)} over {values.size} evals up to step "
             f"{fmt_step(int(steps[-1]))} has gained only {fmt_pct(gained)} of what there was to gain since the "
-            f"first eval {fmt(float(values[0]))} ({d.value} is better; threshold {fmt_pct(self.stuck_progress_fraction)}); "
-            f"{tail}."
+            f"first eval {fmt(float(values[0]))} ({d.value} is better; threshold "
+            f"{fmt_pct(self.stuck_progress_fraction)}); {tail}."
         )
         severity = Severity.CRITICAL if critical else Severity.WARNING
         return [
