@@ -222,3 +222,43 @@ def test_a_fine_tuning_loss_that_falls_little_but_steadily_is_not_stopped():
     loss = 2.0 * (1 - 0.1 * np.arange(n) / n) * np.exp(ar1(n, 0.01, 0.3, np.random.default_rng(9)))
     verdicts = replay_cuts({"train/loss": (every(10, n), loss)}, list(range(3000, 12001, 1500)))
     assert "S" not in decisions(verdicts), [v.summary for v in verdicts]
+
+
+# --------------------------------------------------------------------------- 4. slow failures
+
+
+def _healthy_train(n: int = 3000, seed: int = 10) -> Series:
+    return every(10, n), decay_loss(n, start=4.0, floor=1.0, tau_points=400, noise=0.03, seed=seed)
+
+
+def test_an_eval_accuracy_decaying_steadily_while_the_train_loss_looks_healthy_is_stopped():
+    """Class 4: the validation accuracy climbs to 0.5, then slides steadily towards 0 (labels misaligned),
+    while the train loss keeps falling: stopped within one check of the first check that flags it."""
+    steps = every(500, 60)
+    acc = np.where(steps <= 10000, 0.5 * (1 - np.exp(-steps / 2500)), 0.5 * (1 - np.exp(-4)) * (30000 - steps) / 20000)
+    acc = np.clip(acc + np.random.default_rng(11).normal(0, 0.005, steps.size), 0.005, 1)
+    verdicts = replay_cuts({"train/loss": _healthy_train(), "eval/acc": (steps, acc)}, list(range(3000, 30001, 3000)))
+    code = decisions(verdicts)
+    flagged = next(i for i, c in enumerate(code) if c != ".")
+    assert steps[np.argmax(acc)] < 3000 * (flagged + 1), code  # nothing flagged before the decay began
+    assert "S" in code[flagged : flagged + 2], (code, [v.summary for v in verdicts])
+
+
+def test_an_eval_loss_rising_several_fold_is_stopped_within_a_check_of_reaching_three_times_its_best():
+    steps = every(500, 60)
+    loss = np.where(steps <= 12000, 1.0 + 2.0 * np.exp(-steps / 3000), 1.05 * (1 + 3.0 * (steps - 12000) / 18000))
+    verdicts = replay_cuts({"train/loss": _healthy_train(), "eval/loss": (steps, loss)}, list(range(3000, 30001, 3000)))
+    code = decisions(verdicts)
+    visible = next(i for i, cut in enumerate(range(3000, 30001, 3000)) if loss[steps <= cut].max() >= 3 * loss.min())
+    assert "S" not in code[:visible] and "S" in code[visible : visible + 2], code
+
+
+def test_a_word_error_rate_stuck_near_one_from_the_start_is_stopped_at_the_next_check():
+    """Class 4: a speech run whose train loss falls but whose validation WER sits near 0.9 from the start."""
+    steps = every(1000, 30)
+    wer = 0.9 + np.random.default_rng(12).normal(0, 0.01, steps.size)
+    verdicts = replay_cuts({"train/loss": _healthy_train(), "eval/wer": (steps, wer)}, list(range(3000, 30001, 3000)))
+    code = decisions(verdicts)
+    flagged = code.index("u")
+    assert code[:flagged] == "." * flagged and code[flagged + 1] == "S", code
+    assert "eval/wer is not learning" in verdicts[flagged + 1].summary

@@ -45,6 +45,12 @@ class EvalDetector(Detector):
       differences, relative to the best; the median of 3 still carries ~0.7 σ of it): on a dense eval
       series of a small eval set, 5 % is within reach of noise alone. Evals before the latest SGDR
       restart are not compared: a restart worsens the eval on purpose for a while.
+    - ``decay_stop_margin``: a higher-is-better eval (accuracy, BLEU, F1) degrading as above, ≥ 15 % below its
+      best and further below it than at the previous check, with the train loss not rising, is decaying
+      steadily → critical (a validation accuracy sliding from 0.5 towards 0 while the train loss looks
+      healthy: labels misaligned, a broken eval pipeline, severe overfitting). Three times
+      ``degrade_margin``, and confirmed across two checks. A lower-is-better eval (a loss) may rise while
+      the model still improves (an over-confident classifier), so it stops only when it collapses.
     - ``collapse_loss_ratio``: a lower-is-better eval ≥ 3× its best has exploded (Megatron-style
       multiple of the best, not a relative margin).
     - ``collapse_drop_fraction``: a higher-is-better eval that lost ≥ 50 % of its best has collapsed
@@ -68,6 +74,7 @@ class EvalDetector(Detector):
     collapse_loss_ratio: float = Field(default=3.0, gt=1)
     collapse_drop_fraction: float = Field(default=0.5, gt=0, lt=1)
     collapse_sustain_evals: int = Field(default=4, ge=1)
+    decay_stop_margin: float = Field(default=0.15, gt=0)
 
     def check(self, ctx: JudgeContext) -> list[Signal]:
         out: list[Signal] = []
@@ -210,10 +217,17 @@ class EvalDetector(Detector):
             f"{since_best} evals ago (thresholds "
             f"{fmt_pct(margin)}, {self.patience_evals} evals){why}."
         )
+        severity = Severity.WATCH if with_train else Severity.WARNING
+        if not with_train and self._decaying(ctx, series.name, d, gap, int(steps[-1])):
+            severity = Severity.CRITICAL
+            msg = msg[:-1] + (
+                f"; still decaying since the previous check, {fmt_pct(gap)} below its best (critical from "
+                f"{fmt_pct(self.decay_stop_margin)} for a higher-is-better eval)."
+            )
         return [
             signal(
                 SignalKind.EVAL_DEGRADING,
-                Severity.WATCH if with_train else Severity.WARNING,
+                severity,
                 msg,
                 metric=series.name,
                 step=int(steps[-1]),
@@ -223,6 +237,16 @@ class EvalDetector(Detector):
                 train_change=train,
             )
         ]
+
+    def _decaying(self, ctx: JudgeContext, name: str, d: Direction, gap: float, last_step: int) -> bool:
+        """A higher-is-better eval ≥ ``decay_stop_margin`` below its best that is further below it than at
+        the previous check (with evals since): a steady decay, not an eval's noise."""
+        if d is not Direction.HIGHER or gap < self.decay_stop_margin:
+            return False
+        prev = ctx.previous_signal(SignalKind.EVAL_DEGRADING, name)
+        if prev is None or "collapsed_evals" in prev.evidence or prev.step is None or prev.step >= last_step:
+            return False
+        return gap > prev.evidence.get("gap", np.inf)
 
     @staticmethod
     def _train_change(ctx: JudgeContext, since_step: int) -> float | None:

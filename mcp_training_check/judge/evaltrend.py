@@ -1,10 +1,12 @@
-"""Runs that log only evaluation metrics: judged from their primary eval's trend, in its own direction.
+"""Evals as the judge of progress: a run logging only evals, by its primary eval's trend; a hopeless eval.
 
 A validation loss every few hundred steps, or a top-1 accuracy once an epoch, is all some runs log
 (MLPerf results, many papers' training logs). Without a train loss nothing else judges their progress,
 so this detector stands in for the trend detector: improving (accuracy up, loss/WER down) → information
 (continue); no progress at all from the first evals on → not learning (warning, then critical when the
-next check still sees it). Worsening evals are the eval detector's (degrading, collapse).
+next check still sees it). In a run with a train loss, an eval stuck at a hopeless value from the start
+(accuracy near 0, WER near 1) is not learning too. Worsening evals are the eval detector's (degrading,
+collapse).
 """
 
 from __future__ import annotations
@@ -56,6 +58,11 @@ class EvalTrendDetector(Detector):
     - ``stuck_stop_fraction``: below 5 % (the metric sits at its initial value: chance accuracy, a WER
       near 1) and seen by the previous check too (with evals since) → critical: a run stuck for a large
       share of its steps does not start learning later.
+    - ``hopeless_fraction``: in a run with a train loss, an eval is judged stuck (as above) only when it is
+      bounded in [0, 1] and its best is within 15 % of the worst end (accuracy ≤ 0.15, WER ≥ 0.85): a
+      fine-tuning eval that starts near its best is normal, a WER stuck near 0.9 from the start is not.
+      (Judged against its headroom, an accuracy climbing from 0.001 to 0.12 gained little; its significant
+      trend keeps it from being called stuck.)
     """
 
     min_evals: int = Field(default=4, ge=4)
@@ -64,19 +71,36 @@ class EvalTrendDetector(Detector):
     stuck_min_evals: int = Field(default=6, ge=2)
     stuck_progress_fraction: float = Field(default=0.15, gt=0, lt=1)
     stuck_stop_fraction: float = Field(default=0.05, gt=0, lt=1)
+    hopeless_fraction: float = Field(default=0.15, gt=0, lt=0.5)
 
     def check(self, ctx: JudgeContext) -> list[Signal]:
-        if ctx.train_loss is not None:
-            return []
-        found = primary_eval(ctx)
-        if found is None:
-            return []
-        series, direction = found
-        steps, values = finite_xy(series.steps, series.values)
+        primary = primary_eval(ctx) if ctx.train_loss is None else None
+        out: list[Signal] = []
+        for series, direction in ctx.evals:
+            steps, values = finite_xy(series.steps, series.values)
+            if primary is not None and series.name == primary[0].name:
+                out += self._primary(ctx, series, direction, steps, values)
+            elif self._hopeless(values, direction):
+                out += self._stuck(ctx, series, direction, steps, values)
+        return out
+
+    def _primary(
+        self, ctx: JudgeContext, series: MetricSeries, d: Direction, steps: np.ndarray, values: np.ndarray
+    ) -> list[Signal]:
+        """The eval that stands in for the missing train loss: too few, stuck, or its trend."""
         if values.size < self.min_evals:
             msg = f"only {values.size} finite {series.name} evals (need {self.min_evals} to judge its trend)."
             return [signal(SignalKind.TOO_FEW_POINTS, Severity.INFO, msg, metric=series.name, points=values.size)]
-        return self._stuck(ctx, series, direction, steps, values) or self._trend(series, direction, steps, values)
+        return self._stuck(ctx, series, d, steps, values) or self._trend(series, d, steps, values)
+
+    def _hopeless(self, values: np.ndarray, d: Direction) -> bool:
+        """A metric bounded in [0, 1] whose best is within ``hopeless_fraction`` of its worst end (an accuracy
+        ≤ 0.15, a WER ≥ 0.85): with a train loss to judge the run by, only such an eval is judged stuck."""
+        if values.size == 0 or values.min() < 0 or values.max() > 1:
+            return False
+        if d is Direction.HIGHER:
+            return float(values.max()) <= self.hopeless_fraction
+        return float(values.min()) >= 1 - self.hopeless_fraction
 
     def _trend(self, series: MetricSeries, d: Direction, steps: np.ndarray, values: np.ndarray) -> list[Signal]:
         xs, ys = steps[-self.trend_window_evals :], values[-self.trend_window_evals :]
