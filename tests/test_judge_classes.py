@@ -262,3 +262,35 @@ def test_a_word_error_rate_stuck_near_one_from_the_start_is_stopped_at_the_next_
     flagged = code.index("u")
     assert code[:flagged] == "." * flagged and code[flagged + 1] == "S", code
     assert "eval/wer is not learning" in verdicts[flagged + 1].summary
+
+
+# --------------------------------------------------------------------------- 6. dead LR, mild overfit
+
+
+def test_an_lr_decayed_to_almost_zero_long_before_the_end_is_flagged_and_a_schedules_end_is_not():
+    """Class 6: an exponential decay run far too fast reaches ~0 at a quarter of the run (total unknown, as
+    in a plain log): unsure, not continue. A cosine schedule's own last points near 0 are not flagged."""
+    n = 3000
+    steps, loss = _healthy_train(n)
+    fast = 1e-3 * 0.99 ** np.arange(n)
+    dead = replay_cuts({"train/loss": (steps, loss), "train/lr": (steps, fast)}, [15000, 22500, 30000])
+    assert decisions(dead) == "uuu", [v.summary for v in dead]
+    assert "stopped learning" in dead[-1].summary
+    cosine = 1e-3 * 0.5 * (1 + np.cos(np.pi * np.arange(n) / (n - 1)))
+    ending = replay_cuts({"train/loss": (steps, loss), "train/lr": (steps, cosine)}, [15000, 22500, 30000])
+    assert decisions(ending) == "...", [v.summary for v in ending]
+
+
+def test_a_mild_overfit_is_flagged():
+    """Class 6: the validation loss bottoms out at 40 % of the run and then creeps up 4 % while the train loss
+    keeps falling: within the eval's noise margin, but a steady trend: unsure."""
+    steps = every(500, 60)
+    rng = np.random.default_rng(13)
+    base = np.where(steps <= 12000, 1.0 + 1.0 * np.exp(-steps / 2500), 1.01 + 0.04 * (steps - 12000) / 18000)
+    evals = base + rng.normal(0, 0.012, steps.size)
+    verdicts = replay_cuts(
+        {"train/loss": _healthy_train(), "eval/loss": (steps, evals)}, list(range(3000, 30001, 3000))
+    )
+    code = decisions(verdicts)
+    assert "S" not in code and code[-1] == "u", (code, verdicts[-1].summary)
+    assert "overfitting" in verdicts[-1].summary

@@ -8,7 +8,17 @@ from pydantic import Field
 from ..models import Direction, Severity, Signal, SignalKind
 from ..state import MetricSeries
 from .context import Detector, JudgeContext, finite_after, signal
-from .stats import finite_xy, fmt, fmt_pct, fmt_step, positive_log, robust_sigma, rolling_median, trailing_run
+from .stats import (
+    finite_xy,
+    fmt,
+    fmt_pct,
+    fmt_step,
+    positive_log,
+    robust_sigma,
+    rolling_median,
+    theil_sen,
+    trailing_run,
+)
 
 
 def worse_by(value: np.ndarray | float, reference: float, direction: Direction) -> np.ndarray:
@@ -45,6 +55,10 @@ class EvalDetector(Detector):
       differences, relative to the best; the median of 3 still carries ~0.7 σ of it): on a dense eval
       series of a small eval set, 5 % is within reach of noise alone. Evals before the latest SGDR
       restart are not compared: a restart worsens the eval on purpose for a while.
+    - ``mild_overfit_margin`` / ``mild_overfit_evals``: below the degrade margin, an eval ≥ 2 % (the
+      baseline margin: eval noise on typical eval sets) worse than its best, with a significant Theil–Sen
+      trend the wrong way over the ≥ 6 evals since it, while the train loss fell, is mild overfitting →
+      warning (a flag, never a stop): the trend, not the gap, tells it from noise.
     - ``decay_stop_margin``: a higher-is-better eval (accuracy, BLEU, F1) degrading as above, ≥ 15 % below its
       best and further below it than at the previous check, with the train loss not rising, is decaying
       steadily → critical (a validation accuracy sliding from 0.5 towards 0 while the train loss looks
@@ -75,6 +89,8 @@ class EvalDetector(Detector):
     collapse_drop_fraction: float = Field(default=0.5, gt=0, lt=1)
     collapse_sustain_evals: int = Field(default=4, ge=1)
     decay_stop_margin: float = Field(default=0.15, gt=0)
+    mild_overfit_margin: float = Field(default=0.02, gt=0)
+    mild_overfit_evals: int = Field(default=6, ge=4)
 
     def check(self, ctx: JudgeContext) -> list[Signal]:
         out: list[Signal] = []
@@ -200,8 +216,10 @@ class EvalDetector(Detector):
         gap = float(worse_by(level[-1], best, d))
         recent = worse_by(values[-self.patience_evals :], best, d)
         margin = max(self.degrade_margin, self.degrade_noise_z * _relative_noise(values, best))
-        if since_best < self.patience_evals or gap < margin or float(recent.min()) <= 0:
+        if since_best < self.patience_evals or float(recent.min()) <= 0:
             return []
+        if gap < margin:
+            return self._mild_overfit(ctx, series, d, steps[i:], values[i:], gap, best, best_step)
         train = self._train_change(ctx, best_step)
         with_train = train is not None and train >= self.degrade_margin
         if train is not None and train < 0:
@@ -237,6 +255,38 @@ class EvalDetector(Detector):
                 train_change=train,
             )
         ]
+
+    def _mild_overfit(
+        self,
+        ctx: JudgeContext,
+        series: MetricSeries,
+        d: Direction,
+        steps: np.ndarray,
+        values: np.ndarray,
+        gap: float,
+        best: float,
+        best_step: int,
+    ) -> list[Signal]:
+        """An eval worsening too little for the degrade margin but steadily (a significant trend since its
+        best over ≥ ``mild_overfit_evals`` evals, ≥ ``mild_overfit_margin`` below it) while the train loss
+        fell: mild overfitting, a warning."""
+        if gap < self.mild_overfit_margin or values.size < self.mild_overfit_evals:
+            return []
+        trend = theil_sen(steps, values)
+        worsening = trend is not None and (trend.rising if d is Direction.LOWER else trend.falling)
+        train = self._train_change(ctx, best_step)
+        if not worsening or train is None or train >= 0:
+            return []
+        msg = (
+            f"{series.name} at step {fmt_step(int(steps[-1]))} is mildly overfitting: {fmt_pct(gap)} worse than "
+            f"its best {fmt(best)} at step {fmt_step(best_step)} and worsening over the {values.size - 1} evals "
+            f"since (significant trend; thresholds {fmt_pct(self.mild_overfit_margin)}, {self.mild_overfit_evals} "
+            f"evals) while the train loss fell {fmt_pct(-train)}."
+        )
+        return [
+            signal(SignalKind.EVAL_DEGRADING, Severity.WARNING, msg, metric=series.name, step=int(steps[-1]),
+                   gap=gap, best=best, evals_since_best=values.size - 1, train_change=train)
+        ]  # fmt: skip
 
     def _decaying(self, ctx: JudgeContext, name: str, d: Direction, gap: float, last_step: int) -> bool:
         """A higher-is-better eval ≥ ``decay_stop_margin`` below its best that is further below it than at

@@ -54,10 +54,14 @@ class LrDetector(Detector):
       run that rescaled its LR, a unit slip): critical at the jump, before the loss has had time to
       show it. A jump that stays below 2× the peak is a warning.
     - ``dead_ratio``: an LR ≤ this × the peak is dead (1e-3: updates a thousand times smaller than at
-      the peak do not train).
+      the peak do not train). Not 1e-2: the classic step schedule (ResNet's two 10× drops at 50 % and 75 %)
+      sits at 1e-2 × its peak for its last quarter and trains well there.
     - ``dead_before_fraction``: a dead LR before this share of the configured total steps → warning;
       decaying to ~0 at the very end is what linear/cosine schedules do (0.9).
-    - ``dead_points``: without a known total, a dead LR for this many logged points in a row → warning.
+    - ``dead_points`` / ``dead_share_fraction``: without a known total, a dead LR for this many logged
+      points in a row, covering ≥ 10 % of the steps logged so far → warning. The share keeps a cosine
+      schedule's own last 2 % (below ``dead_ratio`` by design) from being called dead at the end of a
+      healthy run whose total is unknown, however many points it logs.
     """
 
     jump_ratio: float = Field(default=2.0, gt=1)
@@ -68,6 +72,7 @@ class LrDetector(Detector):
     dead_ratio: float = Field(default=1e-3, gt=0, lt=1)
     dead_before_fraction: float = Field(default=0.9, gt=0, le=1)
     dead_points: int = Field(default=20, ge=1)
+    dead_share_fraction: float = Field(default=0.1, ge=0, le=1)
 
     def analyse(self, series: MetricSeries | None, config: RunConfig) -> LrEvents:
         if series is None:
@@ -116,9 +121,7 @@ class LrDetector(Detector):
         out += self._dead(series, ctx, steps, lr)
         return out
 
-    def _above_peak(
-        self, series: MetricSeries, ctx: JudgeContext, steps: np.ndarray, lr: np.ndarray
-    ) -> list[Signal]:
+    def _above_peak(self, series: MetricSeries, ctx: JudgeContext, steps: np.ndarray, lr: np.ndarray) -> list[Signal]:
         """The latest LR above the configured peak, or, without one, above the peak the schedule reached
         by the end of warmup (its first value without warmup): a slow ramp never trips the jump test."""
         peak, what = ctx.config.peak_lr, "the configured peak"
@@ -164,11 +167,7 @@ class LrDetector(Detector):
         self, series: MetricSeries, ctx: JudgeContext, step: int, ratio: float, before: float, after: float
     ) -> Signal:
         sched = ctx.config.schedule
-        why = (
-            f"not expected for a '{sched}' schedule"
-            if sched
-            else "above the highest LR so far, so not a restart"
-        )
+        why = f"not expected for a '{sched}' schedule" if sched else "above the highest LR so far, so not a restart"
         msg = (
             f"{series.name} jumped {fmt_ratio(ratio)} at step {fmt_step(step)} outside warmup "
             f"(threshold {fmt_ratio(self.jump_ratio)}), {why}"
@@ -207,9 +206,13 @@ class LrDetector(Detector):
             )
         ]
 
-    def _dead(
-        self, series: MetricSeries, ctx: JudgeContext, steps: np.ndarray, lr: np.ndarray
-    ) -> list[Signal]:
+    @staticmethod
+    def _dead_share(steps: np.ndarray, dead_run: int) -> float:
+        """The share of the logged steps that the trailing ``dead_run`` points span."""
+        span = int(steps[-1]) - int(steps[0])
+        return (int(steps[-1]) - int(steps[-dead_run])) / span if span > 0 else 0.0
+
+    def _dead(self, series: MetricSeries, ctx: JudgeContext, steps: np.ndarray, lr: np.ndarray) -> list[Signal]:
         peak = ctx.lr_events.peak
         if not peak or lr[-1] > self.dead_ratio * peak:
             return []
@@ -223,8 +226,12 @@ class LrDetector(Detector):
                 f"at {fmt_pct(progress)} of {fmt_step(ctx.config.total_steps)} total steps "
                 f"(threshold {fmt_pct(self.dead_before_fraction)})"
             )
-        elif dead_run >= self.dead_points:
-            where = f"for the last {dead_run} points (threshold {self.dead_points}), total steps unknown"
+        elif dead_run >= self.dead_points and self._dead_share(steps, dead_run) >= self.dead_share_fraction:
+            share = fmt_pct(self._dead_share(steps, dead_run))
+            where = (
+                f"for the last {dead_run} points, {share} of the steps logged (thresholds {self.dead_points}, "
+                f"{fmt_pct(self.dead_share_fraction)}), total steps unknown"
+            )
         else:
             return []
         msg = (
