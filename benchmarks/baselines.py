@@ -18,8 +18,9 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from benchmarks.corpus_runs import Run
-from mcp_training_check.models import Decision
+from benchmarks.corpus_runs import Run, Series
+from mcp_training_check.models import Decision, Direction
+from mcp_training_check.roles import infer_role
 
 SEED_INCREASING_STEPS = 10  # "loss increasing for N consecutive steps": N = 10 logged steps
 SEED_SPIKE_VARIANCES = 10.0  # "spike > 10× normal variance": (x − mean)² > 10 × variance
@@ -34,6 +35,24 @@ FOUNDRY_PATIENCE = 4  # killed after more than 4 consecutive outliers
 WANDB_TREND_CHANGE = 0.05  # W&B MCP server: second half ±5 % of the first half → increasing / decreasing
 
 Rule = Callable[[Run, list[int]], list[Decision]]
+
+
+def _train_loss(run: Run) -> Series:
+    """The run's train loss; empty for a run that logs only evals (corpus_real/), where per-step loss
+    rules have nothing to fire on."""
+    empty = (np.zeros(0, dtype=np.int64), np.zeros(0))
+    return run.metrics.get("train/loss", empty)
+
+
+def _monitored_eval(run: Run) -> Series:
+    """What an early-stopping rule monitors: ``eval/loss``, else the first eval metric, turned so that
+    lower is better (EarlyStopping's ``mode="max"`` for accuracy-like metrics)."""
+    if "eval/loss" in run.metrics:
+        return run.metrics["eval/loss"]
+    for name, (steps, values) in run.metrics.items():
+        if name.startswith("eval/"):
+            return steps, (-values if infer_role(name).direction is Direction.HIGHER else values)
+    return np.zeros(0, dtype=np.int64), np.zeros(0)
 
 
 def _per_check(steps: np.ndarray, fired: np.ndarray, cuts: Sequence[int]) -> list[Decision]:
@@ -72,7 +91,7 @@ def _consecutive(mask: np.ndarray) -> np.ndarray:
 def seed_rules(run: Run, cuts: list[int]) -> list[Decision]:
     """The seed's table taken literally: NaN/Inf loss; loss increasing for N consecutive logged steps;
     a point whose squared deviation from the recent mean exceeds 10 × the recent variance."""
-    steps, loss = run.metrics["train/loss"]
+    steps, loss = _train_loss(run)
     with np.errstate(invalid="ignore"):
         increasing = _consecutive(np.diff(loss, prepend=np.nan) > 0) >= SEED_INCREASING_STEPS
         mean, var = _rolling_previous(loss, SEED_WINDOW_STEPS)
@@ -85,14 +104,14 @@ def lightning(run: Run, cuts: list[int]) -> list[Decision]:
     """``EarlyStopping(monitor="eval/loss", check_finite=True, divergence_threshold=<first eval loss>,
     patience=3)`` checked after every evaluation, plus ``SpikeDetection(window=10, rtol=2.0)`` on every
     train loss (a non-finite loss is a spike too, ``finite_only=True``)."""
-    steps, loss = run.metrics["train/loss"]
+    steps, loss = _train_loss(run)
     mean = np.full(loss.size, np.nan)
     w = LIGHTNING_SPIKE_WINDOW
     if loss.size > w:
         mean[w:] = sliding_window_view(loss[:-1], w).mean(axis=1)
     with np.errstate(invalid="ignore"):
         spike = ((loss - mean) / mean > LIGHTNING_SPIKE_RTOL) | ~np.isfinite(loss)
-    eval_steps, eval_loss = run.metrics["eval/loss"]
+    eval_steps, eval_loss = _monitored_eval(run)
     early = _early_stopping(eval_loss)
     all_steps = np.concatenate((steps, eval_steps))
     fired = np.concatenate((spike, early))
@@ -122,7 +141,7 @@ def _early_stopping(values: np.ndarray) -> np.ndarray:
 def llm_foundry(run: Run, cuts: list[int]) -> list[Decision]:
     """llm-foundry ``KillLossSpike``: window max(100, 5 % of the run's steps); a loss ≥ 2 × the window's
     mean is an outlier; more than 4 consecutive outliers kill the run."""
-    steps, loss = run.metrics["train/loss"]
+    steps, loss = _train_loss(run)
     total = int(run.config.get("total_steps") or run.last_step)
     window = max(FOUNDRY_MIN_WINDOW, int(FOUNDRY_WINDOW_SHARE * total))
     mean, _ = _rolling_previous(loss, window)
@@ -134,8 +153,9 @@ def llm_foundry(run: Run, cuts: list[int]) -> list[Decision]:
 
 def wandb_trend(run: Run, cuts: list[int]) -> list[Decision]:
     """W&B MCP server's trend: mean of the second half vs the first half of the loss so far;
-    +5 % → increasing (stop), −5 % → decreasing (continue), else stable (unsure)."""
-    steps, loss = run.metrics["train/loss"]
+    +5 % → increasing (stop), −5 % → decreasing (continue), else stable (unsure). A run without train
+    loss is asked about its monitored eval metric (turned so that lower is better)."""
+    steps, loss = run.metrics["train/loss"] if "train/loss" in run.metrics else _monitored_eval(run)
     out = []
     for cut in cuts:
         y = loss[: int(np.searchsorted(steps, cut, side="right"))]

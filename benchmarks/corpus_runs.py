@@ -9,7 +9,7 @@ from __future__ import annotations
 import gzip
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +33,9 @@ class Run:
     config: dict[str, Any]
     baselines: dict[str, float]
     metrics: dict[str, Series]
+    # the corpus's own split (corpus_real/ assigns one per run from a hash of its id); else from the seed
+    given_split: str | None = None
+    provenance: dict[str, Any] = field(default_factory=dict)  # source, licence, label_reason when given
 
     @property
     def seed(self) -> int:
@@ -40,6 +43,8 @@ class Run:
 
     @property
     def split(self) -> str:
+        if self.given_split is not None:
+            return self.given_split
         return "holdout" if self.seed % HOLDOUT_SEED_MODULUS == 0 else "train"
 
     @property
@@ -65,7 +70,14 @@ class Run:
         return out
 
 
+SPLITS = ("train", "holdout")
+PROVENANCE_KEYS = ("source", "licence", "label_reason")
+
+
 def parse_run(obj: Mapping[str, Any]) -> Run:
+    split = obj.get("split")
+    if split is not None and split not in SPLITS:
+        raise ValueError(f"run {obj.get('id')!r}: split {split!r} is not one of {SPLITS}")
     metrics = {}
     for name, points in obj["metrics"].items():
         arr = np.asarray([[p[0], np.nan if p[1] is None else p[1]] for p in points], dtype=np.float64)
@@ -79,6 +91,8 @@ def parse_run(obj: Mapping[str, Any]) -> Run:
         config=dict(obj.get("config") or {}),
         baselines={k: float(v) for k, v in (obj.get("baselines") or {}).items()},
         metrics=metrics,
+        given_split=split,
+        provenance={k: obj[k] for k in PROVENANCE_KEYS if k in obj},
     )
 
 

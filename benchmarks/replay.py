@@ -16,7 +16,8 @@ How a run is replayed
   run entry can state (the same five facts under its own names), which is what a plain JSONL log gets
   through `Monitor`.
 
-What the figures mean (per split: "train" = seeds not divisible by 3, "holdout" = seeds divisible by 3)
+What the figures mean (per split: a run's own `split` when the corpus gives one (corpus_real/), else "train" =
+  seeds not divisible by 3, "holdout" = seeds divisible by 3)
   The first ``stop`` of a run ends it, as ``stop_run`` would: what a rule says after that counts only in the
   per-check rates of healthy runs, which judge every check as if the stop had been ignored.
   - false STOP (healthy): checks of healthy runs decided ``stop`` / all checks of healthy runs.
@@ -82,11 +83,12 @@ def visible_check(run: Run, cuts: Sequence[int]) -> int:
     """Index of the first check whose data include a point at or after ``fault_step`` (0 without one)."""
     if not run.fault_step:
         return 0
-    steps = run.metrics["train/loss"][0]
-    after = steps[steps >= run.fault_step]
-    if after.size == 0:
+    # the train loss when the run logs one; an eval-only run (corpus_real/) shows its fault in its evals
+    series = [run.metrics["train/loss"]] if "train/loss" in run.metrics else list(run.metrics.values())
+    after = [int(steps[steps >= run.fault_step][0]) for steps, _ in series if (steps >= run.fault_step).any()]
+    if not after:
         return len(cuts)
-    return int(np.searchsorted(np.asarray(cuts), int(after[0]), side="left"))
+    return int(np.searchsorted(np.asarray(cuts), min(after), side="left"))
 
 
 # --------------------------------------------------------------------------- replays

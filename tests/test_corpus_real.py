@@ -1,0 +1,135 @@
+"""The corpus of real public training runs (corpus_real/runs.jsonl.gz): it loads with the replay's loader,
+every run carries its provenance, licence, label reason and split, and build.py rebuilds it from the raw
+extracts kept in the repository."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import math
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.corpus_runs import load_corpus, parse_run  # noqa: E402
+from benchmarks.replay import checkpoints, visible_check  # noqa: E402
+
+CORPUS = ROOT / "corpus_real" / "runs.jsonl.gz"
+BUILD = ROOT / "corpus_real" / "build.py"
+LABELS = {"healthy", "bad", "ambiguous"}
+
+
+def _build_module():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("corpus_real_build", BUILD)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def records() -> list[dict]:
+    with gzip.open(CORPUS, "rt") as fh:
+        return [json.loads(line) for line in fh]
+
+
+def test_loads_with_the_replay_loader(records):
+    runs = load_corpus(CORPUS)
+    assert len(runs) == len(records) >= 60
+    assert {r.label for r in runs} == LABELS
+    for run, rec in zip(runs, records, strict=True):
+        assert run.split == rec["split"]
+        assert run.provenance["label_reason"] == rec["label_reason"]
+
+
+def test_classes_and_size(records):
+    counts = {label: sum(r["label"] == label for r in records) for label in LABELS}
+    assert counts["healthy"] >= 40 and counts["bad"] >= 15 and counts["ambiguous"] >= 5, counts
+    assert len({r["id"] for r in records}) == len(records)
+    assert len({r["family"] for r in records if r["label"] == "healthy"}) >= 6  # vision, speech, recsys, LMs
+    total = sum(p.stat().st_size for p in (ROOT / "corpus_real").rglob("*") if p.is_file())
+    assert total < 5_000_000
+
+
+def test_every_run_has_provenance_licence_reason(records):
+    for r in records:
+        src = r["source"]
+        assert src.get("url") or (src.get("repo") and src.get("path") and len(src.get("commit", "")) == 40), r["id"]
+        assert r["licence"].strip(), r["id"]
+        assert len(r["label_reason"]) >= 30, r["id"]
+
+
+def test_split_is_the_hash_of_the_id(records):
+    for r in records:
+        digest = int(hashlib.sha256(r["id"].encode()).hexdigest(), 16)
+        assert r["split"] == ("holdout" if digest % 3 == 0 else "train"), r["id"]
+    holdout = sum(r["split"] == "holdout" for r in records) / len(records)
+    assert 0.2 < holdout < 0.45
+
+
+def test_fault_steps_are_inside_the_run(records):
+    for r in records:
+        steps = [s for pts in r["metrics"].values() for s, _ in pts]
+        if r["label"] == "bad":
+            assert r["fault_step"] is not None, r["id"]
+        if r["fault_step"] is not None:
+            assert min(steps) <= r["fault_step"] <= max(steps), r["id"]
+
+
+def test_an_eval_only_bad_run_has_a_visible_check():
+    """A run without train loss shows its fault in its evals: the replay must find the check that sees it."""
+    run = parse_run(
+        {"id": "x", "label": "bad", "fault": "eval_collapse", "fault_step": 40, "split": "train",
+         "metrics": {"eval/map": [[10, 0.1], [20, 0.2], [30, 0.25], [40, 0.0], [50, 0.0]]}}
+    )  # fmt: skip
+    cuts = checkpoints(run, 4)
+    assert cuts[visible_check(run, cuts)] >= 40
+    assert cuts[visible_check(run, cuts) - 1] < 40
+
+
+def test_a_bad_split_name_is_refused():
+    with pytest.raises(ValueError, match="split"):
+        parse_run({"id": "x", "label": "bad", "split": "test", "metrics": {"eval/map": [[1, 0.1]]}})
+
+
+def _close(a: float, b: float) -> bool:
+    if math.isnan(a) or math.isnan(b):
+        return math.isnan(a) and math.isnan(b)
+    return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
+
+
+def test_build_reproduces_the_stored_corpus_from_the_raw_extracts(records, tmp_path):
+    build = _build_module()
+    rebuilt = build.build(build.load_labels())
+    assert [r["id"] for r in rebuilt] == [r["id"] for r in records]
+    for new, old in zip(rebuilt, records, strict=True):
+        for key in ("label", "fault", "fault_step", "split", "source", "licence", "label_reason", "baselines"):
+            assert new[key] == old[key], (old["id"], key)
+        assert new["metrics"].keys() == old["metrics"].keys(), old["id"]
+        for name, points in old["metrics"].items():
+            fresh = new["metrics"][name]
+            assert [s for s, _ in fresh] == [s for s, _ in points], (old["id"], name)
+            assert all(_close(float(a), float(b)) for (_, a), (_, b) in zip(fresh, points, strict=True))
+
+
+def test_the_baselines_judge_an_eval_only_run():
+    """The baselines read the train loss; a run with evals only gets continue from the per-step loss rules
+    and an early-stopping decision on its eval metric in its own direction."""
+    from benchmarks.baselines import BASELINES
+    from mcp_training_check.models import Decision
+
+    evals = [[i * 10, 0.5 + 0.01 * i] for i in range(1, 9)] + [[i * 10, 0.05] for i in range(9, 13)]
+    run = parse_run({"id": "x", "label": "bad", "fault_step": 90, "split": "train",
+                     "metrics": {"eval/top1_accuracy": evals}})  # fmt: skip
+    cuts = checkpoints(run, 6)
+    decisions = {name: rule(run, cuts) for name, rule in BASELINES.items()}
+    assert decisions["llm-foundry KillLossSpike"] == [Decision.CONTINUE] * len(cuts)
+    lightning = decisions["Lightning EarlyStopping + SpikeDetection"]
+    assert Decision.STOP not in lightning[:4] and lightning[-1] is Decision.STOP  # accuracy fell below its first
