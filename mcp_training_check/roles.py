@@ -43,7 +43,7 @@ TRAIN_SPLIT_TOKENS = frozenset({"train", "training", "trn"})
 # Quality words where smaller is better / larger is better. A token matches a word exactly or the word
 # followed by digits (``rouge1``, ``bleu4``, ``top5``).
 LOWER_TOKENS = frozenset(
-    {"loss", "ppl", "perplexity", "wer", "cer", "error", "err", "mse", "mae", "rmse", "nll", "bpb", "bpc"}
+    {"loss", "ppl", "perplexity", "wer", "cer", "error", "err", "mse", "mae", "rmse", "nll", "bpb", "bpc", "fid"}
 )
 HIGHER_TOKENS = frozenset(
     {

@@ -26,16 +26,23 @@ def primary_eval(ctx: JudgeContext) -> tuple[MetricSeries, Direction] | None:
     return ranked[0] if ranked else None
 
 
-def progress(values: np.ndarray, direction: Direction) -> float:
+def progress(values: np.ndarray, direction: Direction, baseline: float | None = None) -> float:
     """How far the best eval moved from the first, as a share of what was there to gain.
 
-    A metric bounded in [0, 1] (accuracy, WER, F1) is measured against its headroom: an accuracy going
-    from 0.001 (chance among 1,000 classes) to 0.002 doubled but gained 0.1 % of what it could; a loss
-    against its first value (a loss that halves has moved 50 %).
+    With a baseline (what comparable runs reach) that the first eval falls short of, what there was to
+    gain is the way to it: a GPT-3 log perplexity from 2.75 to 2.72 against a target of 2.69 is half way.
+    Otherwise a metric bounded in [0, 1] (accuracy, WER, F1) is measured against its headroom: an accuracy
+    going from 0.001 (chance among 1,000 classes) to 0.002 doubled but gained 0.1 % of what it could; a
+    loss against its first value (a loss that halves has moved 50 %).
     """
     first = float(values[0])
     best = float(values.max() if direction is Direction.HIGHER else values.min())
     gain = best - first if direction is Direction.HIGHER else first - best
+    if baseline is not None:
+        to_go = baseline - first if direction is Direction.HIGHER else first - baseline
+        if to_go <= 0:
+            return 1.0
+        return gain / to_go
     bounded = bool(values.min() >= 0 and values.max() <= 1)
     room = (1 - first if direction is Direction.HIGHER else first) if bounded else abs(first)
     return gain / room if room > 0 else 0.0
@@ -58,9 +65,16 @@ class EvalTrendDetector(Detector):
     - ``stuck_stop_fraction``: below 5 % (the metric sits at its initial value: chance accuracy, a WER
       near 1) and seen by the previous check too (with evals since) → critical: a run stuck for a large
       share of its steps does not start learning later.
-    - ``hopeless_fraction``: in a run with a train loss, an eval is judged stuck (as above) only when it is
-      bounded in [0, 1] and its best is within 15 % of the worst end (accuracy ≤ 0.15, WER ≥ 0.85): a
-      fine-tuning eval that starts near its best is normal, a WER stuck near 0.9 from the start is not.
+    - ``stuck_baseline_min_evals`` / ``stuck_far_fraction``: with a baseline for the eval (what comparable
+      runs reach), it is judged stuck from its 3rd eval, and only while its best is ≥ 25 % worse than the
+      baseline (the eval detector's ``far_margin``): a metric at chance for three evals while comparable
+      runs are far above it from their first is visible then; one near its target (a U-Net3D Dice of
+      0.89 against 0.908, a GPT-3 perplexity finishing its last percent) is not stuck however slowly it
+      moves. Its progress is measured on the way to the baseline (`progress`).
+    - ``hopeless_fraction``: in a run with a train loss, an eval without a baseline is judged stuck (as
+      above) only when it is bounded in [0, 1] and its best is within 15 % of the worst end (accuracy ≤
+      0.15, WER ≥ 0.85): a fine-tuning eval that starts near its best is normal, a WER stuck near 0.9
+      from the start is not.
       (Judged against its headroom, an accuracy climbing from 0.001 to 0.12 gained little; its significant
       trend keeps it from being called stuck.)
     """
@@ -71,6 +85,8 @@ class EvalTrendDetector(Detector):
     stuck_min_evals: int = Field(default=6, ge=2)
     stuck_progress_fraction: float = Field(default=0.15, gt=0, lt=1)
     stuck_stop_fraction: float = Field(default=0.05, gt=0, lt=1)
+    stuck_baseline_min_evals: int = Field(default=3, ge=2)
+    stuck_far_fraction: float = Field(default=0.25, gt=0)
     hopeless_fraction: float = Field(default=0.15, gt=0, lt=0.5)
 
     def check(self, ctx: JudgeContext) -> list[Signal]:
@@ -80,7 +96,7 @@ class EvalTrendDetector(Detector):
             steps, values = finite_xy(series.steps, series.values)
             if primary is not None and series.name == primary[0].name:
                 out += self._primary(ctx, series, direction, steps, values)
-            elif self._hopeless(values, direction):
+            elif self._hopeless(values, direction) or series.name in ctx.baselines:
                 out += self._stuck(ctx, series, direction, steps, values)
         return out
 
@@ -118,6 +134,13 @@ class EvalTrendDetector(Detector):
             kind, msg = SignalKind.FLAT, f"{series.name} no clear trend ({d.value} is better): {moved} {span}."
         return [signal(kind, Severity.INFO, msg, metric=series.name, step=int(xs[-1]), mk_z=trend.z, points=trend.n)]
 
+    def _far_below(self, values: np.ndarray, d: Direction, baseline: float) -> bool:
+        """The best eval is ≥ ``stuck_far_fraction`` worse than the baseline (relative to it)."""
+        best = float(values.max() if d is Direction.HIGHER else values.min())
+        scale = abs(baseline) if baseline != 0 else 1.0
+        worse = (baseline - best if d is Direction.HIGHER else best - baseline) / scale
+        return worse >= self.stuck_far_fraction
+
     def _improving(self, steps: np.ndarray, values: np.ndarray, d: Direction) -> bool:
         """A significant trend in the good direction over all evals: learning, however slowly (an MLPerf
         BERT accuracy climbing from 0.70 to 0.72 gains little of its headroom but is on its way)."""
@@ -127,9 +150,13 @@ class EvalTrendDetector(Detector):
     def _stuck(
         self, ctx: JudgeContext, series: MetricSeries, d: Direction, steps: np.ndarray, values: np.ndarray
     ) -> list[Signal]:
-        if values.size < self.stuck_min_evals:
+        baseline = ctx.baselines.get(series.name)
+        if baseline is not None:
+            if values.size < self.stuck_baseline_min_evals or not self._far_below(values, d, baseline):
+                return []
+        elif values.size < self.stuck_min_evals:
             return []
-        gained = progress(values, d)
+        gained = progress(values, d, baseline)
         if gained >= self.stuck_progress_fraction or self._improving(steps, values, d):
             return []
         prev = ctx.previous_signal(SignalKind.FLAT, series.name)
@@ -137,8 +164,8 @@ class EvalTrendDetector(Detector):
             prev is not None
             and prev.severity in (Severity.WARNING, Severity.CRITICAL)
             and prev.step is not None
-            and prev.step < int(steps[-1])
-        )
+            and (prev.step < int(steps[-1]) or prev.severity is Severity.CRITICAL)
+        )  # no eval since a critical finding: the same evidence, still critical
         critical = persists and gained < self.stuck_stop_fraction
         tail = (
             f"still so at a second check (critical below {fmt_pct(self.stuck_stop_fraction)})"

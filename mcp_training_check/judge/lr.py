@@ -58,6 +58,9 @@ class LrDetector(Detector):
       sits at 1e-2 × its peak for its last quarter and trains well there.
     - ``dead_before_fraction``: a dead LR before this share of the configured total steps → warning;
       decaying to ~0 at the very end is what linear/cosine schedules do (0.9).
+    - ``zero_lr_points``: an LR of exactly 0 at every one of at least 3 logged points has no peak to be
+      compared with and trains nothing (a scheduler stepped to its end before training, a torchvision
+      run resumed past its schedule) → warning. 3 so that a warmup logged from 0 is never it.
     - ``dead_points`` / ``dead_share_fraction``: without a known total, a dead LR for this many logged
       points in a row, covering ≥ 10 % of the steps logged so far → warning. The share keeps a cosine
       schedule's own last 2 % (below ``dead_ratio`` by design) from being called dead at the end of a
@@ -73,6 +76,7 @@ class LrDetector(Detector):
     dead_before_fraction: float = Field(default=0.9, gt=0, le=1)
     dead_points: int = Field(default=20, ge=1)
     dead_share_fraction: float = Field(default=0.1, ge=0, le=1)
+    zero_lr_points: int = Field(default=3, ge=1)
 
     def analyse(self, series: MetricSeries | None, config: RunConfig) -> LrEvents:
         if series is None:
@@ -213,6 +217,13 @@ class LrDetector(Detector):
         return (int(steps[-1]) - int(steps[-dead_run])) / span if span > 0 else 0.0
 
     def _dead(self, series: MetricSeries, ctx: JudgeContext, steps: np.ndarray, lr: np.ndarray) -> list[Signal]:
+        if lr.size >= self.zero_lr_points and not lr.any():
+            msg = (
+                f"{series.name} is 0 at all {lr.size} logged points up to step {fmt_step(int(steps[-1]))} "
+                f"(threshold {self.zero_lr_points}): nothing is being trained."
+            )
+            return [signal(SignalKind.LR_ANOMALY, Severity.WARNING, msg, metric=series.name, step=int(steps[-1]),
+                           lr=0.0, dead_points=lr.size)]  # fmt: skip
         peak = ctx.lr_events.peak
         if not peak or lr[-1] > self.dead_ratio * peak:
             return []

@@ -414,8 +414,8 @@ class TrendDetector(Detector):
             prev is not None
             and prev.severity in (Severity.WARNING, Severity.CRITICAL)
             and prev.step is not None
-            and prev.step < last_step
-        )
+            and (prev.step < last_step or prev.severity is Severity.CRITICAL)
+        )  # no point since a critical finding: the same evidence, still critical
 
     @staticmethod
     def _eval_drop(ctx: JudgeContext) -> float | None:
