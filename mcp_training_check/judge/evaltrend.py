@@ -26,6 +26,19 @@ def primary_eval(ctx: JudgeContext) -> tuple[MetricSeries, Direction] | None:
     return ranked[0] if ranked else None
 
 
+FROZEN_MIN_DIGITS = 4
+"""A value repeated exactly says "frozen" only when it carries this many significant digits: an accuracy of
+0.001 or a WER of 1.0 or 0.977 repeats whenever the model outputs the same nothing, an FID of 646.082 does not."""
+
+
+def significant_digits(value: float) -> int:
+    """The fewest significant digits that write ``value`` exactly (0.001 → 1, 646.082 → 6)."""
+    for digits in range(1, 17):
+        if float(f"{value:.{digits}g}") == value:
+            return digits
+    return 17
+
+
 def progress(values: np.ndarray, direction: Direction, baseline: float | None = None) -> float:
     """How far the best eval moved from the first, as a share of what was there to gain.
 
@@ -63,14 +76,19 @@ class EvalTrendDetector(Detector):
       `progress`) and with no significant trend in its good direction over all evals is not learning →
       warning. A healthy run gains most of its eval in its first evals, or at least keeps gaining.
     - ``stuck_stop_fraction``: below 5 % (the metric sits at its initial value: chance accuracy, a WER
-      near 1) and seen by the previous check too (with evals since) → critical: a run stuck for a large
-      share of its steps does not start learning later.
+      near 1) and seen by the previous check too → critical: a run stuck for a large share of its steps
+      does not start learning later. The previous check need not have had fewer evals: evals can be hours
+      apart, and waiting for the next one only lets a run that never learns go on.
     - ``stuck_baseline_min_evals`` / ``stuck_far_fraction``: with a baseline for the eval (what comparable
       runs reach), it is judged stuck from its 3rd eval, and only while its best is ≥ 25 % worse than the
       baseline (the eval detector's ``far_margin``): a metric at chance for three evals while comparable
       runs are far above it from their first is visible then; one near its target (a U-Net3D Dice of
       0.89 against 0.908, a GPT-3 perplexity finishing its last percent) is not stuck however slowly it
       moves. Its progress is measured on the way to the baseline (`progress`).
+    - ``frozen_min_evals``: an eval with a baseline, far below it, and identical to the last digit at every
+      one of its first 2 evals, to at least ``FROZEN_MIN_DIGITS`` significant digits, is frozen (the
+      evaluation does not look at the model: an FID of 646.082 at every eval) and judged stuck at once; a
+      learning model's eval never repeats itself exactly.
     - ``hopeless_fraction``: in a run with a train loss, an eval without a baseline is judged stuck (as
       above) only when it is bounded in [0, 1] and its best is within 15 % of the worst end (accuracy ≤
       0.15, WER ≥ 0.85): a fine-tuning eval that starts near its best is normal, a WER stuck near 0.9
@@ -87,6 +105,7 @@ class EvalTrendDetector(Detector):
     stuck_stop_fraction: float = Field(default=0.05, gt=0, lt=1)
     stuck_baseline_min_evals: int = Field(default=3, ge=2)
     stuck_far_fraction: float = Field(default=0.25, gt=0)
+    frozen_min_evals: int = Field(default=2, ge=2)
     hopeless_fraction: float = Field(default=0.15, gt=0, lt=0.5)
 
     def check(self, ctx: JudgeContext) -> list[Signal]:
@@ -103,11 +122,14 @@ class EvalTrendDetector(Detector):
     def _primary(
         self, ctx: JudgeContext, series: MetricSeries, d: Direction, steps: np.ndarray, values: np.ndarray
     ) -> list[Signal]:
-        """The eval that stands in for the missing train loss: too few, stuck, or its trend."""
+        """The eval that stands in for the missing train loss: stuck, too few for a trend, or its trend."""
+        stuck = self._stuck(ctx, series, d, steps, values)
+        if stuck:
+            return stuck
         if values.size < self.min_evals:
             msg = f"only {values.size} finite {series.name} evals (need {self.min_evals} to judge its trend)."
             return [signal(SignalKind.TOO_FEW_POINTS, Severity.INFO, msg, metric=series.name, points=values.size)]
-        return self._stuck(ctx, series, d, steps, values) or self._trend(series, d, steps, values)
+        return self._trend(series, d, steps, values)
 
     def _hopeless(self, values: np.ndarray, d: Direction) -> bool:
         """A metric bounded in [0, 1] whose best is within ``hopeless_fraction`` of its worst end (an accuracy
@@ -152,7 +174,13 @@ class EvalTrendDetector(Detector):
     ) -> list[Signal]:
         baseline = ctx.baselines.get(series.name)
         if baseline is not None:
-            if values.size < self.stuck_baseline_min_evals or not self._far_below(values, d, baseline):
+            frozen = (
+                values.size >= self.frozen_min_evals
+                and bool(np.all(values == values[0]))
+                and significant_digits(float(values[0])) >= FROZEN_MIN_DIGITS
+            )
+            enough = values.size >= self.stuck_baseline_min_evals or frozen
+            if not enough or not self._far_below(values, d, baseline):
                 return []
         elif values.size < self.stuck_min_evals:
             return []
@@ -164,8 +192,8 @@ class EvalTrendDetector(Detector):
             prev is not None
             and prev.severity in (Severity.WARNING, Severity.CRITICAL)
             and prev.step is not None
-            and (prev.step < int(steps[-1]) or prev.severity is Severity.CRITICAL)
-        )  # no eval since a critical finding: the same evidence, still critical
+            and prev.step <= int(steps[-1])
+        )  # seen at the previous check too, new evals or not: evals can be hours apart, a stuck run is not transient
         critical = persists and gained < self.stuck_stop_fraction
         tail = (
             f"still so at a second check (critical below {fmt_pct(self.stuck_stop_fraction)})"
