@@ -56,6 +56,8 @@ MLPERF_EVAL = {
     "llama31_405b": ("eval/log_perplexity", 5.6),
     "rgat": ("eval/accuracy", 0.72),
     "retinanet": ("eval/map", 0.34),
+    "llama31_8b": ("eval/log_perplexity", 3.3),
+    "flux1": ("eval/loss", 0.586),
 }
 MLLOG_KEYS = ("eval_accuracy", "run_stop", "tracked_stats", "train_loss")
 BERT_EVAL_DICT = re.compile(r"^\{'global_steps': \d+, 'eval_loss'")
@@ -169,8 +171,9 @@ def parse_mllog(text: str, entry: dict[str, Any]) -> tuple[dict[str, list[list[f
             if by_order and not math.isfinite(x):
                 continue
             last_train_step = x
-            if "loss" in value:
-                train.append((x, number(value["loss"])))
+            loss = value.get("loss", value.get("train_loss"))
+            if loss is not None:
+                train.append((x, number(loss)))
             if "lr" in value:
                 lr.append((x, number(value["lr"])))
     metrics: dict[str, list[list[float]]] = {}
@@ -208,53 +211,21 @@ def _on_axis(points: list[tuple[float, float]], text: str, bench: str) -> list[l
     return [[i + 1, v] for i, (_, v) in enumerate(points)]
 
 
-# --------------------------------------------------------------------------- pasted logs (issues, logbooks)
-
-HF_DICT = re.compile(r"\{'loss': [^}]*\}|\{'eval_loss': [^}]*\}|\{\"loss\": [^}]*\}")
-NANOGPT = re.compile(r"iter (\d+): loss ([-+\w.]+)")
-NANOGPT_EVAL = re.compile(r"step (\d+): train loss ([-+\w.]+), val loss ([-+\w.]+)")
-MEGATRON = re.compile(r"iteration\s+(\d+)/\s*\d+.*?lm loss: ([-+\w.]+)(?:.*?grad norm: ([-+\w.]+))?")
+# --------------------------------------------------------------------------- logs quoted in issues
 
 
-def parse_text_log(text: str, entry: dict[str, Any]) -> dict[str, list[list[float]]]:
-    """A log pasted into an issue or a logbook: HF Trainer dicts, nanoGPT / llm.c lines, Megatron lines,
-    or a plain ``step value`` table (``kind`` says which)."""
-    kind = entry["kind"]
+def parse_table(text: str, entry: dict[str, Any]) -> dict[str, list[list[float]]]:
+    """The numbers of a log quoted in an issue thread, one ``step metric value`` a line (``#`` comments)."""
+    if entry["kind"] != "table":
+        raise ValueError(f"labels.json: unknown kind {entry['kind']!r} for {entry['id']}")
     metrics: dict[str, list[list[float]]] = {}
-
-    def add(name: str, step: float, value: Any) -> None:
-        metrics.setdefault(name, []).append([int(step), number(value)])
-
-    if kind == "hf_trainer":
-        step = 0
-        every = int(entry.get("logging_steps", 1))
-        for m in HF_DICT.finditer(text):
-            d = ast.literal_eval(m.group(0).replace("nan", "float('nan')").replace("inf", "float('inf')"))
-            if "loss" in d:
-                step = int(d.get("step", step + every))
-                add("train/loss", step, d["loss"])
-                for src, dst in (("grad_norm", "train/grad_norm"), ("learning_rate", "train/lr")):
-                    if src in d:
-                        add(dst, step, d[src])
-            elif "eval_loss" in d:
-                add("eval/loss", int(d.get("step", step)), d["eval_loss"])
-    elif kind == "nanogpt":
-        for m in NANOGPT.finditer(text):
-            add("train/loss", int(m.group(1)), m.group(2))
-        for m in NANOGPT_EVAL.finditer(text):
-            add("eval/loss", int(m.group(1)), m.group(3))
-    elif kind == "megatron":
-        for m in MEGATRON.finditer(text):
-            add("train/loss", int(m.group(1)), m.group(2))
-            if m.group(3):
-                add("train/grad_norm", int(m.group(1)), m.group(3))
-    elif kind == "table":  # "step metric value" lines written by hand from a published table or plot
-        for line in text.splitlines():
-            parts = line.split()
-            if len(parts) == 3 and not line.startswith("#"):
-                add(parts[1], float(parts[0]), parts[2])
-    else:
-        raise ValueError(f"labels.json: unknown kind {kind!r} for {entry['id']}")
+    for line in text.splitlines():
+        parts = line.split()
+        if line.startswith("#") or not parts:
+            continue
+        if len(parts) != 3:
+            raise ValueError(f"{entry['raw']}: expected 'step metric value', got {line!r}")
+        metrics.setdefault(parts[1], []).append([int(float(parts[0])), number(parts[2])])
     for points in metrics.values():
         points.sort(key=lambda p: p[0])
     return metrics
@@ -279,7 +250,7 @@ def build_record(entry: dict[str, Any]) -> dict[str, Any]:
             baselines.setdefault(name, target)
         config.setdefault("run_stop_status", status)
     else:
-        metrics = parse_text_log(text, entry)
+        metrics = parse_table(text, entry)
     metrics = {k: [[int(s), rounded(v)] for s, v in pts] for k, pts in metrics.items() if pts}
     if not metrics:
         raise ValueError(f"{entry['id']}: no metric parsed from {entry['raw']}")

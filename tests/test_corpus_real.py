@@ -133,3 +133,20 @@ def test_the_baselines_judge_an_eval_only_run():
     assert decisions["llm-foundry KillLossSpike"] == [Decision.CONTINUE] * len(cuts)
     lightning = decisions["Lightning EarlyStopping + SpikeDetection"]
     assert Decision.STOP not in lightning[:4] and lightning[-1] is Decision.STOP  # accuracy fell below its first
+
+
+def test_the_replay_runs_on_the_real_corpus():
+    """`benchmarks/replay.py --corpus corpus_real/runs.jsonl.gz` scores every run, split by the corpus's own
+    split, for the judge and every baseline."""
+    import subprocess
+
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "replay.py"), "--corpus", str(CORPUS), "--checks", "5", "--json"],
+        capture_output=True, text=True, check=True, timeout=600,
+    )  # fmt: skip
+    scores = json.loads(out.stdout)["scores"]
+    runs = load_corpus(CORPUS)
+    for split in ("train", "holdout"):
+        expected = {label: sum(r.label == label and r.split == split for r in runs) for label in LABELS}
+        for by_split in scores.values():
+            assert by_split[split]["runs"] == expected
