@@ -18,7 +18,7 @@ import pytest
 
 from benchmarks.corpus_runs import Run, load_corpus
 from benchmarks.replay import checkpoints, replay_fast, visible_check
-from mcp_training_check.models import Decision, Verdict
+from mcp_training_check.models import Decision, RunStatus, Verdict
 from tests.runs import train
 from tests.test_cli import cli, healthy_loss
 from tests.test_judge_helpers import ar1, decay_loss, make_series, run_judge
@@ -407,3 +407,28 @@ def test_class6_real_lr_at_zero_with_a_flat_loss_is_flagged(real):
     code, _, verdicts = replay_real(real["issue-torchvision-2007"])
     assert "u" in code and "S" not in code, code
     assert "nothing is being trained" in verdicts[-1].summary
+
+
+def test_class7_an_mlperf_log_ending_with_run_stop_ends_monitoring(tmp_path):
+    """MLPerf's own final event is the run's fact that it finished."""
+    log = tmp_path / "result_0.txt"
+    _healthy_jsonl(log, range(300))
+    with log.open("a") as fh:
+        fh.write(':::MLLOG {"namespace": "", "time_ms": 1, "event_type": "INTERVAL_END", "key": "run_stop", '
+                 '"value": null, "metadata": {"status": "success"}}\n')  # fmt: skip
+    report = json.loads(cli("check", str(log), "--json", home=tmp_path / "home", cwd=tmp_path).stdout)
+    assert report["snapshot"]["run_info"]["status"] == "finished", report["summary"]
+    assert report["next_action"] == "end_monitoring"
+
+
+def test_class6_a_run_that_ended_below_its_baseline_is_flagged(real):
+    """A BERT run whose MLM accuracy plateaued a hair under its 0.72 target (ambiguous: a reviewer would want
+    a look). While it runs it is on its way there; once it has ended below the target it is flagged."""
+    run = real["mlperf-v1.0-bert-inspur-nf5488a5-pytorch-r1"]
+    steps, values = run.metrics["eval/mlm_accuracy"]
+    series = make_series("eval/mlm_accuracy", values, steps)
+    running = run_judge(series, baselines=run.baselines)
+    assert running.decision is Decision.CONTINUE, running.summary
+    ended = run_judge(series, baselines=run.baselines, status=RunStatus.FINISHED)
+    assert ended.decision is Decision.UNSURE, ended.summary
+    assert "the run has ended" in ended.summary

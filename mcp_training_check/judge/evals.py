@@ -41,11 +41,14 @@ class EvalDetector(Detector):
     - ``baseline_margin``: worse than the baseline by more than 2 % (relative), late in the run (below) →
       warning; below that is eval noise on typical eval-set sizes. Before that it is information: a
       baseline is what comparable runs *reach*, and every run is below it on its way there (the MLPerf
-      runs of issue 9 were unsure at every check until they hit their quality target).
+      runs of issue 9 were unsure at every check until they hit their quality target). A run that has
+      ended below its baseline by any amount never reached it: warning (a BERT that stopped at 0.7193 of
+      its 0.72 target).
     - ``far_margin``: worse by ≥ 25 % on the last ``confirm_evals`` evals, late in the run, and so at the
       previous check too → critical; a gap that size is not closed by the rest of a schedule. (One check
       alone is a warning: MLPerf's RNN-T sits at a WER of 1 for 12 epochs before it learns.)
-    - ``late_fraction``: "late" = past 50 % of the configured total steps; without a total, after
+    - ``late_fraction``: "late" = the run has ended (an eval that ended below its baseline never reached
+      it), or past 50 % of the configured total steps; without a total, after
       ``late_min_evals`` (12) evals of which the last 3 did not beat the earlier best. 12, not 8: MLPerf's
       RNN-T sits at a WER of 1 for its first 10 epochs (evals) before it learns, and is healthy.
     - ``confirm_evals``: evals in a row needed for a critical finding (2: one eval can be a bad batch).
@@ -184,6 +187,8 @@ class EvalDetector(Detector):
         return prev.step < last_step and prev.evidence.get("gap", 0.0) >= self.far_margin
 
     def _is_late(self, ctx: JudgeContext, values: np.ndarray, d: Direction) -> tuple[bool, str]:
+        if ctx.history.info.status.has_ended:
+            return True, f"and the run has ended ({ctx.history.info.status.value})"
         progress = ctx.config.progress(ctx.last_step)
         if progress is not None:
             return progress >= self.late_fraction, f"at {fmt_pct(progress)} of the run"
@@ -200,7 +205,8 @@ class EvalDetector(Detector):
             return []
         gaps = worse_by(values[-self.confirm_evals :], baseline, d)
         gap = float(gaps[-1])
-        if gap <= self.baseline_margin:
+        ended = ctx.history.info.status.has_ended  # it will not get there any more: any shortfall counts
+        if gap <= (0.0 if ended else self.baseline_margin):
             return []
         late, when = self._is_late(ctx, values, d)
         far = gaps.size >= self.confirm_evals and bool((gaps >= self.far_margin).all())

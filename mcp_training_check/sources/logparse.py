@@ -52,10 +52,11 @@ UTF8_BOM = "\ufeff"
 MAX_WARNINGS = 20  # per kind and per read; the most recent are kept
 WARNING_LINE_CHARS = 240
 
-FINAL_LINE_MARKERS = ("train_runtime", "Training completed")
+FINAL_LINE_MARKERS = ("train_runtime", "Training completed", '"key": "run_stop"')
 """A line the training prints once, when it has finished: the HF Trainer's closing metrics dict
-(``{'train_runtime': ..., 'train_loss': ...}``) and its "Training completed." message. A training line
-after it (a resumed run appending to the same log) clears it."""
+(``{'train_runtime': ..., 'train_loss': ...}``) and its "Training completed." message, and MLPerf's
+``:::MLLOG {..., "key": "run_stop", ...}`` event. A training line after it (a resumed run appending to
+the same log) clears it."""
 
 _FINAL_LINE = re.compile("|".join(re.escape(m) for m in FINAL_LINE_MARKERS))
 _SKIP_LINE = re.compile("|".join(re.escape(m) for m in SKIP_LINE_MARKERS))
