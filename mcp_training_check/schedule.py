@@ -7,7 +7,7 @@ The interval climbs a ladder while the run looks healthy and drops to the bottom
     run ended (its status, its log's final line, its total steps reached) → stop monitoring.
 
 A log that stopped growing keeps its interval: whether the process is alive is the launcher's job, and
-checking it more often would not tell.
+checking it more often would not tell (a reviewer's CONTINUE still lets the interval climb).
 
 WAIT wins over anomaly on purpose: a WAIT answers the review of an anomaly, so that anomaly is already
 being handled; resetting on it would make "unchanged on WAIT" never happen.
@@ -398,7 +398,7 @@ def schedule_after(
         now=now,
         in_force=in_force,
         same_fire=same_fire,
-        stalled=_signal_message(verdict, SignalKind.NO_NEW_DATA) is not None,
+        stalled=not cleared and _signal_message(verdict, SignalKind.NO_NEW_DATA) is not None,
         ended_because=ended,
     )
 
