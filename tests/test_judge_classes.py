@@ -356,6 +356,7 @@ def test_class1_real_collapses_that_stay_are_stopped_within_one_check(real, run_
         "mlperf-v2.0-resnet-mosaicml-8xa100-80gb-method-r0",  # top-1 once an epoch
         "mlperf-v2.1-bert-nvidia-dgxa100-n8-ngc22-0-r7",  # MLM accuracy, steps in samples
         "mlperf-v1.1-rnnt-inspur-nf5488a5-pytorch-r9",  # WER at 1.0 for 8 epochs, then learning
+        "mlperf-v3.0-gpt3-intel-habanalabs-hls-gaudi2-n48-pt-r1",  # 2.75 -> 2.69 from a checkpoint (was stopped)
         "mlperf-v4.1-gpt3-google-cloud-tpu-trillium-r2",  # log perplexity finishing its last percent
         "mlperf-v3.1-dlrm-dcnv2-asustek-esc-n8-e11-r2",  # AUC a hair under its target from the start
     ],
@@ -364,6 +365,13 @@ def test_class2_real_eval_only_runs_that_improve_are_continue_at_every_check(rea
     code, _, verdicts = replay_real(real[run_id])
     assert set(code) == {"."}, (code, [v.summary for v in verdicts if v.decision is not Decision.CONTINUE][:1])
     assert any("improving (" in v.summary for v in verdicts), [v.summary for v in verdicts]
+
+
+def test_class2_a_real_rnnt_at_wer_1_for_12_epochs_is_flagged_once_and_never_stopped(real):
+    """Healthy: MLPerf's RNN-T outputs nothing (WER 1.0) for 12 epochs, then learns. Far below its baseline
+    late is a warning at one check; the next sees it improving (it was stopped before issue 9's tuning)."""
+    code, _, _ = replay_real(real["mlperf-v1.0-rnnt-gigabyte-g492-zd2-a100-2021-r0"])
+    assert "S" not in code and code.count("u") <= 1, code
 
 
 @pytest.mark.parametrize(
