@@ -235,8 +235,6 @@ def parse_baselines(items: list[str]) -> dict[str, float]:
         except ValueError:
             value = math.nan
         if not math.isfinite(value):
-            raise ConfigError(
-                f"baseline {item!r} needs a finite number after '='; write it like eval_accuracy=0.82"
-            )
+            raise ConfigError(f"baseline {item!r} needs a finite number after '='; write it like eval_accuracy=0.82")
         result[key] = value
     return result
