@@ -440,14 +440,3 @@ def test_class6_a_run_that_ended_below_its_baseline_is_flagged(real):
     ended = run_judge(series, baselines=run.baselines, status=RunStatus.FINISHED)
     assert ended.decision is Decision.UNSURE, ended.summary
     assert "the run has ended" in ended.summary
-
-
-def test_class7_total_steps_end_only_a_run_whose_source_cannot_tell():
-    """A text log (status unknown) that reached its total steps has finished; a W&B run that says it is
-    running has not, whatever its step (W&B's _step counts log calls, which can outrun optimizer steps)."""
-    series = make_series("loss", decay_loss(300))  # steps 10 … 3,000
-    config = {"total_steps": 2000}
-    log = run_judge(series, status=RunStatus.UNKNOWN, run_config=config)
-    assert any(s.kind.value == "run_ended" for s in log.signals), log.signals
-    live = run_judge(series, status=RunStatus.RUNNING, run_config=config)
-    assert not any(s.kind.value == "run_ended" for s in live.signals), live.signals

@@ -83,10 +83,8 @@ def _ended(ctx: JudgeContext) -> str | None:
     status = ctx.history.info.status
     if status.has_ended:
         return f"the run has ended (status {status.value})."
-    # only where nothing else tells (a text log): W&B's own state is authoritative while it says running,
-    # and its _step counts log calls, which can outrun the optimizer steps of total_steps
     total, last = ctx.config.total_steps, ctx.history.last_step
-    if status is RunStatus.UNKNOWN and total and last is not None and last >= total:
+    if total and last is not None and last >= total:
         return f"the run has ended: step {fmt_step(last)} reached its total of {fmt_step(total)} steps."
     return None
 
