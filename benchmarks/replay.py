@@ -5,7 +5,10 @@ Run:  .venv/bin/python benchmarks/replay.py [--corpus corpus/runs.jsonl.gz] [--c
 
 How a run is replayed
   The run's steps are cut at ``--checks`` evenly spaced steps (the last cut is the run's last step). At each
-  cut everything logged up to that step has arrived and one check runs. State is carried across checks:
+  cut everything logged up to that step has arrived and one check runs. The last check comes after the run
+  has ended and knows it, as a real one does from W&B's run state or the log's final line (the HF Trainer's
+  ``train_runtime`` line, MLPerf's ``run_stop``): a run that ended below its baseline is judged so there.
+  State is carried across checks:
   - ``fast`` (default): the new points go into a real `StateStore` (``apply_batch``), the stored, bounded
     history is loaded back (``load_history``) and judged with the earlier verdicts as ``previous`` (the 5
     most recent, as `service.Monitor` hands them over). tests/test_replay.py shows it decides exactly like
@@ -61,12 +64,13 @@ from benchmarks.corpus_runs import (  # noqa: E402
 )
 from mcp_training_check.config import ProjectConfig, RunEntry  # noqa: E402
 from mcp_training_check.judge import JudgeSettings, judge  # noqa: E402
-from mcp_training_check.models import Decision, RunInfo, Verdict  # noqa: E402
+from mcp_training_check.models import Decision, RunInfo, RunStatus, Verdict  # noqa: E402
 from mcp_training_check.roles import assign_roles  # noqa: E402
 from mcp_training_check.service import PREVIOUS_VERDICTS, Monitor  # noqa: E402
 from mcp_training_check.sources.base import ReadBatch, SeriesChunk  # noqa: E402
 from mcp_training_check.state import StateStore  # noqa: E402
 
+FINAL_LINE = json.dumps({"train_runtime": 1.0})  # the HF Trainer's closing line: the run has finished
 DEFAULT_CHECKS = 20  # ≥ 15 checks per run, as the issue asks; 20 = one check per 5 % of the run
 TRAIN_KEYS = ("train/loss", "train/grad_norm", "train/lr")
 EVAL_KEYS = ("eval/loss", "eval/acc")
@@ -121,7 +125,8 @@ def replay_fast(
     try:
         prev_cut: int | None = None
         for cut in cuts:
-            batch = ReadBatch(series=_new_points(run, prev_cut, cut), cursor={"offset": cut}, info=RunInfo())
+            info = RunInfo(status=RunStatus.FINISHED if cut == cuts[-1] else RunStatus.UNKNOWN)
+            batch = ReadBatch(series=_new_points(run, prev_cut, cut), cursor={"offset": cut}, info=info)
             store.apply_batch(key, batch)
             history = store.load_history(key)
             verdict = judge(
@@ -190,6 +195,8 @@ def replay_monitor(run: Run, cuts: Sequence[int], workdir: Path) -> list[Verdict
         for cut in cuts:
             with log.open("a") as fh:
                 fh.writelines(line + "\n" for line in jsonl_lines(run, prev_cut, cut))
+                if cut == cuts[-1]:
+                    fh.write(FINAL_LINE + "\n")
             report = monitor.check(run.id)
             assert report.verdict is not None, report
             verdicts.append(report.verdict)

@@ -43,7 +43,7 @@ TRAIN_SPLIT_TOKENS = frozenset({"train", "training", "trn"})
 # Quality words where smaller is better / larger is better. A token matches a word exactly or the word
 # followed by digits (``rouge1``, ``bleu4``, ``top5``).
 LOWER_TOKENS = frozenset(
-    {"loss", "ppl", "perplexity", "wer", "cer", "error", "err", "mse", "mae", "rmse", "nll", "bpb", "bpc"}
+    {"loss", "ppl", "perplexity", "wer", "cer", "error", "err", "mse", "mae", "rmse", "nll", "bpb", "bpc", "fid"}
 )
 HIGHER_TOKENS = frozenset(
     {
@@ -235,8 +235,6 @@ def parse_baselines(items: list[str]) -> dict[str, float]:
         except ValueError:
             value = math.nan
         if not math.isfinite(value):
-            raise ConfigError(
-                f"baseline {item!r} needs a finite number after '='; write it like eval_accuracy=0.82"
-            )
+            raise ConfigError(f"baseline {item!r} needs a finite number after '='; write it like eval_accuracy=0.82")
         result[key] = value
     return result

@@ -3,7 +3,11 @@
 The interval climbs a ladder while the run looks healthy and drops to the bottom on any anomaly:
 
     first check → 10 min;  healthy (CONTINUE, no anomaly) → next rung, up to 60;
-    STOP / UNSURE / anomaly → 10;  review WAIT or nothing read → unchanged;  run ended → stop monitoring.
+    STOP / UNSURE / anomaly → 10;  review WAIT, nothing read or no new points → unchanged;
+    run ended (its status, its log's final line, its total steps reached) → stop monitoring.
+
+A log that stopped growing keeps its interval: whether the process is alive is the launcher's job, and
+checking it more often would not tell (a reviewer's CONTINUE still lets the interval climb).
 
 WAIT wins over anomaly on purpose: a WAIT answers the review of an anomaly, so that anomaly is already
 being handled; resetting on it would make "unchanged on WAIT" never happen.
@@ -43,6 +47,7 @@ from .models import (
     RunStatus,
     Schedule,
     Severity,
+    SignalKind,
     Verdict,
 )
 from .state import HandedOutCron
@@ -205,6 +210,7 @@ def _choose_interval(
     anomaly: bool,
     review_wait: bool,
     read_failed: bool,
+    stalled: bool = False,
 ) -> tuple[int, str]:
     """The next interval and the few words saying why (precedence as in the module docstring)."""
     if previous is None:
@@ -214,6 +220,8 @@ def _choose_interval(
         return current, "review said WAIT, interval unchanged"
     if read_failed:
         return current, "nothing could be read, interval unchanged"
+    if stalled and decision is not Decision.STOP:
+        return current, "no new points, interval unchanged (process health is the launcher's job)"
     if anomaly or decision in (Decision.STOP, Decision.UNSURE):
         what = f"verdict {decision.value.upper()}" if decision in (Decision.STOP, Decision.UNSURE) else "anomaly"
         return ANOMALY_INTERVAL_MINUTES, f"{what}, back to {ANOMALY_INTERVAL_MINUTES} from {previous}"
@@ -225,14 +233,15 @@ def _choose_interval(
     return current, "no verdict, interval unchanged"
 
 
-def _ended_schedule(run: str, status: RunStatus | None) -> Schedule:
+def _ended_schedule(run: str, status: RunStatus | None, why: str | None = None) -> Schedule:
     word = status.value if status is not None and status.has_ended else "ended"
+    fact = why or f"The run {run} has {word} (status {status.value if status else 'unknown'})."
     return Schedule(
         summary=f"stop monitoring: run {word}; delete the cron job",
         monitoring=False,
         reason=(
-            f"The run {run} has {word} (status {status.value if status else 'unknown'}), so there is nothing "
-            "left to watch. Delete its cron job with CronDelete (find the id with CronList)."
+            f"{fact[0].upper()}{fact[1:].rstrip('.')}, so there is nothing left to watch. Delete the run's "
+            "cron job with CronDelete (find the id with CronList)."
         ),
     )
 
@@ -251,6 +260,8 @@ def next_schedule(
     prompt_template: str = DEFAULT_PROMPT_TEMPLATE,
     in_force: HandedOutCron | None = None,
     same_fire: bool = False,
+    stalled: bool = False,
+    ended_because: str | None = None,
 ) -> Schedule:
     """The next check of ``run``: interval, cron for CronCreate, when it fires, and what to do with the
     run's job given ``in_force``, the cron last handed out for it (``same_fire``: by the check this call
@@ -260,13 +271,14 @@ def next_schedule(
     CronCreate reads the expression in; a naive ``now`` is taken as local time.
     """
     if run_ended or (run_status is not None and run_status.has_ended):
-        return _ended_schedule(run, run_status)
+        return _ended_schedule(run, run_status, ended_because)
     interval, why = _choose_interval(
         decision=decision,
         previous=previous_interval_minutes,
         anomaly=anomaly,
         review_wait=review_wait,
         read_failed=read_failed,
+        stalled=stalled,
     )
     local_now = (now or datetime.now()).astimezone()
     prompt = prompt_template.format(run=run)
@@ -373,6 +385,7 @@ def schedule_after(
     ``in_force``, ``same_fire``: the cron last handed out for the run (see `next_schedule`)."""
     answer = (review or "").upper()
     cleared = verdict is not None and answer == "CONTINUE"
+    ended = _signal_message(verdict, SignalKind.RUN_ENDED)
     return next_schedule(
         run=run,
         decision=Decision.CONTINUE if cleared else (verdict.decision if verdict else None),
@@ -380,12 +393,20 @@ def schedule_after(
         anomaly=False if cleared else is_anomaly(verdict),
         review_wait=answer == "WAIT",
         read_failed=read_failed,
-        run_ended=run_status.has_ended,
+        run_ended=run_status.has_ended or ended is not None,
         run_status=run_status,
         now=now,
         in_force=in_force,
         same_fire=same_fire,
+        stalled=not cleared and _signal_message(verdict, SignalKind.NO_NEW_DATA) is not None,
+        ended_because=ended,
     )
+
+
+def _signal_message(verdict: Verdict | None, kind: SignalKind) -> str | None:
+    """The message of ``verdict``'s signal of ``kind`` (the judge's run-ended and no-new-data facts)."""
+    found = next((s for s in verdict.signals if s.kind is kind), None) if verdict is not None else None
+    return found.message if found is not None else None
 
 
 def next_action(snapshot: MetricSnapshot, verdict: Verdict | None, schedule: Schedule) -> NextAction:

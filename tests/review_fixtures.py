@@ -65,9 +65,11 @@ def openai_api(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeOpenAI]:
 
 
 def write_flat_log(path: Path, points: int = FLAT_POINTS) -> None:
-    """A loss that wanders around 3.0 without learning, a constant LR and an eval every 500 steps. The
+    """A loss that wanders around 3.0 learning next to nothing (10 % over the whole run: not learning, a
+    warning, but not stuck at its start, which is stopped), a constant LR and an eval every 500 steps. The
     same first lines whatever ``points`` is, so writing more points is the run appending to its log."""
-    loss = 3.0 * np.exp(ar1(MAX_POINTS, 0.03, 0.5, np.random.default_rng(2)))
+    drift = np.linspace(1.0, 0.9, MAX_POINTS)
+    loss = 3.0 * drift * np.exp(ar1(MAX_POINTS, 0.03, 0.5, np.random.default_rng(2)))
     evals = 0.6 + 0.01 * np.random.default_rng(3).standard_normal(MAX_POINTS)
     lines = []
     for i in range(points):

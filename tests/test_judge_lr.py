@@ -42,7 +42,9 @@ TABLE = [
     ("SGDR restarts, linear config", sgdr_lr(N), {"lr_scheduler_type": "linear"}, "warning"),
     ("dead LR at 50 % of the run", _dead_from(warmup_cosine_lr(N), 300), {"max_steps": N * 20}, "warning"),
     ("LR ~0 at the very end", np.full(N, 1e-9), {"max_steps": N * 10, "learning_rate": 3e-4}, None),
-    ("dead LR, total unknown", _dead_from(warmup_cosine_lr(N), N - 30), None, "warning"),
+    ("dead LR, total unknown", _dead_from(warmup_cosine_lr(N), N - 100), None, "warning"),
+    ("LR ~0 for its last 5 % of steps, total unknown: a schedule's end", _dead_from(warmup_cosine_lr(N), N - 30),
+     None, None),
     ("LR 2× the configured peak", np.full(N, 6e-4), {"learning_rate": 3e-4}, "warning"),
     ("LR compounding past 2× the peak", _compounding_from(np.full(N, 3e-4), 500, 1.02), {"learning_rate": 3e-4},
      "critical"),
@@ -67,9 +69,7 @@ def test_lr_table(lr, config, expected):
 
 def test_jump_message_names_ratio_step_and_schedule():
     lr = _jumped(warmup_cosine_lr(N), 400, 10.0)
-    verdict = run_judge(
-        make_series("loss", LOSS), make_series("learning_rate", lr), run_config={"schedule": "cosine"}
-    )
+    verdict = run_judge(make_series("loss", LOSS), make_series("learning_rate", lr), run_config={"schedule": "cosine"})
     sig = next(s for s in verdict.signals if s.kind is SignalKind.LR_ANOMALY)
     assert sig.step == 4010 and sig.evidence["jump_ratio"] >= 9.5
     assert "jumped 9.9×" in sig.message and "threshold 2.0×" in sig.message and "'cosine'" in sig.message

@@ -76,10 +76,10 @@ def test_flat_loss_is_unsure():
     assert verdict.summary.startswith("UNSURE: loss is not learning")
 
 
-def test_no_new_data_in_a_running_run_is_unsure():
+def test_no_new_data_in_a_running_run_is_information_for_the_launcher():
     verdict = run_judge(make_series("loss", decay_loss(300), new_points=0))
-    assert verdict.decision is Decision.UNSURE
-    assert verdict.signals[0].kind is SignalKind.NO_NEW_DATA
+    assert verdict.decision is Decision.CONTINUE
+    assert kinds(verdict)[SignalKind.NO_NEW_DATA] == "info"
 
 
 def test_no_new_data_in_a_finished_run_is_not_a_warning():
@@ -89,17 +89,12 @@ def test_no_new_data_in_a_finished_run_is_not_a_warning():
     assert verdict.decision is Decision.CONTINUE
 
 
-def test_an_ended_run_is_never_stopped():
+def test_an_ended_run_is_judged_and_says_there_is_nothing_left_to_stop():
     loss = decay_loss(300)
     loss[-1] = np.nan
     verdict = run_judge(make_series("loss", loss), status=RunStatus.CRASHED)
-    assert verdict.decision is Decision.UNSURE
-    assert "already ended" in verdict.summary
-    stop_anyway = JudgeSettings.model_validate({"stop_ended_runs": True})
-    assert (
-        run_judge(make_series("loss", loss), status=RunStatus.CRASHED, settings=stop_anyway).decision
-        is Decision.STOP
-    )
+    assert verdict.decision is Decision.STOP
+    assert "nothing left to stop" in verdict.summary
 
 
 def test_no_metrics_yet_is_too_early():
@@ -107,9 +102,9 @@ def test_no_metrics_yet_is_too_early():
     assert verdict.decision is Decision.CONTINUE and "too early to judge" in verdict.summary
 
 
-def test_no_train_loss_is_unsure():
-    verdict = run_judge(make_series("eval_accuracy", np.linspace(0.3, 0.6, 20)))
-    assert verdict.decision is Decision.UNSURE and "no train-loss metric" in verdict.summary
+def test_no_judged_metric_is_unsure():
+    verdict = run_judge(make_series("throughput", np.linspace(0.3, 0.6, 20)))
+    assert verdict.decision is Decision.UNSURE and "no train-loss or eval metric" in verdict.summary
 
 
 def test_signals_are_compact_sorted_and_summarised_in_one_line():
@@ -125,9 +120,7 @@ def test_signals_are_compact_sorted_and_summarised_in_one_line():
         make_series("loss", loss), make_series("grad_norm", grad), make_series("learning_rate", lr), *evals
     )
     assert len(verdict.signals) <= 8
-    ranks = [
-        {Severity.CRITICAL: 0, Severity.WARNING: 1, Severity.INFO: 2}[s.severity] for s in verdict.signals
-    ]
+    ranks = [{Severity.CRITICAL: 0, Severity.WARNING: 1, Severity.INFO: 2}[s.severity] for s in verdict.signals]
     assert ranks == sorted(ranks)
     assert len({(s.kind, s.metric) for s in verdict.signals}) == len(verdict.signals)
     assert "\n" not in verdict.summary and verdict.summary.startswith("STOP: loss is NaN")

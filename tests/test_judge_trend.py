@@ -45,10 +45,10 @@ TABLE = [
         Decision.CONTINUE,
     ),
     (
-        "12× for 6 points: blow-up",
+        "12× for 6 points: blow-up, a warning at the first check that sees it",
         _jump(decay_loss(N), 6, 12.0),
-        {SignalKind.DIVERGENCE: "critical"},
-        Decision.STOP,
+        {SignalKind.DIVERGENCE: "warning"},
+        Decision.UNSURE,
     ),
     # first seen: the rise is watched; the flat start before it still makes the run unsure
     ("rising 40 % slowly, first seen", _ramp(_flat(), 100, 1.4), {SignalKind.DIVERGENCE: "watch"}, Decision.UNSURE),
@@ -104,7 +104,7 @@ def test_previous_check_without_new_points_does_not_confirm():
     again = run_judge(make_series("loss", loss, new_points=0), previous=[first])
     assert kinds(again)[SignalKind.DIVERGENCE] == "watch"
     assert "seen on 1 consecutive check" in found_divergence(again).message
-    assert again.decision is Decision.UNSURE and again.signals[0].kind is SignalKind.NO_NEW_DATA  # a stall itself
+    assert again.decision is Decision.CONTINUE and kinds(again)[SignalKind.NO_NEW_DATA] == "info"  # launcher's job
 
 
 def test_a_loss_falling_back_after_an_excursion_is_not_confirmed():
@@ -149,8 +149,9 @@ def test_the_same_bump_without_an_lr_restart_is_watched():
 
 
 def test_a_rise_seen_on_two_checks_in_a_row_is_a_warning():
-    """A bad batch or clipping lifts 100 points once; a rise that the previous check saw too is a drift."""
-    loss = _ramp(_flat(), 100, 1.4)
+    """A bad batch or clipping lifts 100 points once; a rise that the previous check saw too is a drift. (On a
+    loss that learned first: one stuck at its start is stopped at the second check, issue 9 class 3.)"""
+    loss = _ramp(decay_loss(N, seed=2), 100, 1.4)
     first = run_judge(make_series("loss", loss[:-20], new_points=20))
     assert kinds(first).get(SignalKind.DIVERGENCE) == "watch", first.summary
     again = run_judge(make_series("loss", loss, new_points=20), previous=[first])

@@ -31,7 +31,7 @@ def corpus() -> dict[str, Run]:
     return {run.id: run for run in load_corpus()}
 
 
-@pytest.mark.parametrize("run_id", ["h16", "b06", "b15", "a11"])
+@pytest.mark.parametrize("run_id", ["h16", "b06", "b15", "a12"])
 def test_fast_path_decides_like_monitor_check(corpus, run_id, tmp_path):
     """A noisy-shard healthy run, an LR ramp, the HF NaN trap and a baseline run: every check agrees,
     signal by signal (the fast path gets the config a JSONL user can give: total_steps and baselines)."""

@@ -201,6 +201,7 @@ def test_in_process_check_on_every_log_format(tmp_path, fmt):
     snapshot = call(server, "read_metrics", {"run": str(path)}).structured_content
     assert snapshot["new_points"] == 0 and snapshot["metrics"][0]["role"] == "train_loss"
     stalled = call(server, "judge", {"run": str(path)}).structured_content
-    assert stalled["decision"] == "unsure", "a run with no new data since the last read is not 'fine'"
+    assert stalled["decision"] == "continue", "no new data is the launcher's business (issue 9, class 7)"
+    assert any(s["kind"] == "no_new_data" for s in stalled["signals"])
     schedule = call(server, "schedule_next", {"run": str(path), "review": "WAIT"}).structured_content
     assert schedule["interval_minutes"] == report.schedule.interval_minutes

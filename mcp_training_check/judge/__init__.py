@@ -6,6 +6,7 @@ One detector per module, each a small class whose thresholds are its keyword arg
 - ``trend.TrendDetector``         divergence, blow-up, rising, flat, improving (on log loss)
 - ``spikes.SpikeDetector``        robust-z spikes, recovered (info) or persisting (warning)
 - ``evals.EvalDetector``          eval vs baseline, vs its own best (overfitting), collapse
+- ``evaltrend.EvalTrendDetector`` a run without a train loss: its primary eval's trend, not learning
 - ``lr.LrDetector``               LR jumps outside warmup, dead LR, non-finite LR
 - ``gradnorm.GradNormDetector``   exploding / vanishing grad norm, clip rate
 
@@ -22,6 +23,7 @@ from ..roles import RoleInfo, primary_train_loss
 from ..state import RunHistory
 from .context import JudgeContext, LrEvents
 from .evals import EvalDetector
+from .evaltrend import EvalTrendDetector
 from .gradnorm import GradNormDetector
 from .lr import LrDetector
 from .nonfinite import NonFiniteDetector
@@ -33,6 +35,7 @@ from .trend import TrendDetector
 
 __all__ = [
     "EvalDetector",
+    "EvalTrendDetector",
     "GradNormDetector",
     "JudgeSettings",
     "LrDetector",
@@ -65,9 +68,7 @@ def judge(
     """
     settings = settings or JudgeSettings()
     config = parse_run_config(run_config if run_config is not None else history.info.config)
-    ctx = JudgeContext(
-        history=history, roles=roles, config=config, baselines=baselines or {}, previous=previous
-    )
+    ctx = JudgeContext(history=history, roles=roles, config=config, baselines=baselines or {}, previous=previous)
     if settings.lr is not None:
         ctx.lr_events = settings.lr.analyse(ctx.learning_rate, config)
     else:

@@ -54,10 +54,17 @@ class LrDetector(Detector):
       run that rescaled its LR, a unit slip): critical at the jump, before the loss has had time to
       show it. A jump that stays below 2× the peak is a warning.
     - ``dead_ratio``: an LR ≤ this × the peak is dead (1e-3: updates a thousand times smaller than at
-      the peak do not train).
+      the peak do not train). Not 1e-2: the classic step schedule (ResNet's two 10× drops at 50 % and 75 %)
+      sits at 1e-2 × its peak for its last quarter and trains well there.
     - ``dead_before_fraction``: a dead LR before this share of the configured total steps → warning;
       decaying to ~0 at the very end is what linear/cosine schedules do (0.9).
-    - ``dead_points``: without a known total, a dead LR for this many logged points in a row → warning.
+    - ``zero_lr_points``: an LR of exactly 0 at every one of at least 3 logged points has no peak to be
+      compared with and trains nothing (a scheduler stepped to its end before training, a torchvision
+      run resumed past its schedule) → warning. 3 so that a warmup logged from 0 is never it.
+    - ``dead_points`` / ``dead_share_fraction``: without a known total, a dead LR for this many logged
+      points in a row, covering ≥ 10 % of the steps logged so far → warning. The share keeps a cosine
+      schedule's own last 2 % (below ``dead_ratio`` by design) from being called dead at the end of a
+      healthy run whose total is unknown, however many points it logs.
     """
 
     jump_ratio: float = Field(default=2.0, gt=1)
@@ -68,6 +75,8 @@ class LrDetector(Detector):
     dead_ratio: float = Field(default=1e-3, gt=0, lt=1)
     dead_before_fraction: float = Field(default=0.9, gt=0, le=1)
     dead_points: int = Field(default=20, ge=1)
+    dead_share_fraction: float = Field(default=0.1, ge=0, le=1)
+    zero_lr_points: int = Field(default=3, ge=1)
 
     def analyse(self, series: MetricSeries | None, config: RunConfig) -> LrEvents:
         if series is None:
@@ -116,9 +125,7 @@ class LrDetector(Detector):
         out += self._dead(series, ctx, steps, lr)
         return out
 
-    def _above_peak(
-        self, series: MetricSeries, ctx: JudgeContext, steps: np.ndarray, lr: np.ndarray
-    ) -> list[Signal]:
+    def _above_peak(self, series: MetricSeries, ctx: JudgeContext, steps: np.ndarray, lr: np.ndarray) -> list[Signal]:
         """The latest LR above the configured peak, or, without one, above the peak the schedule reached
         by the end of warmup (its first value without warmup): a slow ramp never trips the jump test."""
         peak, what = ctx.config.peak_lr, "the configured peak"
@@ -164,11 +171,7 @@ class LrDetector(Detector):
         self, series: MetricSeries, ctx: JudgeContext, step: int, ratio: float, before: float, after: float
     ) -> Signal:
         sched = ctx.config.schedule
-        why = (
-            f"not expected for a '{sched}' schedule"
-            if sched
-            else "above the highest LR so far, so not a restart"
-        )
+        why = f"not expected for a '{sched}' schedule" if sched else "above the highest LR so far, so not a restart"
         msg = (
             f"{series.name} jumped {fmt_ratio(ratio)} at step {fmt_step(step)} outside warmup "
             f"(threshold {fmt_ratio(self.jump_ratio)}), {why}"
@@ -207,9 +210,20 @@ class LrDetector(Detector):
             )
         ]
 
-    def _dead(
-        self, series: MetricSeries, ctx: JudgeContext, steps: np.ndarray, lr: np.ndarray
-    ) -> list[Signal]:
+    @staticmethod
+    def _dead_share(steps: np.ndarray, dead_run: int) -> float:
+        """The share of the logged steps that the trailing ``dead_run`` points span."""
+        span = int(steps[-1]) - int(steps[0])
+        return (int(steps[-1]) - int(steps[-dead_run])) / span if span > 0 else 0.0
+
+    def _dead(self, series: MetricSeries, ctx: JudgeContext, steps: np.ndarray, lr: np.ndarray) -> list[Signal]:
+        if lr.size >= self.zero_lr_points and not lr.any():
+            msg = (
+                f"{series.name} is 0 at all {lr.size} logged points up to step {fmt_step(int(steps[-1]))} "
+                f"(threshold {self.zero_lr_points}): nothing is being trained."
+            )
+            return [signal(SignalKind.LR_ANOMALY, Severity.WARNING, msg, metric=series.name, step=int(steps[-1]),
+                           lr=0.0, dead_points=lr.size)]  # fmt: skip
         peak = ctx.lr_events.peak
         if not peak or lr[-1] > self.dead_ratio * peak:
             return []
@@ -223,8 +237,12 @@ class LrDetector(Detector):
                 f"at {fmt_pct(progress)} of {fmt_step(ctx.config.total_steps)} total steps "
                 f"(threshold {fmt_pct(self.dead_before_fraction)})"
             )
-        elif dead_run >= self.dead_points:
-            where = f"for the last {dead_run} points (threshold {self.dead_points}), total steps unknown"
+        elif dead_run >= self.dead_points and self._dead_share(steps, dead_run) >= self.dead_share_fraction:
+            share = fmt_pct(self._dead_share(steps, dead_run))
+            where = (
+                f"for the last {dead_run} points, {share} of the steps logged (thresholds {self.dead_points}, "
+                f"{fmt_pct(self.dead_share_fraction)}), total steps unknown"
+            )
         else:
             return []
         msg = (

@@ -45,39 +45,48 @@ _WAITING_STATUSES = {RunStatus.RUNNING, RunStatus.UNKNOWN}
 
 
 def data_signals(ctx: JudgeContext) -> list[Signal]:
-    """Signals about the data itself: nothing read, nothing new, no train loss, run ended."""
+    """Signals about the data itself: nothing read, nothing new, no judged metric, run ended.
+
+    A run has ended when its source says so (W&B state, a log's own final line) or when it has reached
+    the total steps of its config. A log that stopped growing is information, not a warning: whether
+    its process is alive is the launcher's job; the schedule keeps the interval (`schedule`).
+    """
     history = ctx.history
     status = history.info.status
     out: list[Signal] = []
-    if status.has_ended:
-        out.append(
-            signal(
-                SignalKind.RUN_ENDED,
-                Severity.INFO,
-                f"the run has ended (status {status.value}).",
-                step=history.last_step,
-            )
-        )
+    ended = _ended(ctx)
+    if ended is not None:
+        out.append(signal(SignalKind.RUN_ENDED, Severity.INFO, ended, step=history.last_step))
     if all(s.values.size == 0 for s in history.metrics.values()):
-        out.append(
-            signal(SignalKind.TOO_FEW_POINTS, Severity.INFO, "no metrics logged yet: too early to judge.")
-        )
+        out.append(signal(SignalKind.TOO_FEW_POINTS, Severity.INFO, "no metrics logged yet: too early to judge."))
         return out
     new = sum(max(s.new_points, 0) for s in history.metrics.values())
-    if new == 0 and status in _WAITING_STATUSES:
+    if new == 0 and ended is None and status in _WAITING_STATUSES:
         msg = (
             f"no new points since the last check (last step {fmt_step(history.last_step)}, status "
-            f"{status.value}): the run may be stalled or no longer logging."
+            f"{status.value}); whether the training process is alive is its launcher's job, so the "
+            f"interval is kept."
         )
-        out.append(signal(SignalKind.NO_NEW_DATA, Severity.WARNING, msg, step=history.last_step))
-    if ctx.train_loss is None:
+        out.append(signal(SignalKind.NO_NEW_DATA, Severity.INFO, msg, step=history.last_step))
+    if ctx.train_loss is None and not ctx.evals:
         names = ", ".join(sorted(history.metrics)[:6])
         msg = (
-            f"no train-loss metric among {len(history.metrics)} metrics ({names}); "
+            f"no train-loss or eval metric among {len(history.metrics)} metrics ({names}); "
             f"set one with a role override."
         )
         out.append(signal(SignalKind.TOO_FEW_POINTS, Severity.WARNING, msg))
     return out
+
+
+def _ended(ctx: JudgeContext) -> str | None:
+    """Why the run has ended, by its own facts, or None while it may still be training."""
+    status = ctx.history.info.status
+    if status.has_ended:
+        return f"the run has ended (status {status.value})."
+    total, last = ctx.config.total_steps, ctx.history.last_step
+    if total and last is not None and last >= total:
+        return f"the run has ended: step {fmt_step(last)} reached its total of {fmt_step(total)} steps."
+    return None
 
 
 def _upgrade(div: Signal, cause: Signal, why: str) -> Signal:
@@ -171,7 +180,8 @@ def exact_evidence_only(signals: list[Signal], history: RunHistory) -> list[Sign
 
 
 def compact(signals: list[Signal], limit: int) -> list[Signal]:
-    """Most severe first; one signal per (kind, metric); at most ``limit``."""
+    """Most severe first; one signal per (kind, metric); at most ``limit``, the run-ended fact always kept
+    (the schedule ends monitoring on it)."""
     ordered = sorted(signals, key=lambda s: (_SEVERITY_RANK[s.severity], _KIND_RANK.get(s.kind, 99)))
     seen: set[tuple[SignalKind, str | None]] = set()
     out = []
@@ -181,14 +191,15 @@ def compact(signals: list[Signal], limit: int) -> list[Signal]:
             continue
         seen.add(key)
         out.append(s)
-    return out[:limit]
+    ended = [s for s in out[limit:] if s.kind is SignalKind.RUN_ENDED]
+    return out[: limit - len(ended)] + ended
 
 
 def decide(signals: list[Signal], ctx: JudgeContext, settings: PolicySettings) -> Verdict:
     severities = {s.severity for s in signals}
-    ended = ctx.history.info.status.has_ended and not settings.stop_ended_runs
+    ended = any(s.kind is SignalKind.RUN_ENDED for s in signals)
     if Severity.CRITICAL in severities:
-        decision = Decision.UNSURE if ended else Decision.STOP
+        decision = Decision.STOP
     elif Severity.WARNING in severities:
         decision = Decision.UNSURE
     else:
@@ -212,8 +223,8 @@ def _summary(decision: Decision, signals: list[Signal], ended: bool) -> str:
     others = sum(1 for s in signals[1:] if s.severity is main.severity and main.severity is not Severity.INFO)
     more = f" (+{others} more {main.severity.value})" if others else ""
     note = (
-        " The run has already ended, so nothing to stop."
-        if ended and main.severity is Severity.CRITICAL
+        " The run has already ended: nothing left to stop; end monitoring."
+        if ended and decision is not Decision.CONTINUE
         else ""
     )
     return f"{head}: {main.message}{more}{note}"

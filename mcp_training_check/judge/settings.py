@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from ..errors import ConfigError
 from .context import Detector
 from .evals import EvalDetector
+from .evaltrend import EvalTrendDetector
 from .gradnorm import GradNormDetector
 from .lr import LrDetector
 from .nonfinite import NonFiniteDetector
@@ -33,14 +34,14 @@ class PolicySettings(BaseModel):
 
     - ``max_signals``: at most this many signals in a verdict, most severe first (8 keeps a verdict
       readable in one screen; repeats of a kind on a metric are merged first).
-    - ``stop_ended_runs``: when True a run the source reports as ended can still get ``stop``; by
-      default it gets ``unsure`` at most, since there is nothing left to stop.
+
+    A run that has ended is judged like any other (a finished run ending in NaN is ``stop``: clearly
+    bad); the schedule then ends monitoring, and the summary says there is nothing left to stop.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     max_signals: int = Field(default=8, ge=1)
-    stop_ended_runs: bool = False
 
 
 class JudgeSettings(BaseModel):
@@ -50,6 +51,7 @@ class JudgeSettings(BaseModel):
     trend: TrendDetector | None = TrendDetector()
     spikes: SpikeDetector | None = SpikeDetector()
     evals: EvalDetector | None = EvalDetector()
+    eval_trend: EvalTrendDetector | None = EvalTrendDetector()
     lr: LrDetector | None = LrDetector()
     grad_norm: GradNormDetector | None = GradNormDetector()
     policy: PolicySettings = PolicySettings()
@@ -84,7 +86,7 @@ class JudgeSettings(BaseModel):
         return out
 
     def detectors(self) -> list[Detector]:
-        found = (self.nonfinite, self.trend, self.spikes, self.evals, self.lr, self.grad_norm)
+        found = (self.nonfinite, self.trend, self.spikes, self.evals, self.eval_trend, self.lr, self.grad_norm)
         return [d for d in found if d is not None]
 
 
@@ -94,6 +96,7 @@ def _section_models() -> dict[str, type[BaseModel]]:
         "trend": TrendDetector,
         "spikes": SpikeDetector,
         "evals": EvalDetector,
+        "eval_trend": EvalTrendDetector,
         "lr": LrDetector,
         "grad_norm": GradNormDetector,
         "policy": PolicySettings,
@@ -115,9 +118,7 @@ def _locate(key: str) -> tuple[str, str]:
         raise ValueError(f"judge setting {key!r} is ambiguous; write one of {options}")
     known = list(JudgeSettings.flat_defaults())
     close = difflib.get_close_matches(key, known, n=3)
-    hint = (
-        f"; did you mean {', '.join(close)}?" if close else "; see JudgeSettings.flat_defaults() for the list"
-    )
+    hint = f"; did you mean {', '.join(close)}?" if close else "; see JudgeSettings.flat_defaults() for the list"
     raise ValueError(f"judge setting {key!r} is unknown{hint}")
 
 

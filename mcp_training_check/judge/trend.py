@@ -50,7 +50,11 @@ class TrendDetector(Detector):
       of log(loss): 4, because the best is a minimum over many blocks and so sits ~2.5 errors low.
     - ``blowup_early_ratio`` / ``blowup_min_ratio``: the recent level ≥ 3× the median of the first
       ``early_window_points`` after warmup (worse than the untrained model by far), or ≥ 10× the best
-      level (Megatron's 10×), is a blow-up: critical as soon as it is sustained.
+      level (Megatron's 10×), is a blow-up. Sustained, it is a warning at the first check that sees it
+      and critical when the previous check (with points since) saw it too, or at once when it is still
+      climbing (a runaway) or has a cause (the policy: an LR jump, a grad-norm explosion). Large real
+      runs have blow-ups that fall back within a check (a recommendation model's loss at 3× its early
+      median in its first few dozen logged steps); the seed's rule confirms over several checkpoints.
     - ``sustain_points``: smoothed points in a row above a threshold before it is reported (3).
     - ``confirm_checks``: divergence seen alone (no LR jump, grad-norm explosion or eval collapse behind
       it, not a blow-up) becomes critical only when this many consecutive checks (3) saw the same episode
@@ -77,6 +81,12 @@ class TrendDetector(Detector):
       the median of the run's first ``early_window_points`` is "not learning" (warning) — unless an eval
       loss improved by as much. Judged against the start of the run, not a recent window: a converged
       plateau (late in a decaying schedule or not) has long dropped far below its start and is only info.
+    - ``stuck_drop_fraction``: a loss not learning whose best is less than 5 % below its first points, and
+      that is not falling over the whole run (Theil–Sen band at ``confidence_z``: a fine-tuning loss falling
+      slowly is learning), sits at its initial value (ln of the class count for a classifier that never
+      learns); when the previous check
+      (with points since) found it not learning too, it is critical: stuck for a large share of its steps
+      over two checks, it does not start learning later.
     - ``confidence_z``: two-sided normal quantile of the Theil–Sen band (1.96 → 95 %), with the
       variance inflated for autocorrelation (Hamed–Rao effective sample size).
     """
@@ -99,6 +109,7 @@ class TrendDetector(Detector):
     plateau_window_points: int = Field(default=200, ge=4)
     flat_min_points: int = Field(default=200, ge=4)
     flat_min_drop_fraction: float = Field(default=0.15, gt=0, lt=1)
+    stuck_drop_fraction: float = Field(default=0.05, gt=0, lt=1)
     confidence_z: float = Field(default=1.96, gt=0)
 
     def check(self, ctx: JudgeContext) -> list[Signal]:
@@ -113,7 +124,7 @@ class TrendDetector(Detector):
         window = self._smooth_points(y)
         smooth = self._smooth_tail(y, window)
         best = self._best_before(y, smooth.size)
-        out = self._blowup(loss, steps, smooth, best, warm_values)
+        out = self._blowup(ctx, loss, steps, y, smooth, best, warm_values)
         if not out:
             out = self._divergence(ctx, loss, steps, y, smooth, best, window)
         return out or self._slope(ctx, loss, steps, y)
@@ -159,7 +170,14 @@ class TrendDetector(Detector):
         return signal(SignalKind.TOO_FEW_POINTS, Severity.INFO, msg, metric=loss.name, points=n)
 
     def _blowup(
-        self, loss: MetricSeries, steps: np.ndarray, smooth: np.ndarray, best: np.ndarray, warm: np.ndarray
+        self,
+        ctx: JudgeContext,
+        loss: MetricSeries,
+        steps: np.ndarray,
+        y: np.ndarray,
+        smooth: np.ndarray,
+        best: np.ndarray,
+        warm: np.ndarray,
     ) -> list[Signal]:
         early = float(np.median(warm[: self.early_window_points])) if warm.size else None
         limits = best + np.log(self.blowup_min_ratio)
@@ -177,12 +195,19 @@ class TrendDetector(Detector):
             if by_early
             else f"{fmt_ratio(self.blowup_min_ratio)} the best median {fmt(limit / self.blowup_min_ratio)}"
         )
+        growth = self._runaway(y[y.size - above :], robust_sigma(y[-TAIL_POINTS:]))
+        if growth is not None:
+            severity, how = Severity.CRITICAL, f"still climbing, +{fmt_pct(growth)} from its first to its last third"
+        elif self._rising_before(ctx, loss.name):
+            severity, how = Severity.CRITICAL, "still there at a second check, so confirmed"
+        else:
+            severity, how = Severity.WARNING, "first seen at this check: critical if the next check still sees it"
         msg = (
             f"{loss.name} blew up: recent median {fmt(level)} at step {fmt_step(int(steps[-1]))} is above "
-            f"{label} for {above} smoothed points (threshold {self.sustain_points})."
+            f"{label} for {above} smoothed points (threshold {self.sustain_points}); {how}."
         )
         return [
-            signal(SignalKind.DIVERGENCE, Severity.CRITICAL, msg, metric=loss.name, step=int(steps[-1]),
+            signal(SignalKind.DIVERGENCE, severity, msg, metric=loss.name, step=int(steps[-1]),
                    level=level, limit=limit, points_above=above, since_step=int(steps[-above]))
         ]  # fmt: skip
 
@@ -243,9 +268,7 @@ class TrendDetector(Detector):
             return None
         return float(np.expm1(rise))
 
-    def _confirmation(
-        self, ctx: JudgeContext, name: str, since: int, falling: bool, share: float
-    ) -> tuple[bool, str]:
+    def _confirmation(self, ctx: JudgeContext, name: str, since: int, falling: bool, share: float) -> tuple[bool, str]:
         """Critical when the ``confirm_checks - 1`` previous checks saw this same episode, it has lasted
         ``confirm_share`` of the judged steps, and it is not falling."""
         seen, later = 1, ctx.last_step
@@ -357,15 +380,42 @@ class TrendDetector(Detector):
         if eval_drop is not None and eval_drop >= self.flat_min_drop_fraction:
             return []
         evals = f"; eval loss improved {fmt_pct(eval_drop)}" if eval_drop is not None else ""
+        stuck = drop < self.stuck_drop_fraction and not self._falling(steps, y)
+        critical = stuck and self._stuck_before(ctx, loss.name, int(steps[-1]))
+        if not stuck:
+            tail = ""
+        elif critical:
+            tail = (
+                f"; still at its initial level at a second check (critical below {fmt_pct(self.stuck_drop_fraction)})"
+            )
+        else:
+            tail = f"; critical below {fmt_pct(self.stuck_drop_fraction)} if the next check still sees it"
         msg = (
             f"{loss.name} is not learning: its best median {fmt(float(np.exp(best)))} over {values.size} points "
             f"up to step {fmt_step(int(steps[-1]))} is only {fmt_pct(drop)} below the first points' "
-            f"{fmt(float(np.exp(early)))} (threshold {fmt_pct(self.flat_min_drop_fraction)}){evals}."
+            f"{fmt(float(np.exp(early)))} (threshold {fmt_pct(self.flat_min_drop_fraction)}){evals}{tail}."
         )
+        severity = Severity.CRITICAL if critical else Severity.WARNING
         return [
-            signal(SignalKind.FLAT, Severity.WARNING, msg, metric=loss.name, step=int(steps[-1]), drop=drop,
+            signal(SignalKind.FLAT, severity, msg, metric=loss.name, step=int(steps[-1]), drop=drop,
                    eval_drop=eval_drop, points=values.size)
         ]  # fmt: skip
+
+    def _falling(self, steps: np.ndarray, y: np.ndarray) -> bool:
+        """Whether the loss falls over the whole run (a fine-tuning loss falling slowly is learning)."""
+        trend = theil_sen(steps, y, confidence_z=self.confidence_z)
+        return trend is not None and trend.falling
+
+    @staticmethod
+    def _stuck_before(ctx: JudgeContext, name: str, last_step: int) -> bool:
+        """The previous check (with points since) already found this loss not learning."""
+        prev = ctx.previous_signal(SignalKind.FLAT, name)
+        return (
+            prev is not None
+            and prev.severity in (Severity.WARNING, Severity.CRITICAL)
+            and prev.step is not None
+            and (prev.step < last_step or prev.severity is Severity.CRITICAL)
+        )  # no point since a critical finding: the same evidence, still critical
 
     @staticmethod
     def _eval_drop(ctx: JudgeContext) -> float | None:

@@ -66,6 +66,13 @@ LINE_FAILURES = (OverflowError, RecursionError, csv.Error)
 """What one hostile line can make a grammar raise (a number beyond float or int64, JSON nested thousands
 deep, a CSV field past the csv module's limit): that line is skipped and counted, the read goes on."""
 
+FINAL_LINE_MARKERS = ("train_runtime", "Training completed", '"key": "run_stop"')
+"""A line the training prints once, when it has finished: the HF Trainer's closing metrics dict
+(``{'train_runtime': ..., 'train_loss': ...}``) and its "Training completed." message, and MLPerf's
+``:::MLLOG {..., "key": "run_stop", ...}`` event. A training line after it (a resumed run appending to
+the same log) clears it."""
+
+_FINAL_LINE = re.compile("|".join(re.escape(m) for m in FINAL_LINE_MARKERS))
 _SKIP_LINE = re.compile("|".join(re.escape(m) for m in SKIP_LINE_MARKERS))
 _MAYBE_NUMBER = re.compile(r"\d|nan|inf", re.IGNORECASE)
 _ANY_MARKER = re.compile("|".join(re.escape(m) for m in FATAL_MARKERS + ERROR_MARKERS))
@@ -136,6 +143,7 @@ class LogParser:
         self.last_step: int | None = None
         self.explicit_steps = False
         self.in_long_line = False  # the start of the line being read was dropped: drop up to its end
+        self.finished = False  # the latest training line was followed by a FINAL_LINE_MARKERS line
 
     def to_state(self) -> dict[str, Any]:
         return {
@@ -149,6 +157,7 @@ class LogParser:
             "last_step": self.last_step,
             "explicit_steps": self.explicit_steps,
             "in_long_line": self.in_long_line,
+            "finished": self.finished,
         }
 
     @classmethod
@@ -168,6 +177,7 @@ class LogParser:
             parser.last_step = None if last is None else int(last)
             parser.explicit_steps = bool(state["explicit_steps"])
             parser.in_long_line = bool(state.get("in_long_line", False))
+            parser.finished = bool(state.get("finished", False))
         except (KeyError, TypeError, ValueError, ConfigError) as exc:
             raise ValueError(f"parser state is malformed: {exc}") from exc
         return parser
@@ -183,11 +193,16 @@ class LogParser:
             notes.scan(line)
             text = line.strip() if self.lines_seen else line.strip().lstrip(UTF8_BOM)
             if text:
+                position = (self.counter, self.last_step)
                 try:
                     self._line(text, sink, notes)
                 except LINE_FAILURES:
                     notes.skip_hostile()
                 self.lines_seen += 1
+                if _FINAL_LINE.search(text):
+                    self.finished = True
+                elif (self.counter, self.last_step) != position:
+                    self.finished = False
 
     def drop_long_line(self, notes: ParseNotes) -> None:
         """The bytes read of a line are over `MAX_LINE_BYTES` and it has not ended: they are dropped, and so is

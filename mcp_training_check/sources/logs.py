@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import SourceError
-from ..models import RunInfo
+from ..models import RunInfo, RunStatus
 from . import log_tail
 from .base import Cursor, Progress, ReadBatch, SeriesBuilder, SeriesChunk, catch_up_note, no_progress
 from .local_file import describe_os_error, open_regular
@@ -277,7 +277,11 @@ def _tail_first(
 
 
 def _continue_fill(
-    fh: Any, fill: dict[str, Any], batch: ReadBatch, fmt: str | None, limits: log_tail.LogTailLimits,
+    fh: Any,
+    fill: dict[str, Any],
+    batch: ReadBatch,
+    fmt: str | None,
+    limits: log_tail.LogTailLimits,
     progress: Progress | None,
 ) -> None:
     """The next piece of a long log's fill-in, into ``batch`` (on arrival its parser becomes the live one)."""
@@ -290,6 +294,14 @@ def _continue_fill(
         batch.cursor["parser"] = piece.parser.to_state()
     done = piece.cursor["offset"] if piece.cursor else live
     (progress or no_progress)(done, live, "re-reading older log lines exactly, bytes")
+
+
+def log_status(cursor: Cursor) -> RunStatus:
+    """FINISHED once the log's last training line is followed by the training's own final line
+    (``logparse.FINAL_LINE_MARKERS``); otherwise unknown: a text log says nothing else about its process."""
+    parser = cursor.get("parser")
+    finished = isinstance(parser, dict) and bool(parser.get("finished"))
+    return RunStatus.FINISHED if finished else RunStatus.UNKNOWN
 
 
 class LogFileSource:
@@ -317,5 +329,5 @@ class LogFileSource:
         batch = read_open_log(  # up to the size seen now: a file written faster than it is read cannot keep it going
             fh, cursor, identity=identity, head=head, fmt=self.fmt, end=st.st_size, progress=self.progress
         )
-        batch.info = RunInfo(name=self.path.name)
+        batch.info = RunInfo(name=self.path.name, status=log_status(batch.cursor))
         return batch

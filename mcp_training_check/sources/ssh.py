@@ -30,7 +30,7 @@ from ..models import RunInfo, RunKind, RunRef
 from . import log_tail, ssh_exec
 from .base import Cursor, Progress, ReadBatch
 from .local_file import file_kind
-from .logs import CHUNK_BYTES, HEAD_BYTES, LogParser, file_identity, read_open_log
+from .logs import CHUNK_BYTES, HEAD_BYTES, LogParser, file_identity, log_status, read_open_log
 from .ssh_connect import DEFAULT_SSH_TIMEOUT_SECONDS, SshTarget, resolve_target, run_remote_script, ssh_client
 
 __all__ = ["WINDOW_BYTES", "SshLogSource"]
@@ -86,7 +86,9 @@ class SshLogSource:
                 batch.notes.append(ssh_exec.EXEC_TRANSPORT_NOTE.format(host=target.host))
             else:
                 batch = self._read_sftp(client, sftp, target, cursor)
-        batch.info = RunInfo(name=self.path.rsplit("/", 1)[-1], url=self.ref.key, host=target.hostname)
+        batch.info = RunInfo(
+            name=self.path.rsplit("/", 1)[-1], url=self.ref.key, host=target.hostname, status=log_status(batch.cursor)
+        )
         return batch
 
     def _read_sftp(

@@ -1,0 +1,218 @@
+"""Evals as the judge of progress: a run logging only evals, by its primary eval's trend; a hopeless eval.
+
+A validation loss every few hundred steps, or a top-1 accuracy once an epoch, is all some runs log
+(MLPerf results, many papers' training logs). Without a train loss nothing else judges their progress,
+so this detector stands in for the trend detector: improving (accuracy up, loss/WER down) → information
+(continue); no progress at all from the first evals on → not learning (warning, then critical when the
+next check still sees it). In a run with a train loss, an eval stuck at a hopeless value from the start
+(accuracy near 0, WER near 1) is not learning too. Worsening evals are the eval detector's (degrading,
+collapse).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from pydantic import Field
+
+from ..models import Direction, Severity, Signal, SignalKind
+from ..state import MetricSeries
+from .context import Detector, JudgeContext, signal
+from .stats import finite_xy, fmt, fmt_pct, fmt_step, theil_sen
+
+
+def primary_eval(ctx: JudgeContext) -> tuple[MetricSeries, Direction] | None:
+    """The eval with the most finite points (the one logged most regularly); the first such by name."""
+    ranked = sorted(ctx.evals, key=lambda e: (-int(np.isfinite(e[0].values).sum()), e[0].name))
+    return ranked[0] if ranked else None
+
+
+FROZEN_MIN_DIGITS = 4
+"""A value repeated exactly says "frozen" only when it carries this many significant digits: an accuracy of
+0.001 or a WER of 1.0 or 0.977 repeats whenever the model outputs the same nothing, an FID of 646.082 does not."""
+
+
+def significant_digits(value: float) -> int:
+    """The fewest significant digits that write ``value`` exactly (0.001 → 1, 646.082 → 6)."""
+    for digits in range(1, 17):
+        if float(f"{value:.{digits}g}") == value:
+            return digits
+    return 17
+
+
+def progress(values: np.ndarray, direction: Direction, baseline: float | None = None) -> float:
+    """How far the best eval moved from the first, as a share of what was there to gain.
+
+    With a baseline (what comparable runs reach) that the first eval falls short of, what there was to
+    gain is the way to it: a GPT-3 log perplexity from 2.75 to 2.72 against a target of 2.69 is half way.
+    Otherwise a metric bounded in [0, 1] (accuracy, WER, F1) is measured against its headroom: an accuracy
+    going from 0.001 (chance among 1,000 classes) to 0.002 doubled but gained 0.1 % of what it could; a
+    loss against its first value (a loss that halves has moved 50 %).
+    """
+    first = float(values[0])
+    best = float(values.max() if direction is Direction.HIGHER else values.min())
+    gain = best - first if direction is Direction.HIGHER else first - best
+    if baseline is not None:
+        to_go = baseline - first if direction is Direction.HIGHER else first - baseline
+        if to_go <= 0:
+            return 1.0
+        return gain / to_go
+    bounded = bool(values.min() >= 0 and values.max() <= 1)
+    room = (1 - first if direction is Direction.HIGHER else first) if bounded else abs(first)
+    return gain / room if room > 0 else 0.0
+
+
+class EvalTrendDetector(Detector):
+    """The primary eval of a run without a train loss: improving, or not learning.
+
+    Thresholds:
+    - ``min_evals``: fewer finite evals than this → too early to judge (4: the fewest on which a rank
+      slope can be significant at all).
+    - ``trend_window_evals``: the slope is measured over the last 20 evals (a few epochs of a per-epoch
+      accuracy, a few thousand steps of a validation loss every few hundred).
+    - ``slope_confidence_z``: two-sided normal quantile of the Theil–Sen band (1.96 → 95 %), as the trend
+      detector's.
+    - ``stuck_min_evals`` / ``stuck_progress_fraction``: after 6 evals, a best eval that has gained less than 15 %
+      of what there was to gain since the first (the train loss's ``flat_min_drop_fraction``; see
+      `progress`) and with no significant trend in its good direction over all evals is not learning →
+      warning. A healthy run gains most of its eval in its first evals, or at least keeps gaining.
+    - ``stuck_stop_fraction``: below 5 % (the metric sits at its initial value: chance accuracy, a WER
+      near 1) and seen by the previous check too → critical: a run stuck for a large share of its steps
+      does not start learning later. The previous check need not have had fewer evals: evals can be hours
+      apart, and waiting for the next one only lets a run that never learns go on.
+    - ``stuck_baseline_min_evals`` / ``stuck_far_fraction``: with a baseline for the eval (what comparable
+      runs reach), it is judged stuck from its 3rd eval, and only while its best is ≥ 25 % worse than the
+      baseline (the eval detector's ``far_margin``): a metric at chance for three evals while comparable
+      runs are far above it from their first is visible then; one near its target (a U-Net3D Dice of
+      0.89 against 0.908, a GPT-3 perplexity finishing its last percent) is not stuck however slowly it
+      moves. Its progress is measured on the way to the baseline (`progress`), and it is stuck below
+      ``stuck_stop_fraction`` of it (the way being known, a slow start is not a warning).
+    - ``frozen_min_evals``: an eval with a baseline, far below it, and identical to the last digit at every
+      one of its first 2 evals, to at least ``FROZEN_MIN_DIGITS`` significant digits, is frozen (the
+      evaluation does not look at the model: an FID of 646.082 at every eval) and judged stuck at once; a
+      learning model's eval never repeats itself exactly.
+    - ``hopeless_fraction``: in a run with a train loss, an eval without a baseline is judged stuck (as
+      above) only when it is bounded in [0, 1] and its best is within 15 % of the worst end (accuracy ≤
+      0.15, WER ≥ 0.85): a fine-tuning eval that starts near its best is normal, a WER stuck near 0.9
+      from the start is not.
+      (Judged against its headroom, an accuracy climbing from 0.001 to 0.12 gained little; its significant
+      trend keeps it from being called stuck.)
+    """
+
+    min_evals: int = Field(default=4, ge=4)
+    trend_window_evals: int = Field(default=20, ge=4)
+    slope_confidence_z: float = Field(default=1.96, gt=0)
+    stuck_min_evals: int = Field(default=6, ge=2)
+    stuck_progress_fraction: float = Field(default=0.15, gt=0, lt=1)
+    stuck_stop_fraction: float = Field(default=0.05, gt=0, lt=1)
+    stuck_baseline_min_evals: int = Field(default=3, ge=2)
+    stuck_far_fraction: float = Field(default=0.25, gt=0)
+    frozen_min_evals: int = Field(default=2, ge=2)
+    hopeless_fraction: float = Field(default=0.15, gt=0, lt=0.5)
+
+    def check(self, ctx: JudgeContext) -> list[Signal]:
+        primary = primary_eval(ctx) if ctx.train_loss is None else None
+        out: list[Signal] = []
+        for series, direction in ctx.evals:
+            steps, values = finite_xy(series.steps, series.values)
+            if primary is not None and series.name == primary[0].name:
+                out += self._primary(ctx, series, direction, steps, values)
+            elif self._hopeless(values, direction) or series.name in ctx.baselines:
+                out += self._stuck(ctx, series, direction, steps, values)
+        return out
+
+    def _primary(
+        self, ctx: JudgeContext, series: MetricSeries, d: Direction, steps: np.ndarray, values: np.ndarray
+    ) -> list[Signal]:
+        """The eval that stands in for the missing train loss: stuck, too few for a trend, or its trend."""
+        stuck = self._stuck(ctx, series, d, steps, values)
+        if stuck:
+            return stuck
+        if values.size < self.min_evals:
+            msg = f"only {values.size} finite {series.name} evals (need {self.min_evals} to judge its trend)."
+            return [signal(SignalKind.TOO_FEW_POINTS, Severity.INFO, msg, metric=series.name, points=values.size)]
+        return self._trend(series, d, steps, values)
+
+    def _hopeless(self, values: np.ndarray, d: Direction) -> bool:
+        """A metric bounded in [0, 1] whose best is within ``hopeless_fraction`` of its worst end (an accuracy
+        ≤ 0.15, a WER ≥ 0.85): with a train loss to judge the run by, only such an eval is judged stuck."""
+        if values.size == 0 or values.min() < 0 or values.max() > 1:
+            return False
+        if d is Direction.HIGHER:
+            return float(values.max()) <= self.hopeless_fraction
+        return float(values.min()) >= 1 - self.hopeless_fraction
+
+    def _trend(self, series: MetricSeries, d: Direction, steps: np.ndarray, values: np.ndarray) -> list[Signal]:
+        xs, ys = steps[-self.trend_window_evals :], values[-self.trend_window_evals :]
+        trend = theil_sen(xs, ys, confidence_z=self.slope_confidence_z)
+        if trend is None:
+            return []
+        better = trend.rising if d is Direction.HIGHER else trend.falling
+        third = max(ys.size // 3, 1)
+        first, last = float(np.median(ys[:third])), float(np.median(ys[-third:]))
+        span = f"over the last {xs.size} evals (steps {fmt_step(int(xs[0]))}–{fmt_step(int(xs[-1]))})"
+        moved = f"{fmt(first)} → {fmt(last)} (medians of the first and last thirds)"
+        if better:
+            kind, msg = SignalKind.IMPROVING, f"{series.name} improving ({d.value} is better): {moved} {span}."
+        else:
+            kind, msg = SignalKind.FLAT, f"{series.name} no clear trend ({d.value} is better): {moved} {span}."
+        return [signal(kind, Severity.INFO, msg, metric=series.name, step=int(xs[-1]), mk_z=trend.z, points=trend.n)]
+
+    def _far_below(self, values: np.ndarray, d: Direction, baseline: float) -> bool:
+        """The best eval is ≥ ``stuck_far_fraction`` worse than the baseline (relative to it)."""
+        best = float(values.max() if d is Direction.HIGHER else values.min())
+        scale = abs(baseline) if baseline != 0 else 1.0
+        worse = (baseline - best if d is Direction.HIGHER else best - baseline) / scale
+        return worse >= self.stuck_far_fraction
+
+    def _improving(self, steps: np.ndarray, values: np.ndarray, d: Direction) -> bool:
+        """A significant trend in the good direction over all evals: learning, however slowly (an MLPerf
+        BERT accuracy climbing from 0.70 to 0.72 gains little of its headroom but is on its way)."""
+        trend = theil_sen(steps, values, confidence_z=self.slope_confidence_z)
+        return trend is not None and (trend.rising if d is Direction.HIGHER else trend.falling)
+
+    def _stuck(
+        self, ctx: JudgeContext, series: MetricSeries, d: Direction, steps: np.ndarray, values: np.ndarray
+    ) -> list[Signal]:
+        baseline = ctx.baselines.get(series.name)
+        if baseline is not None:
+            frozen = (
+                values.size >= self.frozen_min_evals
+                and bool(np.all(values == values[0]))
+                and significant_digits(float(values[0])) >= FROZEN_MIN_DIGITS
+            )
+            enough = values.size >= self.stuck_baseline_min_evals or frozen
+            if not enough or not self._far_below(values, d, baseline):
+                return []
+        elif values.size < self.stuck_min_evals:
+            return []
+        gained = progress(values, d, baseline)
+        # against a baseline the way is known: only a run that has not started on it is stuck (a BERT MLM
+        # accuracy climbing 0.37 → 0.40 in its first 3 evals is 9 % of the way to 0.72, and healthy)
+        limit = self.stuck_stop_fraction if baseline is not None else self.stuck_progress_fraction
+        if gained >= limit or self._improving(steps, values, d):
+            return []
+        prev = ctx.previous_signal(SignalKind.FLAT, series.name)
+        persists = (
+            prev is not None
+            and prev.severity in (Severity.WARNING, Severity.CRITICAL)
+            and prev.step is not None
+            and prev.step <= int(steps[-1])
+        )  # seen at the previous check too, new evals or not: evals can be hours apart, a stuck run is not transient
+        critical = persists and gained < self.stuck_stop_fraction
+        tail = (
+            f"still so at a second check (critical below {fmt_pct(self.stuck_stop_fraction)})"
+            if critical
+            else f"critical below {fmt_pct(self.stuck_stop_fraction)} when the next check still sees it"
+        )
+        best = float(values.max() if d is Direction.HIGHER else values.min())
+        msg = (
+            f"{series.name} is not learning: its best {fmt(best)} over {values.size} evals up to step "
+            f"{fmt_step(int(steps[-1]))} has gained only {fmt_pct(gained)} of what there was to gain since the "
+            f"first eval {fmt(float(values[0]))} ({d.value} is better; threshold "
+            f"{fmt_pct(self.stuck_progress_fraction)}); {tail}."
+        )
+        severity = Severity.CRITICAL if critical else Severity.WARNING
+        return [
+            signal(SignalKind.FLAT, severity, msg, metric=series.name, step=int(steps[-1]), progress=gained,
+                   points=values.size, since_step=int(steps[0]))
+        ]  # fmt: skip
