@@ -164,6 +164,9 @@ class RunInfo(Strict):
     config: dict[str, Any] = Field(default_factory=dict)
     pid: int | None = Field(default=None, description="Training process id, when the source records it.")
     host: str | None = None
+    status_watched: bool = Field(
+        default=False, description="The status is a server's that watches the process (W&B), not read from a file."
+    )
     summary: dict[str, float | None] = Field(
         default_factory=dict, description="A few numeric summary values from W&B (e.g. _runtime), when known."
     )

@@ -18,10 +18,11 @@ import pytest
 
 from benchmarks.corpus_runs import Run, load_corpus
 from benchmarks.replay import checkpoints, replay_fast, visible_check
-from mcp_training_check.models import Decision, RunStatus, Verdict
+from mcp_training_check.judge import judge
+from mcp_training_check.models import Decision, RunInfo, RunStatus, Verdict
 from tests.runs import train
 from tests.test_cli import cli, healthy_loss
-from tests.test_judge_helpers import ar1, decay_loss, make_series, run_judge
+from tests.test_judge_helpers import ar1, decay_loss, make_history, make_series, roles_of, run_judge
 
 REAL = Path(__file__).resolve().parents[1] / "corpus_real" / "runs.jsonl.gz"
 
@@ -440,3 +441,20 @@ def test_class6_a_run_that_ended_below_its_baseline_is_flagged(real):
     ended = run_judge(series, baselines=run.baselines, status=RunStatus.FINISHED)
     assert ended.decision is Decision.UNSURE, ended.summary
     assert "the run has ended" in ended.summary
+
+
+def test_class7_total_steps_do_not_end_a_run_a_watching_server_says_is_running():
+    """A log or `.wandb` file that reached its total steps has finished (nothing else tells); a run the W&B
+    server says is running has not, whatever its step: W&B's _step counts log calls, which can outrun the
+    optimizer steps of total_steps, and ending there would leave a live run unwatched."""
+    series = make_series("loss", decay_loss(300))  # steps 10 … 3,000
+    config = {"total_steps": 2000}
+    from_file = run_judge(series, status=RunStatus.RUNNING, run_config=config)
+    assert any(s.kind.value == "run_ended" for s in from_file.signals), from_file.signals
+    history = make_history(series)
+    history.info = RunInfo(status=RunStatus.RUNNING, status_watched=True)
+    live = judge(history, roles_of(history, None), run_config=config)
+    assert not any(s.kind.value == "run_ended" for s in live.signals), live.signals
+    history.info = RunInfo(status=RunStatus.FINISHED, status_watched=True)
+    ended = judge(history, roles_of(history, None), run_config=config)
+    assert any(s.kind.value == "run_ended" for s in ended.signals), ended.signals

@@ -83,6 +83,10 @@ def _ended(ctx: JudgeContext) -> str | None:
     status = ctx.history.info.status
     if status.has_ended:
         return f"the run has ended (status {status.value})."
+    # a W&B server that says running watches the process, and its _step counts log calls, which can outrun
+    # the optimizer steps of total_steps; a file or log cannot tell, so there the total is the best fact
+    if status is RunStatus.RUNNING and ctx.history.info.status_watched:
+        return None
     total, last = ctx.config.total_steps, ctx.history.last_step
     if total and last is not None and last >= total:
         return f"the run has ended: step {fmt_step(last)} reached its total of {fmt_step(total)} steps."

@@ -418,6 +418,7 @@ def run_info(run: Any) -> RunInfo:
     state = str(run.state or "").lower()
     return RunInfo(
         status=_STATUSES.get(state, RunStatus.UNKNOWN),
+        status_watched=True,
         name=run.name,
         run_id=run.id,
         url=run.url,
