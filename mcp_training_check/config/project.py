@@ -155,6 +155,7 @@ class ResolvedRunConfig(BaseModel):
     warmup_steps: int | None = None
     lr_schedule: str | None = None
     max_grad_norm: float | None = None
+    num_classes: int | None = None
     review: ReviewSettings = ReviewSettings()
     judge: dict[str, JudgeValue] = Field(default_factory=dict)
     stop: StopSettings | None = Field(default=None, description="None: the file says nothing about stopping.")
@@ -170,6 +171,7 @@ class ResolvedRunConfig(BaseModel):
             "warmup_steps": self.warmup_steps,
             "lr_scheduler_type": self.lr_schedule,
             "max_grad_norm": self.max_grad_norm,
+            "num_classes": self.num_classes,
         }
         return {key: value for key, value in hints.items() if value is not None}
 
@@ -218,6 +220,7 @@ class ProjectConfig(BaseModel):
             warmup_steps=entry.warmup_steps,
             lr_schedule=entry.lr_schedule,
             max_grad_norm=entry.max_grad_norm,
+            num_classes=entry.num_classes,
             review=self.defaults.review,
             judge={**self.defaults.judge, **entry.judge},
             stop=stop,

@@ -244,6 +244,7 @@ class RunEntry(_Section):
     warmup_steps: int | None = Field(default=None, ge=0)
     lr_schedule: str | None = Field(default=None, min_length=1)
     max_grad_norm: float | None = Field(default=None, gt=0)
+    num_classes: int | None = Field(default=None, ge=2)
     judge: Thresholds = Field(default_factory=dict)
     stop: StopSettings | None = None
 

@@ -23,6 +23,8 @@ _SCHEDULE_KEYS = (
     "scheduler",
     "lr_schedule",
 )
+# how many outcomes a cross-entropy loss chooses among: an untrained model's loss sits at ln of it
+_CLASS_COUNT_KEYS = ("vocab_size", "padded_vocab_size", "n_vocab", "num_labels", "num_classes", "n_classes")
 _CLIP_KEYS = ("max_grad_norm", "gradient_clipping", "clip_grad", "grad_clip", "clip_grad_norm")
 
 _RESTART_WORDS = ("restart", "sgdr", "cyclic", "cycle", "warm_restarts")
@@ -36,6 +38,7 @@ class RunConfig:
     warmup_steps: int | None = None
     schedule: str | None = None
     max_grad_norm: float | None = None
+    class_count: int | None = None  # vocabulary or class count: ln of it is the untrained model's loss
 
     @property
     def restarts_expected(self) -> bool | None:
@@ -105,7 +108,14 @@ def parse_run_config(config: Mapping[str, Any] | None) -> RunConfig:
         warmup_steps=warmup,
         schedule=str(schedule) if schedule not in (None, "") else None,
         max_grad_norm=_positive_float(_lookup(config, _CLIP_KEYS)),
+        class_count=_class_count(_lookup(config, _CLASS_COUNT_KEYS)),
     )
+
+
+def _class_count(value: Any) -> int | None:
+    """A vocabulary or class count of at least 2 (one class has no chance level to sit at)."""
+    number = _positive_int(value)
+    return number if number is not None and number >= 2 else None
 
 
 def judged_facts(config: Mapping[str, Any]) -> dict[str, object]:
@@ -117,5 +127,6 @@ def judged_facts(config: Mapping[str, Any]) -> dict[str, object]:
         "warmup_steps": parsed.warmup_steps,
         "schedule": parsed.schedule,
         "max_grad_norm": parsed.max_grad_norm,
+        "class_count": parsed.class_count,
     }
     return {key: value for key, value in facts.items() if value is not None}

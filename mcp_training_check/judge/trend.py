@@ -11,7 +11,8 @@ from __future__ import annotations
 import numpy as np
 from pydantic import Field
 
-from ..models import Direction, Severity, Signal, SignalKind
+from ..models import Direction, MetricRole, Severity, Signal, SignalKind
+from ..roles import tokenize
 from ..state import MetricSeries
 from .context import Detector, JudgeContext, finite_after, signal, train_start
 from .stats import (
@@ -28,6 +29,7 @@ from .stats import (
 )
 
 TAIL_POINTS = 512  # trailing runs above a threshold are counted over at most this many recent points
+ACCURACY_TOKENS = frozenset({"acc", "accuracy"})  # an accuracy logged beside the loss (``train/mlm_accuracy``)
 MEDIAN_SE = 1.2533  # standard error of a median of n normal points is this × σ / √n
 
 
@@ -87,6 +89,16 @@ class TrendDetector(Detector):
       learns); when the previous check
       (with points since) found it not learning too, it is critical: stuck for a large share of its steps
       over two checks, it does not start learning later.
+    - ``chance_min_points`` / ``zero_accuracy_max``: a loss that never learned is told without its run's
+      start, in a short excerpt (a log pasted from step 690 on), when its chance level is known: the
+      config states the class or vocabulary count N (``vocab_size``, ``num_labels``, ``num_classes``) and
+      the loss's median is within ``stuck_drop_fraction`` of ln N or above it (the untrained model's
+      loss), or an accuracy logged with it has been ≤ 0.001 at every point (never one prediction right;
+      0.001 is a 3-decimal log's 0.000, and 1/N of a 30k vocabulary is below it). With the loss not
+      falling over its points either (Theil–Sen, which needs 4: ``chance_min_points``), it is a warning
+      and critical when the next check (with points since) still sees it. A healthy run leaves ln N
+      within its first steps, and its accuracy leaves 0 with it (issue 9: a BERT loss at 11.17 =
+      ln 30k + ln 2 with MLM accuracy 0.000, a TF upgrade's silent failure).
     - ``confidence_z``: two-sided normal quantile of the Theil–Sen band (1.96 → 95 %), with the
       variance inflated for autocorrelation (Hamed–Rao effective sample size).
     """
@@ -110,6 +122,8 @@ class TrendDetector(Detector):
     flat_min_points: int = Field(default=200, ge=4)
     flat_min_drop_fraction: float = Field(default=0.15, gt=0, lt=1)
     stuck_drop_fraction: float = Field(default=0.05, gt=0, lt=1)
+    chance_min_points: int = Field(default=4, ge=4)
+    zero_accuracy_max: float = Field(default=0.001, ge=0)
     confidence_z: float = Field(default=1.96, gt=0)
 
     def check(self, ctx: JudgeContext) -> list[Signal]:
@@ -118,8 +132,9 @@ class TrendDetector(Detector):
             return []
         _, warm_values = finite_after(loss, ctx.lr_events.warmup_end)
         steps, values = finite_after(loss, train_start(ctx))
+        at_chance = self._at_chance(ctx, loss, steps, values)
         if values.size < self.min_points:
-            return [self._too_few(loss, values.size, ctx)]
+            return at_chance or [self._too_few(loss, values.size, ctx)]
         y = positive_log(values)
         window = self._smooth_points(y)
         smooth = self._smooth_tail(y, window)
@@ -127,7 +142,7 @@ class TrendDetector(Detector):
         out = self._blowup(ctx, loss, steps, y, smooth, best, warm_values)
         if not out:
             out = self._divergence(ctx, loss, steps, y, smooth, best, window)
-        return out or self._slope(ctx, loss, steps, y)
+        return at_chance + (out or self._slope(ctx, loss, steps, y))
 
     def _smooth_points(self, y: np.ndarray) -> int:
         """Fewest points whose median tells a ``divergence_ratio`` change from noise at ``divergence_z``."""
@@ -400,6 +415,49 @@ class TrendDetector(Detector):
             signal(SignalKind.FLAT, severity, msg, metric=loss.name, step=int(steps[-1]), drop=drop,
                    eval_drop=eval_drop, points=values.size)
         ]  # fmt: skip
+
+    def _at_chance(self, ctx: JudgeContext, loss: MetricSeries, steps: np.ndarray, values: np.ndarray) -> list[Signal]:
+        """A loss at its untrained model's level, by the run's class count or a zero accuracy, not falling."""
+        if values.size < self.chance_min_points:
+            return []
+        y = positive_log(values)
+        drop = -np.expm1(float(np.min(rolling_median(y, 3))) - float(y[0]))
+        if self._falling(steps, y) or drop >= self.stuck_drop_fraction:
+            return []
+        level = float(np.median(values))
+        count = ctx.config.class_count
+        if count is not None and level >= (1 - self.stuck_drop_fraction) * np.log(count):
+            chance = fmt(float(np.log(count)))
+            why = f"is at or above ln {count:,} = {chance}, the untrained model's loss for its class count"
+        else:
+            zero = self._zero_accuracy(ctx)
+            if zero is None:
+                return []
+            why = f"sits there with {zero} ≤ {fmt(self.zero_accuracy_max)} at every point (never one prediction right)"
+        critical = self._stuck_before(ctx, loss.name, int(steps[-1]))
+        tail = "still there at a second check, so critical" if critical else "critical if the next check still sees it"
+        msg = (
+            f"{loss.name} is not learning: its median {fmt(level)} over {values.size} points up to step "
+            f"{fmt_step(int(steps[-1]))} {why}, and it is not falling; {tail}."
+        )
+        severity = Severity.CRITICAL if critical else Severity.WARNING
+        return [
+            signal(SignalKind.FLAT, severity, msg, metric=loss.name, step=int(steps[-1]), level=level,
+                   class_count=count, points=values.size)
+        ]  # fmt: skip
+
+    def _zero_accuracy(self, ctx: JudgeContext) -> str | None:
+        """The name of an accuracy logged with the train loss that is ≤ ``zero_accuracy_max`` at every point."""
+        for name, info in ctx.roles.items():
+            if info.role is not MetricRole.OTHER or info.direction is not Direction.HIGHER:
+                continue
+            if not ACCURACY_TOKENS.intersection(tokenize(name)) or name not in ctx.history.metrics:
+                continue
+            series = ctx.history.metrics[name]
+            _, values = finite_xy(series.steps, series.values)
+            if values.size >= self.chance_min_points and float(np.max(np.abs(values))) <= self.zero_accuracy_max:
+                return name
+        return None
 
     def _falling(self, steps: np.ndarray, y: np.ndarray) -> bool:
         """Whether the loss falls over the whole run (a fine-tuning loss falling slowly is learning)."""
