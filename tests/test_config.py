@@ -509,3 +509,14 @@ def test_relative_config_path_argument_is_relative_to_cwd(tmp_path) -> None:
     _write(tmp_path / "conf", "[runs.a]\nrun = 'x.log'\n", name="c.toml")
     config = load_config(Path("conf/c.toml"), cwd=tmp_path)
     assert config.for_run("a").run == os.fspath(tmp_path / "conf" / "x.log")
+
+
+def test_a_class_count_in_the_toml_or_a_wandb_config_reaches_the_judge(tmp_path) -> None:
+    """`num_classes` in a run entry, or a W&B config's vocab_size / num_labels, is the chance level's N."""
+    _write(tmp_path, "[runs.x]\nrun = 'x.log'\nnum_classes = 1000\n")
+    hints = load_config(cwd=tmp_path).for_run("x").judge_hints()
+    assert hints == {"num_classes": 1000}
+    assert parse_run_config(hints).class_count == 1000
+    assert parse_run_config({"vocab_size": {"value": 50257}}).class_count == 50257
+    assert parse_run_config({"model": {"num_labels": 3}}).class_count == 3
+    assert parse_run_config({"num_labels": 1}).class_count is None  # a regression head has no chance level

@@ -250,6 +250,40 @@ def test_a_fine_tuning_loss_that_falls_little_but_steadily_is_not_stopped():
     assert "S" not in decisions(verdicts), [v.summary for v in verdicts]
 
 
+def _excerpt_at(level: float, n: int = 8, seed: int = 11) -> Series:
+    """A short pasted excerpt (steps 690–760) of a loss sitting at ``level`` with its tiny batch noise."""
+    return every(10, n, start=690), level * np.exp(np.random.default_rng(seed).normal(0, 0.0007, n))
+
+
+def test_a_short_excerpt_at_ln_of_the_configs_vocabulary_is_unsure_then_stopped():
+    """Class 3 in a short log: with the config's vocab_size the untrained level ln N is known, so no run
+    start is needed; without it (or well below ln N) the same flat excerpt is a plateau, never stopped."""
+    loss = _excerpt_at(np.log(30522) + np.log(2))
+    cuts = [720, 730, 740]
+    stuck = replay_cuts({"train/loss": loss}, cuts, run_config={"vocab_size": 30522})
+    assert decisions(stuck) == "uSS", [v.summary for v in stuck]
+    assert "ln 30,522" in stuck[1].summary
+    assert decisions(replay_cuts({"train/loss": loss}, cuts)) == "...", "no chance level known: not judged"
+    learned = replay_cuts({"train/loss": _excerpt_at(2.5)}, cuts, run_config={"vocab_size": 30522})
+    assert "S" not in decisions(learned) and "u" not in decisions(learned)
+
+
+def test_a_short_excerpt_with_its_accuracy_at_zero_is_unsure_then_stopped_unless_the_loss_falls():
+    """Class 3 in a short log without a config: a flat loss with the accuracy logged beside it at 0.000
+    at every point never learned; the same accuracy at 0 under a loss falling fast is a healthy start."""
+    steps, flat = _excerpt_at(11.17)
+    zeros = (steps, np.zeros(steps.size))
+    cuts = [720, 730, 740]
+    stuck = replay_cuts({"train/loss": (steps, flat), "train/mlm_accuracy": zeros}, cuts)
+    assert decisions(stuck) == "uSS", [v.summary for v in stuck]
+    assert "never one prediction right" in stuck[1].summary
+    falling = 11.17 * np.exp(-0.01 * np.arange(steps.size)) * np.exp(np.random.default_rng(12).normal(0, 0.001, 8))
+    start = replay_cuts({"train/loss": (steps, falling), "train/mlm_accuracy": zeros}, cuts)
+    assert "S" not in decisions(start) and "u" not in decisions(start), [v.summary for v in start]
+    some = (steps, np.full(steps.size, 0.02))
+    assert decisions(replay_cuts({"train/loss": (steps, flat), "train/mlm_accuracy": some}, cuts)) == "..."
+
+
 # --------------------------------------------------------------------------- 4. slow failures
 
 
@@ -390,6 +424,17 @@ def test_class3_real_runs_stuck_at_their_initial_value_are_unsure_then_stopped(r
     first = code.index("S")
     assert code[first - 1] == "u", code  # unsure first, stopped when it persists
     assert "not learning" in verdicts[first].summary
+
+
+def test_class3_a_real_8_point_bert_excerpt_at_ln_vocab_with_mlm_accuracy_0_is_unsure_then_stopped(real):
+    """A pasted 8-point excerpt (steps 690–760) of a BERT loss at ln 30k + ln 2, MLM accuracy 0.000: not
+    judged before 4 points (Theil–Sen's minimum), unsure there, stopped at the next check with new points.
+    It was never stopped before; the fault is visible at its first point, so "within one check" stays out
+    of reach (one point cannot tell a stuck loss from a plateau)."""
+    code, visible, verdicts = replay_real(real["issue-aws-dlm-45"])
+    first = code.index("S")
+    assert "S" not in code[:visible] and code[first - 1] == "u" and set(code[first:]) == {"S"}, code
+    assert "train/mlm_accuracy" in verdicts[first].summary and "not learning" in verdicts[first].summary
 
 
 @pytest.mark.parametrize(
