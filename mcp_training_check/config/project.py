@@ -33,6 +33,7 @@ Example (every key is optional except ``run`` in each ``[runs.NAME]``)::
     warmup_steps = 2000
     lr_schedule = "cosine"
     max_grad_norm = 1.0
+    num_classes = 30522                # vocabulary or class count: ln of it is the untrained loss
     [runs.bert.judge]                  # merged key by key over defaults.judge
     trend_divergence_ratio = 3.0
     [runs.bert.stop]                   # without this table stop_run cannot stop the run locally

@@ -89,8 +89,8 @@ class TrendDetector(Detector):
       learns); when the previous check
       (with points since) found it not learning too, it is critical: stuck for a large share of its steps
       over two checks, it does not start learning later.
-    - ``chance_min_points`` / ``zero_accuracy_max``: a loss that never learned is told without its run's
-      start, in a short excerpt (a log pasted from step 690 on), when its chance level is known: the
+    - ``chance_min_points`` / ``zero_accuracy_fraction``: a loss that never learned is told without its
+      run's start, in a short excerpt (a log pasted from step 690 on), when its chance level is known: the
       config states the class or vocabulary count N (``vocab_size``, ``num_labels``, ``num_classes``) and
       the loss's median is within ``stuck_drop_fraction`` of ln N or above it (the untrained model's
       loss), or an accuracy logged with it has been ≤ 0.001 at every point (never one prediction right;
@@ -123,7 +123,7 @@ class TrendDetector(Detector):
     flat_min_drop_fraction: float = Field(default=0.15, gt=0, lt=1)
     stuck_drop_fraction: float = Field(default=0.05, gt=0, lt=1)
     chance_min_points: int = Field(default=4, ge=4)
-    zero_accuracy_max: float = Field(default=0.001, ge=0)
+    zero_accuracy_fraction: float = Field(default=0.001, ge=0)
     confidence_z: float = Field(default=1.96, gt=0)
 
     def check(self, ctx: JudgeContext) -> list[Signal]:
@@ -433,7 +433,8 @@ class TrendDetector(Detector):
             zero = self._zero_accuracy(ctx)
             if zero is None:
                 return []
-            why = f"sits there with {zero} ≤ {fmt(self.zero_accuracy_max)} at every point (never one prediction right)"
+            zero_at = fmt(self.zero_accuracy_fraction)
+            why = f"sits there with {zero} ≤ {zero_at} at every point (never one prediction right)"
         critical = self._stuck_before(ctx, loss.name, int(steps[-1]))
         tail = "still there at a second check, so critical" if critical else "critical if the next check still sees it"
         msg = (
@@ -447,7 +448,7 @@ class TrendDetector(Detector):
         ]  # fmt: skip
 
     def _zero_accuracy(self, ctx: JudgeContext) -> str | None:
-        """The name of an accuracy logged with the train loss that is ≤ ``zero_accuracy_max`` at every point."""
+        """The name of an accuracy logged with the train loss that is ≤ ``zero_accuracy_fraction`` at every point."""
         for name, info in ctx.roles.items():
             if info.role is not MetricRole.OTHER or info.direction is not Direction.HIGHER:
                 continue
@@ -455,7 +456,7 @@ class TrendDetector(Detector):
                 continue
             series = ctx.history.metrics[name]
             _, values = finite_xy(series.steps, series.values)
-            if values.size >= self.chance_min_points and float(np.max(np.abs(values))) <= self.zero_accuracy_max:
+            if values.size >= self.chance_min_points and float(np.max(np.abs(values))) <= self.zero_accuracy_fraction:
                 return name
         return None
 
