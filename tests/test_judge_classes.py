@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from benchmarks.corpus_runs import Run, load_corpus
+from benchmarks.corpus_runs import CORPUS, Run, load_corpus
 from benchmarks.replay import checkpoints, replay_fast, visible_check
 from mcp_training_check.judge import judge
 from mcp_training_check.models import Decision, RunInfo, RunStatus, Verdict
@@ -282,6 +282,31 @@ def test_a_short_excerpt_with_its_accuracy_at_zero_is_unsure_then_stopped_unless
     assert "S" not in decisions(start) and "u" not in decisions(start), [v.summary for v in start]
     some = (steps, np.full(steps.size, 0.02))
     assert decisions(replay_cuts({"train/loss": (steps, flat), "train/mlm_accuracy": some}, cuts)) == "..."
+
+
+def test_a_blowup_in_a_log_too_short_to_smooth_is_unsure_then_stopped_and_one_spike_is_not():
+    """A pasted excerpt shorter than the trend's 10 points: three raw points in a row at ≥ 10× its first
+    points' median are a blow-up (a warning, critical at the next check with points since); one 30×
+    spike among them, or a loss that only falls, never is."""
+    steps = every(10, 9, start=1000)
+    blown = np.array([1.2, 1.1, 1.15, 1.1, 14.0, 80.0, 95.0, 120.0, 130.0])
+    verdicts = replay_cuts({"train/loss": (steps, blown)}, steps[3:].tolist())
+    assert decisions(verdicts) == "...uSS", [v.summary for v in verdicts]
+    assert "blew up" in verdicts[3].summary
+    spike = np.array([1.2, 1.1, 1.15, 1.1, 36.0, 1.1, 1.05, 1.0, 1.02])
+    assert "S" not in decisions(replay_cuts({"train/loss": (steps, spike)}, steps[3:].tolist()))
+
+
+def test_a_real_blowup_cut_short_from_the_corpus_is_stopped_at_its_fourth_point():
+    """corpus/ b05's loss blow-up, pasted as 3 points before it and the points after (every 10th logged):
+    unsure at the third point after it, stopped at the fourth; before, it waited for 10 points."""
+    run = {r.id: r for r in load_corpus(CORPUS)}["b05"]
+    steps, values = run.metrics["train/loss"]
+    pick = np.arange(0, steps.size, 10)
+    fault = int(np.searchsorted(steps[pick], run.fault_step))
+    part = pick[fault - 3 : fault + 9]
+    code = decisions(replay_cuts({"train/loss": (steps[part], values[part])}, steps[part].tolist()))
+    assert code == "....." + "uSSSSSS", code
 
 
 # --------------------------------------------------------------------------- 4. slow failures

@@ -134,7 +134,8 @@ class TrendDetector(Detector):
         steps, values = finite_after(loss, train_start(ctx))
         at_chance = self._at_chance(ctx, loss, steps, values)
         if values.size < self.min_points:
-            return at_chance or [self._too_few(loss, values.size, ctx)]
+            short = at_chance or self._short_blowup(ctx, loss, steps, values)
+            return short or [self._too_few(loss, values.size, ctx)]
         y = positive_log(values)
         window = self._smooth_points(y)
         smooth = self._smooth_tail(y, window)
@@ -414,6 +415,35 @@ class TrendDetector(Detector):
         return [
             signal(SignalKind.FLAT, severity, msg, metric=loss.name, step=int(steps[-1]), drop=drop,
                    eval_drop=eval_drop, points=values.size)
+        ]  # fmt: skip
+
+    def _short_blowup(
+        self, ctx: JudgeContext, loss: MetricSeries, steps: np.ndarray, values: np.ndarray
+    ) -> list[Signal]:
+        """A blow-up in a log too short to smooth (fewer than ``min_points``): its last ``sustain_points``
+        raw points in a row at ≥ ``blowup_min_ratio`` × the median of its first ``sustain_points``
+        (Megatron's 10×; raw points, so three in a row: one spike is not a blow-up). Confirmed like any:
+        a warning at the first check, critical when the previous check (with points since) saw it too."""
+        k = self.sustain_points
+        y = positive_log(values)
+        if y.size < 2 * k:
+            return []
+        reference = float(np.median(y[:k]))
+        above = trailing_run(y > reference + np.log(self.blowup_min_ratio))
+        if above < k or y.size - above < k:
+            return []
+        confirmed = self._rising_before(ctx, loss.name)
+        how = "still there at a second check, so confirmed" if confirmed else "critical if the next check still sees it"
+        level, first = float(np.median(values[-above:])), float(np.exp(reference))
+        msg = (
+            f"{loss.name} blew up: its last {above} points (median {fmt(level)}, up to step "
+            f"{fmt_step(int(steps[-1]))}) "
+            f"are all ≥ {fmt_ratio(self.blowup_min_ratio)} the median {fmt(first)} of its first {k}; {how}."
+        )
+        severity = Severity.CRITICAL if confirmed else Severity.WARNING
+        return [
+            signal(SignalKind.DIVERGENCE, severity, msg, metric=loss.name, step=int(steps[-1]), level=level,
+                   limit=first * self.blowup_min_ratio, points_above=above, since_step=int(steps[-above]))
         ]  # fmt: skip
 
     def _at_chance(self, ctx: JudgeContext, loss: MetricSeries, steps: np.ndarray, values: np.ndarray) -> list[Signal]:
