@@ -59,7 +59,7 @@ _LEADING_DECORATION = re.compile(r"^[\s*_`#>\"'.:\-–—]+")
 class ReviewAnswer(BaseModel):
     """A reviewer's answer, validated: anything else is a malformed answer (→ WAIT)."""
 
-    model_config = ConfigDict(extra="ignore", strict=True)
+    model_config = ConfigDict(extra="ignore", strict=True, defer_build=True)
 
     decision: ReviewDecision
     reason: str = Field(min_length=1, max_length=MAX_REASON_CHARS)

@@ -22,7 +22,7 @@ __all__ = ["Incident", "KeyMetric", "render_incident", "write_incident_note"]
 
 
 class KeyMetric(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     last: float | None = None
     best: float | None = None
@@ -31,7 +31,7 @@ class KeyMetric(BaseModel):
 class Incident(BaseModel):
     """One stop (or attempted stop), as recorded in the notes file."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     incident_id: int | None = Field(default=None, description="From the state database; dedupes notes.")
     run: str

@@ -45,7 +45,7 @@ _ZOMBIE_STATES = {"Z", "X"}  # zombie, dead: no longer running
 class StopAttempt(BaseModel):
     """What happened to the process; ``verified`` is True only when it is known to be gone."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     outcome: StopOutcome
     verified: bool

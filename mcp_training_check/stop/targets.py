@@ -40,7 +40,7 @@ KILL_CONFIRM_SECONDS = 5.0
 class TargetAttempt(BaseModel):
     """What happened to the target; ``verified`` is True only when it is known to be gone."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     outcome: StopOutcome
     verified: bool
