@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from ..errors import StopError
+from .local import GONE_STATES, SIGNALS, refuse_unsafe
 
 __all__ = ["CommandResult", "Host", "LocalHost", "descendants", "parse_ps"]
 
@@ -22,7 +23,8 @@ LOCAL_COMMAND_TIMEOUT_SECONDS = 30.0
 OUTPUT_MAX_CHARS = 64_000
 PS_ARGV = ["ps", "-A", "-o", "pid=", "-o", "ppid=", "-o", "stat="]
 """Every process with its parent and state, in the POSIX ``ps`` format procps and busybox both accept."""
-_GONE_STATES = ("Z", "X")  # zombie, dead: no longer running
+TARGET_CHECK = "the target in [runs.NAME.stop]"
+"""What to fix when a target holds a process that must never be signalled (`local.refuse_unsafe`)."""
 
 
 @dataclass(frozen=True)
@@ -79,19 +81,11 @@ class LocalHost:
         return result.stdout
 
     def signal(self, pids: list[int], name: str) -> list[int]:
-        import signal as signals
-
-        signum = signals.Signals[f"SIG{name}"]
         reached = []
         for pid in pids:
-            refuse_unsafe_pid(pid, "")
-            if pid in (os.getpid(), os.getppid()) or pid == os.getpgrp():
-                raise StopError(
-                    f"refusing to signal pid {pid}: it is this training-check process, its parent or its group "
-                    "leader, which the target should not hold. Check the target in [runs.NAME.stop]."
-                )
+            refuse_unsafe(pid, check=TARGET_CHECK)
             try:
-                os.kill(pid, signum)
+                os.kill(pid, SIGNALS[name])
             except ProcessLookupError:
                 continue
             except PermissionError as exc:
@@ -101,11 +95,6 @@ class LocalHost:
                 ) from exc
             reached.append(pid)
         return reached
-
-
-def refuse_unsafe_pid(pid: int, where: str) -> None:
-    if pid <= 1:
-        raise StopError(f"refusing to signal pid {pid}{where}: pid 1 is init and pid ≤ 0 addresses process groups.")
 
 
 def parse_ps(text: str) -> dict[int, tuple[int, str]]:
@@ -121,7 +110,7 @@ def parse_ps(text: str) -> dict[int, tuple[int, str]]:
 def alive(table: dict[int, tuple[int, str]], pid: int) -> bool:
     """Listed and not a zombie (a zombie has stopped running and only waits for its parent)."""
     entry = table.get(pid)
-    return entry is not None and not entry[1].startswith(_GONE_STATES)
+    return entry is not None and not entry[1].startswith(GONE_STATES)
 
 
 def descendants(table: dict[int, tuple[int, str]], roots: list[int]) -> list[int]:

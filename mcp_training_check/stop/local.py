@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..errors import StopError
 from ..models import StopOutcome
 
-__all__ = ["MAX_PID", "StopAttempt", "stop_local_process"]
+__all__ = ["GONE_STATES", "MAX_PID", "StopAttempt", "refuse_unsafe", "stop_local_process"]
 
 PROC = Path("/proc")
 SIGNALS = {"TERM": signal.SIGTERM, "INT": signal.SIGINT, "KILL": signal.SIGKILL}
@@ -39,7 +39,8 @@ START_TIME_SLACK_SECONDS = 1.0
 PID_FILE_MAX_BYTES = 64  # a pid file holds a number; more than this is not one
 MAX_PID = 2**31 - 1
 """The largest value of the kernel's pid_t; Linux's pid_max is at most 2^22, so any larger pid is not running."""
-_ZOMBIE_STATES = {"Z", "X"}  # zombie, dead: no longer running
+GONE_STATES = ("Z", "X")
+"""Process states of a process that no longer runs: zombie (waits only for its parent) and dead."""
 
 
 class StopAttempt(BaseModel):
@@ -72,7 +73,7 @@ def stop_local_process(
     if grace_seconds < 0 or poll_seconds <= 0:
         raise StopError(f"grace_seconds={grace_seconds} and poll_seconds={poll_seconds}: use grace ≥ 0, poll > 0.")
     target = _target_pid(pid, pid_file)
-    _refuse_unsafe(target)
+    refuse_unsafe(target)
     return escalate(
         _LocalProcess(),
         target,
@@ -278,10 +279,13 @@ def checked_pid(pid: int, what: str) -> int:
     return pid
 
 
-def _refuse_unsafe(pid: int) -> None:
-    """Never signal init, process groups, ourselves, the agent that runs us, or our own group."""
+def refuse_unsafe(pid: int, *, where: str = "", check: str = "the pid or pid file of the training run") -> None:
+    """Never signal init or a process group; on this machine (``where`` empty) not ourselves, the agent
+    that runs us, or our own group either. ``where`` (" on HOST") names another machine; ``check`` what to fix."""
     if pid <= 1:
         reason = "pid 1 is init and pid ≤ 0 addresses whole process groups"
+    elif where:
+        return
     elif pid == os.getpid():
         reason = "it is this training-check process itself"
     elif pid == os.getppid():
@@ -290,7 +294,7 @@ def _refuse_unsafe(pid: int) -> None:
         reason = "it leads this training-check process's own process group"
     else:
         return
-    raise StopError(f"refusing to signal pid {pid}: {reason}. Check the pid or pid file of the training run.")
+    raise StopError(f"refusing to signal pid {pid}{where}: {reason}. Check {check}.")
 
 
 def _refuse_reused(pid: int, pid_file: Path) -> None:
@@ -353,7 +357,7 @@ def _is_gone(pid: int) -> bool:
         return True
     except PermissionError:
         pass  # exists, owned by someone else
-    return _proc_state(pid) in _ZOMBIE_STATES
+    return _proc_state(pid) in GONE_STATES
 
 
 def _stat_fields(pid: int) -> list[str] | None:

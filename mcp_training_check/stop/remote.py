@@ -14,7 +14,8 @@ import paramiko
 
 from ..errors import StopError
 from ..sources.ssh_connect import SshTarget, resolve_target, run_remote, run_remote_script, ssh_client
-from .hosts import PS_ARGV, CommandResult, parse_ps, refuse_unsafe_pid
+from .hosts import PS_ARGV, TARGET_CHECK, CommandResult, parse_ps
+from .local import refuse_unsafe
 
 __all__ = ["RemoteHost", "remote_host"]
 
@@ -50,7 +51,7 @@ class RemoteHost:
 
     def signal(self, pids: list[int], name: str) -> list[int]:
         for pid in pids:
-            refuse_unsafe_pid(pid, self.where)
+            refuse_unsafe(pid, where=self.where, check=TARGET_CHECK)
         if not pids:
             return []
         args = " ".join(shlex.quote(str(arg)) for arg in (name, *pids))

@@ -33,6 +33,7 @@ from ..errors import StopError
 from ..sources import ssh_exec
 from ..sources.ssh_connect import SshTarget, resolve_target, run_remote, run_remote_script, ssh_client
 from .local import (
+    GONE_STATES,
     PID_FILE_MAX_BYTES,
     START_TIME_SLACK_SECONDS,
     StopAttempt,
@@ -40,6 +41,7 @@ from .local import (
     escalate,
     not_a_regular_file,
     pid_from_bytes,
+    refuse_unsafe,
     signal_key,
 )
 
@@ -57,7 +59,6 @@ elif [ -e /proc/"$p" ] || ps -p "$p" >/dev/null 2>&1; then
 else
   echo gone
 fi"""
-_ZOMBIE_STATES = {"Z", "X"}
 _PID_FILE_FIX = "the training script should write its pid there at start (Path(...).write_text(str(os.getpid())))"
 _NOT_REGULAR_MODES = {"directory": stat.S_IFDIR, "fifo": stat.S_IFIFO, "special": 0}
 
@@ -113,11 +114,7 @@ class _Remote:
         poll_seconds: float,
         pid_file: str | None,
     ) -> StopAttempt:
-        if pid <= 1:
-            raise StopError(
-                f"refusing to signal pid {pid}{self.where}: pid 1 is init and pid ≤ 0 addresses whole process "
-                "groups. Check the pid or pid file of the training run."
-            )
+        refuse_unsafe(pid, where=self.where)
         checked_pid(pid, f"[runs.NAME.stop] pid{self.where}")
         return escalate(
             self,
@@ -231,7 +228,7 @@ class _Remote:
     def is_gone(self, pid: int) -> bool:
         """Gone, or a zombie (``alive Z``: it has stopped running and only waits for its parent)."""
         word, _, state = self._probe(pid).partition(" ")
-        return word == "gone" or (word == "alive" and state.strip() in _ZOMBIE_STATES)
+        return word == "gone" or (word == "alive" and state.strip() in GONE_STATES)
 
     def _probe(self, pid: int) -> str:
         script = f"sh -c {shlex.quote(_PROBE)} probe {shlex.quote(str(pid))}"
