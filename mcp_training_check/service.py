@@ -64,7 +64,7 @@ from .schedule import check_report, handed_out, schedule_after
 from .snapshot import build_snapshot
 from .sources import Progress
 from .sources.wandb_api import list_running_runs
-from .state import CheckRecord, HandedOutCron, RunHistory, StateStore, last_interval
+from .state import CheckRecord, HandedOutCron, RunHistory, StateStore, is_verified_stop, last_interval
 from .stop import (
     KEY_METRICS_IN_INCIDENT,
     Incident,
@@ -421,11 +421,11 @@ class Monitor:
             return self._stop(ctx, reason.strip())
 
     def _stop(self, ctx: RunContext, reason: str) -> StopResult:
-        previous = self.store.find_verified_stop(ctx.key)
-        if previous is not None:
-            return already_stopped(ctx.ref, previous)
+        latest = self.store.find_incident(ctx.key)  # read once, under the run lock
+        if latest is not None and is_verified_stop(latest):
+            return already_stopped(ctx.ref, latest)
         sent = send_stop(ctx.ref, ctx.settings)
-        return self._record_stop(ctx, reason, gone_since_signalled(sent, self.store.find_incident(ctx.key)))
+        return self._record_stop(ctx, reason, gone_since_signalled(sent, latest))
 
     def _record_stop(self, ctx: RunContext, reason: str, sent: SentStop) -> StopResult:
         """The stop was sent: record it in the state database first, then in the notes file. An unusable

@@ -22,6 +22,7 @@ from .store import (
     CheckRecord,
     RunListing,
     StateStore,
+    is_verified_stop,
     last_interval,
     state_home,
 )
@@ -41,6 +42,7 @@ __all__ = [
     "SeriesStats",
     "StateStore",
     "StoredSeries",
+    "is_verified_stop",
     "last_interval",
     "run_lock",
     "state_home",

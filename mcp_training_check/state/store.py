@@ -30,7 +30,7 @@ import os
 import sqlite3
 import stat
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -98,6 +98,21 @@ def damaged(path: Path, detail: object) -> StateError:
 def fill_key(run_key: str) -> str:
     """The key under which a run's fill-in series are kept until they replace its own."""
     return run_key + FILL_KEY_SUFFIX
+
+
+def is_verified_stop(incident: Mapping[str, Any] | None) -> bool:
+    """Whether a stored incident is the run's stop: one this tool sent and saw end.
+
+    An incident that found nothing to stop (the pid was not running: a stale pid file, or a wrong pid) says
+    nothing about the run, so it must not end monitoring or block a later stop; older databases stored those
+    as ``verified`` too, hence the check of the outcome. W&B's own word that the run has already ended is
+    about the run itself, so it counts.
+    """
+    if incident is None or incident.get("verified") is not True:
+        return False
+    outcome = incident.get("outcome")
+    ended_on_wandb = outcome == StopOutcome.ALREADY_STOPPED.value and incident.get("method") == "wandb"
+    return outcome == StopOutcome.STOPPED.value or ended_on_wandb
 
 
 class CheckRecord(BaseModel):
@@ -500,19 +515,9 @@ class StateStore:
         return found[0] if found else None
 
     def find_verified_stop(self, run_key: str) -> dict[str, Any] | None:
-        """The run's latest incident when it is a stop this tool sent and saw end, else None.
-
-        An incident that found nothing to stop (the pid was not running: a stale pid file, or a wrong
-        pid) says nothing about the run, so it must not end monitoring or block a later stop; older
-        databases stored those as ``verified`` too, hence the check of the outcome. W&B's own word that
-        the run has already ended is about the run itself, so it counts.
-        """
+        """The run's latest incident when it is a stop this tool sent and saw end (`is_verified_stop`), else None."""
         incident = self.find_incident(run_key)
-        if incident is None or incident.get("verified") is not True:
-            return None
-        outcome = incident.get("outcome")
-        ended_on_wandb = outcome == StopOutcome.ALREADY_STOPPED.value and incident.get("method") == "wandb"
-        return incident if outcome == StopOutcome.STOPPED.value or ended_on_wandb else None
+        return incident if is_verified_stop(incident) else None
 
     def list_incidents(self, run_key: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
         """Incidents of one run (or of all runs), most recent first: the stored JSON plus the
