@@ -8,7 +8,8 @@
     plot          stored history + the latest verdict's flagged points → a PNG on disk (plot)
     check         all three in one call, for cron fires
     check_many    `check` over every running run of a W&B sweep or project, bad runs first (group_check)
-    stop_run      kill the training (local pid or W&B StopRun), verify, keep the evidence (stop.dispatch)
+    stop_run      kill the training (a pid, a tmux/screen session, a Slurm job, a command, here or over SSH;
+                  or W&B StopRun), verify, keep the evidence (stop.dispatch)
 
 `Monitor` holds the two things that live longer than one call: the state store and the project
 config (re-read whenever the file changes). Everything else is read fresh at every call.
