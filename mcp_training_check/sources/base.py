@@ -120,6 +120,10 @@ class ReadBatch:
         return sum(len(chunk) for chunk in self.series.values())
 
 
+STEP_RANGE = (-(2**63), 2**63 - 1)
+"""Steps are stored as int64: a step outside is not one (a log line is skipped, a `.wandb` record keeps its own)."""
+
+
 def catch_up_note(appended: int, limit: int) -> str:
     """Why a source read tail-first again instead of everything appended since the last check."""
     return (

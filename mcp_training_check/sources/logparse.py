@@ -18,7 +18,7 @@ from typing import Any
 from ..errors import ConfigError
 from ..models import MetricRole
 from ..roles import infer_role
-from .base import SeriesBuilder, SeriesChunk
+from .base import STEP_RANGE, SeriesBuilder, SeriesChunk
 from .loglines import (
     HF_TRAIN_KEYS,
     IGNORED_KEYS,
@@ -58,9 +58,6 @@ WARNING_LINE_CHARS = 240
 MAX_LINE_BYTES = 64 * 1024
 """A log line longer than this is skipped and counted, never parsed: a metrics line is a few hundred bytes
 (2,000 metrics of JSONL fit), and a longer one (a config dump, a corrupt record) would cost time and stack."""
-
-STEP_RANGE = (-(2**63), 2**63 - 1)
-"""Steps are stored as int64: a line whose step lies outside is skipped and counted."""
 
 LINE_FAILURES = (OverflowError, RecursionError, csv.Error)
 """What one hostile line can make a grammar raise (a number beyond float or int64, JSON nested thousands

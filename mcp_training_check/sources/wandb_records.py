@@ -20,7 +20,7 @@ from google.protobuf.message import DecodeError
 
 from ..errors import SourceError
 from ..models import RunInfo, RunStatus
-from .base import Cursor, SeriesBuilder
+from .base import STEP_RANGE, Cursor, SeriesBuilder
 from .local_file import open_regular
 
 
@@ -117,9 +117,6 @@ class Decoder:
             add(name, step, number)
 
 
-INT64_MAX = 2**63 - 1
-
-
 def _parse_step(text: str) -> int | None:
     """``_step`` as written; None (the record's own step is used) when it is not a number or outside int64."""
     try:
@@ -129,7 +126,7 @@ def _parse_step(text: str) -> int | None:
             step = int(float(text))
         except (ValueError, OverflowError):
             return None
-    return step if -INT64_MAX - 1 <= step <= INT64_MAX else None
+    return step if STEP_RANGE[0] <= step <= STEP_RANGE[1] else None
 
 
 def _typed_value(item: Any) -> float | None:
