@@ -109,6 +109,33 @@ def test_lean_input_schema_accepts_and_refuses_the_same_values(schema, good, bad
         assert "title" in lean["properties"], "a property called title is a name, not a generated title"
 
 
+def test_optional_arguments_and_results_have_one_type_and_required_nullables_any_of():
+    """No ``type`` arrays: clients that map schemas onto one-type dialects reject them (Inspector --strict)."""
+    arguments = {"type": "object", "required": ["a"], "properties": {
+        "a": {"anyOf": [{"type": "integer"}, {"type": "null"}]},
+        "b": {"anyOf": [{"type": "object", "additionalProperties": {"type": "number"}}, {"type": "null"}],
+              "default": None, "description": "d"},
+    }}  # fmt: skip
+    lean = lean_schema(arguments)
+    assert lean["properties"]["a"] == {"anyOf": [{"type": "integer"}, {"type": "null"}]}
+    assert lean["properties"]["b"] == {"type": "object", "additionalProperties": {"type": "number"}, "description": "d"}
+    jsonschema.validate({"a": None}, lean)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({"a": None, "b": {"k": "x"}}, lean)
+    results = {"type": "object", "required": ["r"], "properties": {
+        "r": {"anyOf": [{"type": "string"}, {"type": "null"}]},
+        "o": {"anyOf": [{"type": "integer"}, {"type": "null"}], "default": None},
+    }}  # fmt: skip
+    outline = outline_schema(results)
+    assert outline["properties"] == {"r": {"anyOf": [{"type": "string"}, {"type": "null"}]}, "o": {"type": "integer"}}
+
+
+def test_tools_list_has_no_type_arrays():
+    tools = listed_tools(build_server(Monitor()))
+    listed = wire([tool.model_dump(mode="json", by_alias=True, exclude_none=True) for tool in tools])
+    assert '"type":["' not in listed, "a type array: not portable to one-type schema dialects"
+
+
 def test_outline_keeps_every_valid_result_valid(tmp_path, broken_run):
     """The outlined output schema accepts what the full one accepts (a real STOP check), and still refuses
     a result missing a required field or with a next_action outside its enum."""
@@ -116,8 +143,10 @@ def test_outline_keeps_every_valid_result_valid(tmp_path, broken_run):
     report = Monitor().check(str(live)).model_dump(mode="json")
     full = CheckReport.model_json_schema()
     outline = outline_schema(full)
+    sent = omit_null_optionals(report, full)
+    jsonschema.validate(report, full)
     for schema in (full, outline):
-        jsonschema.validate(report, schema)
+        jsonschema.validate(sent, schema)
     for broken in ({**report, "next_action": "panic"}, {k: v for k, v in report.items() if k != "schedule"}):
         with pytest.raises(jsonschema.ValidationError):
             jsonschema.validate(broken, outline)

@@ -194,9 +194,13 @@ def lean_tool(tool: MCPTool) -> MCPTool:
 
 
 def lean_schema(schema: dict[str, Any]) -> dict[str, Any]:
-    """An input schema without pydantic's generated titles and null defaults, and with
-    ``anyOf [{type: X, ...}, {type: null}]`` written ``type: [X, null]``: it accepts exactly the same
-    arguments, and what the model reads (descriptions, limits, patterns) stays."""
+    """An input schema without pydantic's generated titles and null defaults, every type a single one.
+
+    An optional argument's ``anyOf [{type: X, ...}, {type: null}]`` is written as its X branch: leaving
+    it out means none, and the tool still accepts an explicit null. A required nullable one keeps its
+    ``anyOf``. A ``type`` array (``[X, "null"]``) is legal JSON Schema but not portable: clients that map
+    tool schemas onto one-type dialects (Gemini's OpenAPI subset) reject it; the MCP Inspector's
+    ``--strict`` warns of it. What the model reads (descriptions, limits, patterns) stays."""
     return _lean(schema)
 
 
@@ -206,25 +210,27 @@ def _lean(node: Any) -> Any:
     if not isinstance(node, dict):
         return node
     lean: dict[str, Any] = {}
+    required = set(node.get("required", ()))
     for key, value in node.items():
-        if key in ("properties", "$defs"):  # maps of names to schemas: a property may be called "title"
+        if key == "properties":  # a map of names to schemas: a property may be called "title"
+            lean[key] = {name: _optional(_lean(sub), name in required) for name, sub in value.items()}
+        elif key == "$defs":
             lean[key] = {name: _lean(sub) for name, sub in value.items()}
         elif (key == "title" and isinstance(value, str)) or (key == "default" and value is None):
             continue
         else:
             lean[key] = _lean(value)
-    return _merge_nullable(lean)
+    return lean
 
 
-def _merge_nullable(node: dict[str, Any]) -> dict[str, Any]:
+def _optional(node: dict[str, Any], required: bool) -> dict[str, Any]:
+    """An optional property's ``X | None`` as X (absent is none); a required one as it is."""
     branches = node.get("anyOf")
-    if not isinstance(branches, list) or len(branches) != 2 or {"type": "null"} not in branches:
+    if required or not isinstance(branches, list) or len(branches) != 2 or {"type": "null"} not in branches:
         return node
     other = branches[0] if branches[1] == {"type": "null"} else branches[1]
-    if not isinstance(other.get("type"), str) or "$ref" in other or "anyOf" in other:
-        return node
     rest = {key: value for key, value in node.items() if key != "anyOf"}
-    return {**other, "type": [other["type"], "null"], **rest}
+    return {**other, **rest}
 
 
 OUTPUT_SCHEMA_DEPTH = 1
@@ -237,26 +243,30 @@ made tools/list 28 KB, 70 % of it output schemas, that every client loads for ev
 
 def outline_schema(schema: dict[str, Any], depth: int = OUTPUT_SCHEMA_DEPTH) -> dict[str, Any]:
     """An output schema cut to ``depth`` levels of properties: types, enums and required fields, without
-    descriptions, titles, defaults or ``$defs``. Every value the full schema accepts, it accepts."""
+    descriptions, titles, defaults or ``$defs``. Every result the full schema accepts, once its optional
+    nulls are left out as the server sends it (`omit_null_optionals`), it accepts."""
     return _outline(schema, depth, schema.get("$defs", {}))
 
 
-def _outline(schema: dict[str, Any], depth: int, defs: dict[str, Any]) -> dict[str, Any]:
-    nullable = any(branch.get("type") == "null" for branch in schema.get("anyOf", ()))
+def _outline(schema: dict[str, Any], depth: int, defs: dict[str, Any], required: bool = True) -> dict[str, Any]:
+    """An optional field's null is never sent (`omit_null_optionals`), so its outline is its one type; a
+    required nullable field is ``anyOf`` its type and null (one type each: see `lean_schema`)."""
+    nullable = required and any(branch.get("type") == "null" for branch in schema.get("anyOf", ()))
     resolved = _resolve(schema, defs)
     if "enum" in resolved:
         return {"enum": [*resolved["enum"], *([None] if nullable else [])]}
     kind = resolved.get("type")
-    outline: dict[str, Any] = {"type": [kind, "null"] if nullable and isinstance(kind, str) else kind}
     if kind is None:
         return {}
+    outline: dict[str, Any] = {"type": kind}
     if kind == "object" and "properties" in resolved and depth > 0:
+        needed = set(resolved.get("required", ()))
         outline["properties"] = {
-            name: _outline(sub, depth - 1, defs) for name, sub in resolved["properties"].items()
+            name: _outline(sub, depth - 1, defs, name in needed) for name, sub in resolved["properties"].items()
         }
         if resolved.get("required"):
             outline["required"] = resolved["required"]
-    return outline
+    return {"anyOf": [outline, {"type": "null"}]} if nullable else outline
 
 
 # --------------------------------------------------------------------------- argument errors
