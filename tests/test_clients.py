@@ -149,14 +149,25 @@ def trust_project(home: Path, project: Path) -> None:
 # --------------------------------------------------------------------------- MCP Inspector CLI
 
 
-def inspector(npm_bin: Path, server_venv: Path, tmp_path: Path, *method: str) -> dict:
+def inspector_run(npm_bin: Path, server_venv: Path, tmp_path: Path, *method: str) -> subprocess.CompletedProcess:
     done = run_client(
         npm_bin, "mcp-inspector", "--cli", str(LAUNCHER),
         "-e", f"TRAINING_CHECK_VENV={server_venv}", "-e", f"TRAINING_CHECK_HOME={tmp_path / 'state'}",
         *method, env={"PATH": os.environ["PATH"], "HOME": str(tmp_path)}, cwd=tmp_path,
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
-    return json.loads(done.stdout)
+    return done
+
+
+def inspector(npm_bin: Path, server_venv: Path, tmp_path: Path, *method: str) -> dict:
+    return json.loads(inspector_run(npm_bin, server_venv, tmp_path, *method).stdout)
+
+
+def test_inspector_strict_finds_the_schemas_portable(npm_bin, server_venv, tmp_path):
+    """--strict checks every tool schema for constructs some clients reject (``type`` arrays among them)."""
+    done = inspector_run(npm_bin, server_venv, tmp_path, "--method", "tools/list", "--strict")
+    assert "Warning" not in done.stderr and "Error" not in done.stderr, done.stderr[:3000]
+    assert len(json.loads(done.stdout)["tools"]) == 9
 
 
 def test_inspector_lists_the_tools_and_checks_an_example_run(npm_bin, server_venv, tmp_path):
