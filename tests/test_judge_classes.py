@@ -297,6 +297,22 @@ def test_a_blowup_in_a_log_too_short_to_smooth_is_unsure_then_stopped_and_one_sp
     assert "S" not in decisions(replay_cuts({"train/loss": (steps, spike)}, steps[3:].tolist()))
 
 
+def test_a_blowup_in_a_short_log_is_measured_against_its_start_not_against_itself():
+    """A fine-tune whose loss quadruples from its 7th logged point on and stays: the early median is that
+    of its first third, not of its first 20 points, which hold the blow-up itself. Measured against its
+    first 20, the reference rose with the blow-up, and the checks after the stop said continue again."""
+    steps = every(10, 24)
+    loss = np.array([1.9, 1.85, 1.8, 1.82, 1.78, 1.75, 3.4, 5.2, 6.0, 6.4, 6.9, 7.1,
+                     7.0, 7.3, 7.2, 7.4, 7.5, 7.6, 7.7, 7.6, 7.8, 7.7, 7.9, 7.8])  # fmt: skip
+    verdicts = replay_cuts({"train/loss": (steps, loss)}, steps[9:].tolist())
+    code = decisions(verdicts)
+    assert code == "..." + "S" * 12, [v.summary for v in verdicts]
+    assert "the early median 1.8" in verdicts[-1].summary, verdicts[-1].summary
+    healthy = np.array([1.9, 1.85, 1.8, 1.82, 1.78, 1.75, 1.77, 1.72, 1.7, 1.71, 1.69, 1.68,
+                        1.66, 1.7, 1.65, 1.64, 1.66, 1.62, 1.6, 1.63, 1.61, 1.6, 1.58, 1.59])  # fmt: skip
+    assert "S" not in decisions(replay_cuts({"train/loss": (steps, healthy)}, steps[6:].tolist()))
+
+
 def test_a_real_blowup_cut_short_from_the_corpus_is_stopped_at_its_fourth_point():
     """corpus/ b05's loss blow-up, pasted as 3 points before it and the points after (every 10th logged):
     unsure at the third point after it, stopped at the fourth; before, it waited for 10 points."""

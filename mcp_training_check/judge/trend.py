@@ -51,7 +51,8 @@ class TrendDetector(Detector):
     - ``divergence_z``: and the gap must be ≥ this many standard errors of (level − best), from the noise
       of log(loss): 4, because the best is a minimum over many blocks and so sits ~2.5 errors low.
     - ``blowup_early_ratio`` / ``blowup_min_ratio``: the recent level ≥ 3× the median of the first
-      ``early_window_points`` after warmup (worse than the untrained model by far), or ≥ 10× the best
+      ``early_window_points`` after warmup (at most the first third of a short log's points; worse than
+      the untrained model by far), or ≥ 10× the best
       level (Megatron's 10×), is a blow-up. Sustained, it is a warning at the first check that sees it
       and critical when the previous check (with points since) saw it too, or at once when it is still
       climbing (a runaway) or has a cause (the policy: an LR jump, a grad-norm explosion). Large real
@@ -195,7 +196,7 @@ class TrendDetector(Detector):
         best: np.ndarray,
         warm: np.ndarray,
     ) -> list[Signal]:
-        early = float(np.median(warm[: self.early_window_points])) if warm.size else None
+        early = float(np.median(warm[: self._early_points(warm.size)])) if warm.size else None
         limits = best + np.log(self.blowup_min_ratio)
         if early is not None and early > 0:
             limits = np.minimum(limits, np.log(self.blowup_early_ratio * early))
@@ -265,6 +266,11 @@ class TrendDetector(Detector):
                    step=int(steps[-1]), ratio=ratio,
                    reference=reference, points_above=above, since_step=since)
         ]  # fmt: skip
+
+    def _early_points(self, n: int) -> int:
+        """The run's first ``early_window_points``, but no more than its first third: in a log of 40
+        points, 20 would take in the blow-up itself and lift the reference it is measured against."""
+        return max(1, min(self.early_window_points, n // 3))
 
     def _runaway(self, y: np.ndarray, sigma: float) -> float | None:
         """The rise within a divergence episode when it is still climbing, else None.
