@@ -158,6 +158,20 @@ def test_a_later_error_is_printed_and_retried_but_a_first_one_ends_the_watch(tmp
     assert [round(s / 60) for s in fake.slept] == [10, 10, 20, 30]
 
 
+def test_an_unsure_check_in_a_terminal_says_how_to_get_a_reviewer(tmp_path: Path) -> None:
+    """The default reviewer is the calling agent; a terminal has none, so the line says how to set one."""
+    log = tmp_path / "train.jsonl"
+    with log.open("w") as handle:  # a short log whose loss has blown up: unsure at the first check
+        for step, loss in enumerate([2.1, 1.9, 1.8, 1.75, 1.7, 1.72, 2.9, 5.1, 9.6, 14.2, 15.0, 15.8, 16.1]):
+            handle.write(json.dumps({"step": 10 * (step + 1), "loss": loss}) + "\n")
+    lines: list[str] = []
+    with pytest.raises(KeyboardInterrupt):
+        watch_run(Monitor(), str(log), act_on_stop=False, clock=FakeTime(log, 140, interrupt_at=1).clock(),
+                  emit=lines.append)  # fmt: skip
+    assert lines[0][18:].startswith("UNSURE: loss blew up"), lines
+    assert lines[1].startswith("  review WAIT (no reviewer in a terminal") and 'backend = "anthropic"' in lines[1]
+
+
 # --------------------------------------------------------------------------- a real subprocess
 
 

@@ -171,7 +171,16 @@ def _next_check_words(schedule: Schedule) -> str:
     return schedule.summary.partition(";")[0]  # "stop monitoring: run stopped"
 
 
+NO_AGENT_REVIEWER = (
+    "no reviewer in a terminal: the `agent` backend is the calling agent (Claude Code), and watch has none; "
+    'set [review] backend = "anthropic" or "openai" in training-check.toml for an LLM reviewer. Unsure '
+    "checks keep their interval meanwhile"
+)
+
+
 def review_line(review: ReviewResult) -> str:
+    if review.backend == "agent" and review.next_action == "record_review":
+        return f"review {review.decision} ({NO_AGENT_REVIEWER})"
     why = f"reviewer failed: {review.error}" if review.reviewer_failed and review.error else review.reason
     return f"review {review.decision} ({why})"
 
