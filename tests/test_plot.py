@@ -89,6 +89,23 @@ def test_the_chart_draws_loss_and_grad_norm_on_a_log_scale_unless_a_value_is_not
     assert render_chart(history, roles, [], title=run).log_scale == ["grad norm"]
 
 
+def test_a_flagged_episode_is_shaded_from_where_it_began(tmp_path, isolated_home):
+    """A blow-up judged at its last step began earlier (its ``since_step``): the chart shades that span, so
+    the picture shows where the trouble started, not only the step it was judged at."""
+    log = tmp_path / "blown.jsonl"
+    values = [2.1, 1.9, 1.8, 1.75, 1.7, 1.72, 2.9, 5.1, 9.6, 14.2, 15.0, 15.8, 16.1]
+    log.write_text("".join(json.dumps({"step": 10 * (i + 1), "loss": v}) + "\n" for i, v in enumerate(values)))
+    monitor = Monitor()
+    verdict = monitor.check(str(log)).verdict
+    assert verdict is not None and verdict.decision.value == "unsure"
+    history = monitor.store.load_history(monitor.context(str(log)).key)
+    chart = render_chart(history, monitor._roles(monitor.context(str(log)), history.metrics), verdict.signals,
+                         title="blown")  # fmt: skip
+    monitor.close()
+    blowup = next(s for s in verdict.signals if "blew up" in s.message)
+    assert chart.episodes == [(blowup.evidence["since_step"], 130)] and blowup.evidence["since_step"] < 130
+
+
 def test_a_smaller_cap_gets_a_smaller_picture_or_none(diverging):
     monitor, run, verdict = diverging
     history = monitor.store.load_history(monitor.context(run).key)

@@ -65,6 +65,7 @@ class Chart:
     panels: list[str]
     metrics: list[str]
     flagged_steps: list[int] = field(default_factory=list)
+    episodes: list[tuple[int, int]] = field(default_factory=list)  # shaded (first step, flagged step) spans
     log_scale: list[str] = field(default_factory=list)  # panels drawn on a log axis
     dpi: int = DEFAULT_DPI
 
@@ -127,6 +128,8 @@ def render_chart(
         panels=[label for _, label, _ in groups],
         metrics=[s.name for _, _, group in groups for s in group],
         flagged_steps=sorted({signal.step for signal in flagged if signal.step is not None}),
+        episodes=sorted({(since, signal.step) for signal in flagged
+                         if signal.step is not None and (since := episode_start(signal)) is not None}),
         log_scale=log_scale,
         dpi=dpi,
     )
@@ -161,6 +164,14 @@ def _flagged(signals: Sequence[Signal]) -> list[Signal]:
     return marked
 
 
+def episode_start(signal: Signal) -> int | None:
+    """The first step of the episode a signal judged (its ``since_step``), when it began before its step."""
+    since = signal.evidence.get("since_step")
+    if isinstance(since, int | float) and not isinstance(since, bool) and signal.step is not None:
+        return int(since) if since < signal.step else None
+    return None
+
+
 def _draw_panel(ax: Axes, role: MetricRole, label: str, series: list[MetricSeries], flagged: list[Signal]) -> bool:
     """One panel; True if drawn on a log axis."""
     shown = series[:MAX_LINES_PER_PANEL]
@@ -176,6 +187,9 @@ def _draw_panel(ax: Axes, role: MetricRole, label: str, series: list[MetricSerie
             continue
         colour = SEVERITY_COLOURS[signal.severity]
         ax.axvline(signal.step, color=colour, linestyle="--", linewidth=0.9, alpha=0.8)
+        since = episode_start(signal)
+        if since is not None:  # where the episode began: a marker at its last step alone hides that
+            ax.axvspan(since, signal.step, color=colour, alpha=0.12, linewidth=0)
         _ring(ax, next((s for s in shown if s.name == signal.metric), None), signal, colour)
     ax.set_ylabel(label + (" (log)" if ax.get_yscale() == "log" else ""), fontsize=8)
     ax.tick_params(which="both", labelsize=7)
