@@ -29,10 +29,10 @@ from typing import Any
 import numpy as np
 
 from ..errors import SourceError
+from ..files import describe_os_error, open_regular
 from ..models import RunInfo, RunStatus
 from . import log_tail
 from .base import Cursor, Progress, ReadBatch, SeriesBuilder, SeriesChunk, catch_up_note, no_progress
-from .local_file import describe_os_error, open_regular
 from .logparse import (
     ERROR_PREFIX,
     FATAL_PREFIX,

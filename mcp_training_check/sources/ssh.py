@@ -26,10 +26,10 @@ from typing import Any
 import paramiko
 
 from ..errors import RunNotFound, SourceUnavailable
+from ..files import not_regular
 from ..models import RunInfo, RunKind, RunRef
 from . import log_tail, ssh_exec
 from .base import Cursor, Progress, ReadBatch
-from .local_file import file_kind
 from .logs import CHUNK_BYTES, HEAD_BYTES, LogParser, file_identity, log_status, read_open_log
 from .ssh_connect import DEFAULT_SSH_TIMEOUT_SECONDS, SshTarget, resolve_target, run_remote_script, ssh_client
 
@@ -136,15 +136,11 @@ class SshLogSource:
         try:
             mode = sftp.stat(self.path).st_mode or 0
             if not stat.S_ISREG(mode):
-                where = f"{self.path} on {target.where}"
-                raise RunNotFound(f"{where} is {_not_a_log(mode)}: name the training's log file, e.g. train.log.")
+                where, kind = f"{self.path} on {target.where}", not_regular(mode, "log file")
+                raise RunNotFound(f"{where} is {kind}: name the training's log file, e.g. train.log.")
             return sftp.open(self.path, "rb")
         except OSError as exc:
             raise _file_error(exc, self.path, target) from exc
-
-
-def _not_a_log(mode: int) -> str:
-    return "a directory, not a log file" if stat.S_ISDIR(mode) else f"{file_kind(mode)}, not a regular file"
 
 
 def _file_error(exc: OSError, path: str, target: SshTarget) -> RunNotFound | SourceUnavailable:

@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from ..errors import RunNotFound, SourceError
+from ..files import describe_os_error, open_regular
 from .base import Cursor, FillBatch, Progress, ReadBatch, SeriesChunk, catch_up_note, no_progress
-from .local_file import describe_os_error, open_regular
 from .wandb_dir import is_wandb_path, resolve_wandb_path
 from .wandb_framing import BLOCK_SIZE, FILE_HEADER, Framer, frame_records
 from .wandb_records import Decoder, RunState, protobuf_module

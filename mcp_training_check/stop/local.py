@@ -19,14 +19,14 @@ from __future__ import annotations
 import os
 import pwd
 import signal
-import stat
 import time
 from pathlib import Path
 from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..errors import StopError
+from ..errors import SourceError, StopError
+from ..files import describe_os_error, file_kind, open_regular
 from ..models import StopOutcome
 
 __all__ = ["GONE_STATES", "MAX_PID", "StopAttempt", "refuse_unsafe", "stop_local_process"]
@@ -230,27 +230,22 @@ def _target_pid(pid: int | None, pid_file: Path | None) -> int:
 def _read_pid_file(path: Path) -> int:
     """The pid written by the training script; anything else is an error that names the file, never its
     content (a pid file can be a symlink to a secret, e.g. /proc/self/environ)."""
-    fix = f"the training script should write its pid at start, e.g. Path({str(path)!r}).write_text(str(os.getpid()))"
+    fix = (
+        "point pid_file at a plain file the training script writes its pid to at start, "
+        f"e.g. Path({str(path)!r}).write_text(str(os.getpid()))"
+    )
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)  # O_NONBLOCK: a FIFO cannot hang us
-    except FileNotFoundError as exc:
-        raise StopError(f"pid file {path} does not exist; {fix}.") from exc
+        with open_regular(path, what="pid file", fix=fix) as handle:
+            raw = handle.read(PID_FILE_MAX_BYTES + 1)
+    except SourceError as exc:
+        raise StopError(str(exc)) from exc
     except OSError as exc:
-        raise StopError(f"pid file {path} cannot be read ({exc.strerror}); check its permissions.") from exc
-    try:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            raise StopError(not_a_regular_file(f"pid file {path}", mode, fix))
-        raw = os.read(fd, PID_FILE_MAX_BYTES + 1)
-    except OSError as exc:
-        raise StopError(f"pid file {path} cannot be read ({exc.strerror}); check its permissions.") from exc
-    finally:
-        os.close(fd)
+        raise StopError(str(describe_os_error(exc, path, what="pid file", fix=fix))) from exc
     return pid_from_bytes(raw, f"pid file {path}", fix)
 
 
 def not_a_regular_file(what: str, mode: int, fix: str) -> str:
-    kind = "a FIFO" if stat.S_ISFIFO(mode) else "a directory" if stat.S_ISDIR(mode) else "not a regular file"
+    kind = file_kind(mode)
     return f"{what} is {kind}, not a regular file (reading it could block); point pid_file at a plain file: {fix}."
 
 
