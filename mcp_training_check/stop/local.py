@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..errors import SourceError, StopError
 from ..files import describe_os_error, file_kind, open_regular
 from ..models import StopOutcome
+from .escalation import Ending, escalate_signals
 
 __all__ = ["GONE_STATES", "MAX_PID", "StopAttempt", "refuse_unsafe", "stop_local_process"]
 
@@ -95,8 +96,8 @@ class ProcessControl(Protocol):
 
     def is_gone(self, pid: int) -> bool: ...
 
-    def send(self, pid: int, name: str, sent: list[str]) -> bool:
-        """Send SIG``name`` and append ``name`` to ``sent``; False when the process was already gone."""
+    def send(self, pid: int, name: str) -> bool:
+        """Send SIG``name``; False when the process was already gone."""
         ...
 
     def refuse_reused(self, pid: int, pid_file: Any) -> None: ...
@@ -125,36 +126,30 @@ def escalate(
         return _already_stopped(pid, [], where)
     if pid_file is not None:
         process.refuse_reused(pid, pid_file)
-    sent: list[str] = []
-    if not process.send(pid, first, sent):
-        return _already_stopped(pid, sent, where)
-    if wait_gone(process, pid, grace_seconds, poll_seconds):
-        return _stopped(pid, sent, where)
-    if first == "KILL" or not kill_after_grace:
-        return _not_confirmed(pid, sent, grace_seconds, where)
-    if not process.send(pid, "KILL", sent) or wait_gone(process, pid, KILL_CONFIRM_SECONDS, poll_seconds):
-        return _stopped(pid, sent, where)
-    return StopAttempt(
-        outcome=StopOutcome.FAILED,
-        verified=False,
-        signals_sent=sent,
-        pid=pid,
-        message=(
-            f"pid {pid} is still present{where} {KILL_CONFIRM_SECONDS:g} s after SIGKILL{process.stuck_state(pid)}; "
-            f"it is stuck in the kernel, usually on I/O. Check `ps -o stat {pid}`{where}."
-        ),
+    vanished = False  # a signal found no such process: gone, and its number is never signalled again
+
+    def send(name: str) -> bool:
+        nonlocal vanished
+        vanished = vanished or not process.send(pid, name)
+        return not vanished
+
+    done = escalate_signals(
+        lambda: vanished or process.is_gone(pid), send, first, grace_seconds=grace_seconds,
+        kill_after_grace=kill_after_grace, poll_seconds=poll_seconds, confirm_seconds=KILL_CONFIRM_SECONDS,
+    )  # fmt: skip
+    if done.ending is Ending.NOT_KILLED:
+        return _not_confirmed(pid, done.sent, grace_seconds, where)
+    if done.ending is Ending.STUCK:
+        return _stuck(pid, done.sent, where, process.stuck_state(pid))
+    return _stopped(pid, done.sent, where) if done.sent else _already_stopped(pid, done.sent, where)
+
+
+def _stuck(pid: int, sent: list[str], where: str, state: str) -> StopAttempt:
+    message = (
+        f"pid {pid} is still present{where} {KILL_CONFIRM_SECONDS:g} s after SIGKILL{state}; "
+        f"it is stuck in the kernel, usually on I/O. Check `ps -o stat {pid}`{where}."
     )
-
-
-def wait_gone(process: ProcessControl, pid: int, seconds: float, poll_seconds: float) -> bool:
-    deadline = time.monotonic() + seconds
-    while True:
-        if process.is_gone(pid):
-            return True
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            return False
-        time.sleep(min(poll_seconds, remaining))
+    return StopAttempt(outcome=StopOutcome.FAILED, verified=False, signals_sent=sent, pid=pid, message=message)
 
 
 def _already_stopped(pid: int, sent: list[str], where: str) -> StopAttempt:
@@ -192,8 +187,8 @@ class _LocalProcess:
     def is_gone(self, pid: int) -> bool:
         return _is_gone(pid)
 
-    def send(self, pid: int, name: str, sent: list[str]) -> bool:
-        return _send(pid, SIGNALS[name], sent)
+    def send(self, pid: int, name: str) -> bool:
+        return _send(pid, SIGNALS[name])
 
     def refuse_reused(self, pid: int, pid_file: Path) -> None:
         _refuse_reused(pid, pid_file)
@@ -306,7 +301,7 @@ def _refuse_reused(pid: int, pid_file: Path) -> None:
         )
 
 
-def _send(pid: int, signum: signal.Signals, sent: list[str]) -> bool:
+def _send(pid: int, signum: signal.Signals) -> bool:
     """Send ``signum``; False when the process was already gone."""
     name = signum.name.removeprefix("SIG")
     try:
@@ -321,7 +316,6 @@ def _send(pid: int, signum: signal.Signals, sent: list[str]) -> bool:
             f"{me}. Run training-check as the user who started the training, or run `kill -{name} {pid}` "
             "as that user."
         ) from exc
-    sent.append(name)
     return True
 
 
