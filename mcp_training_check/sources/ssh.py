@@ -31,7 +31,7 @@ from ..models import RunInfo, RunKind, RunRef
 from . import log_tail, ssh_exec
 from .base import Cursor, Progress, ReadBatch
 from .logs import CHUNK_BYTES, HEAD_BYTES, LogParser, file_identity, log_status, read_open_log
-from .ssh_connect import DEFAULT_SSH_TIMEOUT_SECONDS, SshTarget, resolve_target, run_remote_script, ssh_client
+from .ssh_connect import DEFAULT_SSH_TIMEOUT_SECONDS, SshTarget, resolve_target, ssh_client
 
 __all__ = ["WINDOW_BYTES", "SshLogSource"]
 
@@ -121,14 +121,13 @@ class SshLogSource:
             windowed.close()
 
     def _inode(self, client: paramiko.SSHClient) -> tuple[int | None, int | None]:
-        """Inode and device of the log (GNU stat, then BSD stat); (None, None) without a usable shell."""
-        quoted = shlex.quote(self.path)
-        script = f"stat -L -c '%i %d' -- {quoted} 2>/dev/null || stat -L -f '%i %d' -- {quoted} 2>/dev/null"
-        result = run_remote_script(client, script, timeout_seconds=self.timeout_seconds)
-        fields = result.stdout.split()
-        if result.exit_status != 0 or len(fields) != 2 or not all(f.isdigit() for f in fields):
+        """Inode and device of the log (the exec'd ``stat`` a host without SFTP is read with); (None, None)
+        when the host's shell cannot tell, or it is no readable regular file (the SFTP open then says why)."""
+        try:
+            remote = ssh_exec.stat_file(client, self.path, head_bytes=0, timeout_seconds=self.timeout_seconds)
+        except ssh_exec.RemoteFileError:
             return None, None
-        return int(fields[0]), int(fields[1])
+        return remote.inode, remote.dev
 
     def _open(self, sftp: paramiko.SFTPClient, target: SshTarget) -> paramiko.SFTPFile:
         """The log opened over SFTP, after a stat says it is a regular file: the server's sftp process opens
