@@ -49,7 +49,7 @@ def test_a_log_grown_past_the_catch_up_bound_is_read_tail_first_then_filled(
         checks += 1
         assert checks < 40, "the fill-in never arrived"
     full = StateStore(tmp_path / "full")
-    monkeypatch.setattr(log_tail, "DEFAULT_LIMITS", log_tail.LogTailLimits(small_bytes=1 << 40))
+    monkeypatch.setattr(log_tail, "DEFAULT_LIMITS", dataclasses.replace(log_tail.DEFAULT_LIMITS, small_bytes=1 << 40))
     read_into(full, LogFileSource(path))
     assert_same_history(full.load_history("log"), history)
 
@@ -89,7 +89,7 @@ def test_a_run_file_grown_past_the_catch_up_bound_is_read_tail_first_then_filled
         checks += 1
         assert checks < 60, "the fill-in never arrived"
     full = StateStore(tmp_path / "full")
-    read_wandb_into(full, WandbFileSource(path, limits=dataclasses.replace(WANDB_LIMITS, small_file_bytes=1 << 40)))
+    read_wandb_into(full, WandbFileSource(path, limits=dataclasses.replace(WANDB_LIMITS, small_bytes=1 << 40)))
     assert_same_history(full.load_history("run"), history)
 
 

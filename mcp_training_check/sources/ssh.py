@@ -29,7 +29,7 @@ from ..errors import RunNotFound, SourceUnavailable
 from ..files import not_regular
 from ..models import RunInfo, RunKind, RunRef
 from . import log_tail, ssh_exec
-from .base import Cursor, Progress, ReadBatch
+from .base import Cursor, Progress, ReadBatch, TailLimits
 from .logs import CHUNK_BYTES, HEAD_BYTES, LogParser, file_identity, log_status, read_open_log
 from .ssh_connect import DEFAULT_SSH_TIMEOUT_SECONDS, SshTarget, resolve_target, ssh_client
 
@@ -45,7 +45,7 @@ SSH_CATCH_UP_BYTES = 64 * 1024 * 1024
 """Appended bytes one check transfers over SSH (~8 s at 8 MB/s); a log that grew more is read tail-first again."""
 
 
-def ssh_limits() -> log_tail.LogTailLimits:
+def ssh_limits() -> TailLimits:
     """The log limits of a read over SSH: the local ones with a smaller fill-in and catch-up per check."""
     local = log_tail.DEFAULT_LIMITS
     return dataclasses.replace(
