@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -118,6 +118,24 @@ class ReadBatch:
     @property
     def new_points(self) -> int:
         return sum(len(chunk) for chunk in self.series.values())
+
+
+def concat_series(parts: Iterable[dict[str, SeriesChunk]]) -> dict[str, SeriesChunk]:
+    """The parts of a read (head, overview, tail), each metric's chunks joined in the order given."""
+    pieces: dict[str, list[SeriesChunk]] = {}
+    for series in parts:
+        for name, chunk in series.items():
+            pieces.setdefault(name, []).append(chunk)
+    return {
+        name: SeriesChunk(np.concatenate([c.steps for c in chunks]), np.concatenate([c.values for c in chunks]))
+        for name, chunks in pieces.items()
+    }
+
+
+def first_step(series: dict[str, SeriesChunk]) -> int | None:
+    """The smallest first step of any metric (None when all are empty): where a tail's exact history starts."""
+    firsts = [int(chunk.steps[0]) for chunk in series.values() if len(chunk)]
+    return min(firsts) if firsts else None
 
 
 @dataclass(frozen=True, kw_only=True)

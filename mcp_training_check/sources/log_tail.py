@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from .base import FillBatch, Progress, SeriesChunk, TailLimits, no_progress
+from .base import FillBatch, Progress, SeriesChunk, TailLimits, concat_series, first_step, no_progress
 from .logparse import LogParser, ParseNotes
 
 __all__ = ["DEFAULT_LIMITS", "continue_fill", "read_log_tail_first"]
@@ -144,8 +144,8 @@ def read_log_tail_first(
     starts = _StartState(head)
     tail, tail_start = _read_tail(fh, size, head.end, starts, fmt, set(head.series), notes, consume, limits, progress)
     middle = _overview(fh, head.end, tail_start, starts, fmt, notes, consume, limits)
-    series = _concat([head.series, *middle, *(part.series for part in tail)])
-    exact_from = _first_step(tail[0].series)
+    series = concat_series([head.series, *middle, *(part.series for part in tail)])
+    exact_from = first_step(tail[0].series)
     if tail_start > head.end and (starts.counted or exact_from is None):  # none of it can count as exact
         exact_from = max((int(chunk.steps.max()) for chunk in series.values() if len(chunk)), default=-1) + 1
         if starts.counted:
@@ -240,22 +240,6 @@ def _overview(
             series, _ = consume([data[min(ends) + 1 :]], starts.parser(at, fmt), notes)
             out.append(series)
     return out
-
-
-def _first_step(series: dict[str, SeriesChunk]) -> int | None:
-    firsts = [int(chunk.steps[0]) for chunk in series.values() if len(chunk)]
-    return min(firsts) if firsts else None
-
-
-def _concat(parts: Iterable[dict[str, SeriesChunk]]) -> dict[str, SeriesChunk]:
-    pieces: dict[str, list[SeriesChunk]] = {}
-    for series in parts:
-        for name, chunk in series.items():
-            pieces.setdefault(name, []).append(chunk)
-    return {
-        name: SeriesChunk(np.concatenate([c.steps for c in chunks]), np.concatenate([c.values for c in chunks]))
-        for name, chunks in pieces.items()
-    }
 
 
 @dataclass

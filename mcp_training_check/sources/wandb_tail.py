@@ -19,13 +19,13 @@ they replace the stored series, which are then exactly what a full first read wo
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
 import numpy as np
 
-from .base import Progress, SeriesChunk, TailLimits, no_progress
+from .base import Progress, SeriesChunk, TailLimits, concat_series, first_step, no_progress
 from .wandb_framing import BLOCK_SIZE, FILE_HEADER, Framer, block_floor, frame_range, frame_records
 from .wandb_records import Decoder, RunState
 
@@ -97,8 +97,7 @@ class Part:
 
     @property
     def first_step(self) -> int | None:
-        firsts = [int(chunk.steps[0]) for chunk in self.series.values() if len(chunk)]
-        return min(firsts) if firsts else None
+        return first_step(self.series)
 
 
 def decode_range(handle: BinaryIO, start: int, stop: int | None, state: RunState, *, resync: bool) -> Part:
@@ -135,7 +134,7 @@ def read_tail_first(
         state.merge_later(part.state)
     parts = [head, *(m.part for m in middle), *tail]
     return FirstRead(
-        series=_concat(part.series for part in parts),
+        series=concat_series(part.series for part in parts),
         resume=tail[-1].resume,
         exact_from=None if exact else tail[0].first_step,
         skipped=sum(part.skipped for part in parts),
@@ -186,17 +185,6 @@ def _read_middle(handle: BinaryIO, lo: int, hi: int, limits: TailLimits, progres
         if done % 64 == 0:
             progress(done, len(picks), "sampling older blocks of the run file for an overview, blocks")
     return out
-
-
-def _concat(parts: Iterable[dict[str, SeriesChunk]]) -> dict[str, SeriesChunk]:
-    pieces: dict[str, list[SeriesChunk]] = {}
-    for series in parts:
-        for name, chunk in series.items():
-            pieces.setdefault(name, []).append(chunk)
-    return {
-        name: SeriesChunk(np.concatenate([c.steps for c in chunks]), np.concatenate([c.values for c in chunks]))
-        for name, chunks in pieces.items()
-    }
 
 
 # --------------------------------------------------------------------------- the fill-in
