@@ -51,7 +51,6 @@ from benchmarks.tail_first import CORPUS_REAL, corpus_report  # noqa: E402
 from mcp_training_check.models import CheckReport  # noqa: E402
 from mcp_training_check.service import Monitor  # noqa: E402
 from mcp_training_check.sources import wandb_file  # noqa: E402
-from mcp_training_check.sources.wandb_file import TailLimits  # noqa: E402
 from tests.fake_wandb import FakeWandb  # noqa: E402
 from tests.fake_wandb_columns import add_columnar_run  # noqa: E402
 
@@ -141,7 +140,7 @@ def _fill_until_exact(monitor: Monitor, run: str) -> None:
 def _full_first_check(path: Path, tail_first: CheckReport) -> None:
     """What every first check did before: the whole file read, stored and judged."""
     saved = wandb_file.DEFAULT_LIMITS
-    wandb_file.DEFAULT_LIMITS = TailLimits(small_file_bytes=WHOLE_FILE)
+    wandb_file.DEFAULT_LIMITS = dataclasses.replace(saved, small_bytes=WHOLE_FILE)
     try:
         with tempfile.TemporaryDirectory(prefix="bench-full-") as home:
             monitor = Monitor(home=Path(home))

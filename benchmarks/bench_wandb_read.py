@@ -24,7 +24,7 @@ import sys
 import time
 import zlib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -33,8 +33,8 @@ sys.path.insert(0, str(REPO))
 
 from mcp_training_check.sources.wandb_file import (  # noqa: E402
     BLOCK_SIZE,
+    DEFAULT_LIMITS,
     FILE_HEADER,
-    TailLimits,
     WandbFileSource,
     pb,
 )
@@ -51,7 +51,7 @@ START_TIMESTAMP = 1_796_000_000.0
 SECONDS_PER_STEP = 0.137
 HISTORY_TAG = (2 << 3) | 2  # Record.history, length-delimited
 CHUNK = struct.Struct("<IHB")
-WHOLE = TailLimits(small_file_bytes=1 << 62)
+WHOLE = replace(DEFAULT_LIMITS, small_bytes=1 << 62)
 """The reader alone, reading the whole file (a first check reads long files tail-first: bench_first_check.py)."""
 
 

@@ -37,7 +37,7 @@ from mcp_training_check.models import Decision, Verdict  # noqa: E402
 from mcp_training_check.roles import assign_roles  # noqa: E402
 from mcp_training_check.service import PREVIOUS_VERDICTS  # noqa: E402
 from mcp_training_check.sources.base import ReadBatch  # noqa: E402
-from mcp_training_check.sources.wandb_file import BLOCK_SIZE, TailLimits, WandbFileSource  # noqa: E402
+from mcp_training_check.sources.wandb_file import BLOCK_SIZE, DEFAULT_LIMITS, TailLimits, WandbFileSource  # noqa: E402
 from mcp_training_check.state import StateStore  # noqa: E402
 from tests.wandb_writer import RunFileWriter, go_json_number, history_record, run_record, summary_record  # noqa: E402
 
@@ -55,26 +55,28 @@ __all__ = [
     "write_corpus_run",
 ]
 
-CORPUS_LIMITS = TailLimits(
-    small_file_bytes=0,
+CORPUS_LIMITS = dataclasses.replace(
+    DEFAULT_LIMITS,
+    small_bytes=0,
     head_bytes=BLOCK_SIZE,
     tail_first_bytes=2 * BLOCK_SIZE,
     tail_max_bytes=32 * BLOCK_SIZE,
-    overview_blocks=4,
+    overview_reads=4,
     fill_bytes_per_check=16 * BLOCK_SIZE,
 )
 """The default limits scaled to corpus runs (1,000-5,000 steps): the runs longer than ~3,500 steps get a
 real overview (their older steps sampled), shorter ones are read whole."""
 
-STRESS_LIMITS = dataclasses.replace(CORPUS_LIMITS, tail_max_bytes=8 * BLOCK_SIZE, overview_blocks=2)
+STRESS_LIMITS = dataclasses.replace(CORPUS_LIMITS, tail_max_bytes=8 * BLOCK_SIZE, overview_reads=2)
 """A tail that holds fewer values than state's 2,048-point recent window (8 blocks), 2 overview blocks."""
 
-SMALLEST_LIMITS = TailLimits(
-    small_file_bytes=0,
+SMALLEST_LIMITS = dataclasses.replace(
+    DEFAULT_LIMITS,
+    small_bytes=0,
     head_bytes=BLOCK_SIZE,
     tail_first_bytes=1,
     tail_max_bytes=BLOCK_SIZE,
-    overview_blocks=1,
+    overview_reads=1,
     fill_bytes_per_check=4 * BLOCK_SIZE,
 )
 """The smallest sizes a `.wandb` read has: one 32 KiB block of head, the block holding the file's last byte
@@ -90,7 +92,7 @@ CORPUS_REAL = ROOT / "corpus_real" / "runs.jsonl.gz"
 LATE_STARTS = (0.5, 0.8)
 """Where monitoring starts in the replay tables (e): the first check then reads half / most of the run."""
 
-WHOLE = TailLimits(small_file_bytes=1 << 62)
+WHOLE = dataclasses.replace(DEFAULT_LIMITS, small_bytes=1 << 62)
 """Limits under which every file is read whole: the first checks as they were."""
 
 CUT_FRACTIONS = (0.6, 0.8, 1.0)
@@ -217,7 +219,7 @@ def replay_from(
     source = WandbFileSource(path, limits=limits)
     previous: list[Verdict] = []
     decisions = [Decision.CONTINUE] * start
-    with StateStore(workdir / f"state-{run.id}-{limits.small_file_bytes}") as store:
+    with StateStore(workdir / f"state-{run.id}-{limits.small_bytes}") as store:
         prev_cut: int | None = None
         for cut in cuts[start:]:
             append_corpus_steps(path, run, prev_cut, cut)

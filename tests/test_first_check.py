@@ -27,17 +27,18 @@ from mcp_training_check.roles import assign_roles
 from mcp_training_check.server import build_server
 from mcp_training_check.service import Monitor
 from mcp_training_check.sources import ThrottledProgress, wandb_file
-from mcp_training_check.sources.wandb_file import BLOCK_SIZE, TailLimits, WandbFileSource
+from mcp_training_check.sources.wandb_file import BLOCK_SIZE, DEFAULT_LIMITS, WandbFileSource
 from mcp_training_check.state import RunHistory, StateStore
 from tests.wandb_writer import RunFileWriter, go_json_number, history_record, run_record
 
-LIMITS = TailLimits(
-    small_file_bytes=4 * BLOCK_SIZE,
+LIMITS = dataclasses.replace(
+    DEFAULT_LIMITS,
+    small_bytes=4 * BLOCK_SIZE,
     head_bytes=BLOCK_SIZE,
     tail_first_bytes=2 * BLOCK_SIZE,
     tail_max_bytes=8 * BLOCK_SIZE,
     tail_points=2048,
-    overview_blocks=3,
+    overview_reads=3,
     fill_bytes_per_check=6 * BLOCK_SIZE,
 )
 EVAL_EVERY = 50
@@ -108,7 +109,7 @@ def test_tail_first_then_fill_in_stores_what_a_full_read_stores(tmp_path):
     assert checks > 1  # it took several bounded pieces
 
     full = StateStore(tmp_path / "full")
-    read_into(full, WandbFileSource(path, limits=TailLimits(small_file_bytes=1 << 40)))
+    read_into(full, WandbFileSource(path, limits=dataclasses.replace(DEFAULT_LIMITS, small_bytes=1 << 40)))
     assert_same_history(full.load_history("run"), history)
     assert history.metrics["train/loss"].non_finite == 2
     assert store.fill_points("run") == 0  # no shadow series left behind
@@ -119,7 +120,7 @@ def test_tail_first_then_fill_in_stores_what_a_full_read_stores(tmp_path):
 def test_small_file_is_read_whole(tmp_path):
     path = tmp_path / "run-small.wandb"
     append_steps(path, range(300))
-    assert path.stat().st_size <= LIMITS.small_file_bytes
+    assert path.stat().st_size <= LIMITS.small_bytes
     batch = WandbFileSource(path, limits=LIMITS).read(None)
     assert batch.fill is None and len(batch.series["train/loss"]) == 300
 
@@ -258,10 +259,18 @@ def test_corpus_first_checks_tail_first_decide_as_full_reads():
     assert all(r.same for r in results), summarize(results)
 
 
-def test_tail_limits_without_overview_blocks_are_refused() -> None:
-    """Zero overview blocks would leave a long file's middle unread while its history looked exact."""
-    with pytest.raises(ValueError, match="overview_blocks must be at least 1"):
-        TailLimits(overview_blocks=0)
+def test_tail_limits_without_overview_reads_are_refused() -> None:
+    """Zero overview reads would leave a long file's middle unread while its history looked exact."""
+    with pytest.raises(ValueError, match="overview_reads must be at least 1"):
+        dataclasses.replace(DEFAULT_LIMITS, overview_reads=0)
+
+
+@pytest.mark.parametrize("read_bytes", [0, BLOCK_SIZE // 2, BLOCK_SIZE + 1])
+def test_run_file_overview_reads_of_part_of_a_block_are_refused(tmp_path, read_bytes) -> None:
+    """The limits type is the logs' too, whose overview reads any number of bytes; a .wandb file's only whole
+    blocks (a record is found again only at a block start)."""
+    with pytest.raises(ValueError, match=f"overview_read_bytes={read_bytes}: a .wandb file is sampled in whole"):
+        WandbFileSource(tmp_path / "run-x.wandb", limits=dataclasses.replace(LIMITS, overview_read_bytes=read_bytes))
 
 
 def _real_run(run_id: str):

@@ -4,6 +4,7 @@ shares this code through `logs.read_open_log`)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from pathlib import Path
@@ -11,19 +12,19 @@ from pathlib import Path
 import pytest
 
 from mcp_training_check.sources import LogFileSource, log_tail
-from mcp_training_check.sources.log_tail import LogTailLimits
 from mcp_training_check.state import StateStore
 from tests.test_first_check import assert_same_history
 
 KiB = 1024
 STEPS = 20_000
-LIMITS = LogTailLimits(
+LIMITS = dataclasses.replace(
+    log_tail.DEFAULT_LIMITS,
     small_bytes=64 * KiB,
     head_bytes=8 * KiB,
     tail_first_bytes=16 * KiB,
     tail_max_bytes=160 * KiB,
-    overview_windows=4,
-    overview_window_bytes=2 * KiB,
+    overview_reads=4,
+    overview_read_bytes=2 * KiB,
     fill_bytes_per_check=256 * KiB,
 )
 
@@ -97,7 +98,7 @@ def test_tail_first_then_fill_in_stores_what_a_full_read_stores(tmp_path, scaled
         assert checks < 40, "the fill-in never arrived"
     assert checks > 1
 
-    monkeypatch.setattr(log_tail, "DEFAULT_LIMITS", LogTailLimits(small_bytes=1 << 40))
+    monkeypatch.setattr(log_tail, "DEFAULT_LIMITS", dataclasses.replace(log_tail.DEFAULT_LIMITS, small_bytes=1 << 40))
     full = StateStore(tmp_path / "full")
     read_into(full, LogFileSource(path))  # a plain full read, as every first check did
     assert_same_history(full.load_history("log"), history)
@@ -141,7 +142,7 @@ def assert_fill_in_matches_a_full_read(tmp_path, path, source, monkeypatch) -> N
         history = store.load_history("log")
         checks += 1
         assert checks < 40, "the fill-in never arrived"
-    monkeypatch.setattr(log_tail, "DEFAULT_LIMITS", LogTailLimits(small_bytes=1 << 40))
+    monkeypatch.setattr(log_tail, "DEFAULT_LIMITS", dataclasses.replace(log_tail.DEFAULT_LIMITS, small_bytes=1 << 40))
     full = StateStore(tmp_path / "full")
     read_into(full, LogFileSource(path))
     assert_same_history(full.load_history("log"), history)

@@ -161,7 +161,7 @@ def test_symlink_loop_named_like_a_run_file(tmp_path: Path) -> None:
 
 def test_file_name_too_long_is_named_not_a_traceback(tmp_path: Path) -> None:
     long_name = tmp_path / ("x" * 300 + ".log")
-    with pytest.raises(RunRefError, match=r"file name too long \(.*the longest name 304 bytes; .* 255 bytes"):
+    with pytest.raises(RunRefError, match=r"file name too long: .*\(.*the longest name 304 bytes; .* 255 bytes"):
         Monitor().check(str(long_name))
 
 
@@ -303,7 +303,7 @@ def test_a_regular_file_that_fails_to_read_is_a_source_error() -> None:
 
 
 def test_open_regular_without_following_symlinks_refuses_a_link(tmp_path: Path) -> None:
-    from mcp_training_check.sources.local_file import open_regular
+    from mcp_training_check.files import open_regular
 
     (tmp_path / "real.pid").write_text("123\n")
     (tmp_path / "link.pid").symlink_to(tmp_path / "real.pid")

@@ -167,9 +167,8 @@ def test_a_fifo_pid_file_is_refused_at_once_naming_the_fix(tmp_path):
     with pytest.raises(StopError) as caught:
         stop_local_process(pid=None, pid_file=pid_file)
     assert time.monotonic() - started < 2, "a FIFO pid file must not block"
-    assert "is a FIFO, not a regular file" in str(caught.value) and "point pid_file at a plain file" in str(
-        caught.value
-    )
+    message = str(caught.value)
+    assert "is a FIFO (named pipe), not a regular file" in message and "point pid_file at a plain file" in message
 
 
 def test_a_fifo_pid_file_over_ssh_is_refused_at_once(ssh_home: SshServer, tmp_path):
@@ -178,7 +177,7 @@ def test_a_fifo_pid_file_over_ssh_is_refused_at_once(ssh_home: SshServer, tmp_pa
     pid_file = tmp_path / "p.pid"
     os.mkfifo(pid_file)
     started = time.monotonic()
-    with pytest.raises(StopError, match="is a FIFO, not a regular file"):
+    with pytest.raises(StopError, match=r"is a FIFO \(named pipe\), not a regular file"):
         stop_remote_process("trainbox", pid=None, pid_file=str(pid_file), timeout_seconds=5)
     assert time.monotonic() - started < 5
 

@@ -21,6 +21,7 @@ STAGES: dict[str, int] = {
     "models": 0,
     "errors": 0,
     "roles": 0,
+    "files": 0,  # the one regular-file open every stage reads local files with
     "config": 1,
     "sources": 2,
     "state": 3,

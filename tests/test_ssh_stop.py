@@ -303,7 +303,8 @@ def test_fifo_pid_file_is_refused_at_once(exec_home, tmp_path):
     with pytest.raises(StopError) as caught:
         stop_nosftp(fifo)
     assert time.monotonic() - started < AT_ONCE_SECONDS
-    assert f"pid file {fifo} on " in str(caught.value) and "is a FIFO, not a regular file" in str(caught.value)
+    message = str(caught.value)
+    assert f"pid file {fifo} on " in message and "is a FIFO (named pipe), not a regular file" in message
     assert_nobody_reads(fifo)
 
 

@@ -198,9 +198,10 @@ def test_pid_file_garbage_is_described_not_shown(tmp_path, content, expected) ->
 
 def test_missing_pid_file_names_it_and_the_fix(tmp_path) -> None:
     pid_file = tmp_path / "train.pid"
-    with pytest.raises(StopError, match="does not exist") as info:
+    with pytest.raises(StopError, match="no pid file at") as info:
         _stop(pid=None, pid_file=pid_file)
     assert str(pid_file) in str(info.value)
+    assert "write_text(str(os.getpid()))" in str(info.value)
 
 
 def test_no_pid_at_all_says_how_to_configure() -> None:

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import hashlib
 import os
-import stat
 import threading
 from pathlib import Path
 
+from ..errors import SourceError
+from ..files import open_regular
 from .project import ProjectConfig, find_config, load_config
 
 __all__ = ["MAX_FINGERPRINT_BYTES", "ReloadingConfig"]
@@ -57,18 +58,13 @@ def _fingerprint(path: Path) -> str:
     """A hash of the file's bytes (bounded, regular files only: never blocks on a FIFO); a file that
     cannot be read gets a fingerprint of its own, so the load that follows reports why."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        with open_regular(path, what="config file", fix="point it at training-check.toml") as handle:
+            info = os.fstat(handle.fileno())
+            digest = hashlib.sha256(handle.read(MAX_FINGERPRINT_BYTES)).hexdigest()
+    except SourceError as exc:
+        return f"unreadable:{exc}"
     except OSError as exc:
         return f"unreadable:{exc.errno}"
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            return f"not a file:{info.st_mode}"
-        digest = hashlib.sha256(os.read(fd, MAX_FINGERPRINT_BYTES)).hexdigest()
-        if info.st_size > MAX_FINGERPRINT_BYTES:
-            digest += f":{info.st_size}:{info.st_mtime_ns}"
-        return digest
-    except OSError as exc:
-        return f"unreadable:{exc.errno}"
-    finally:
-        os.close(fd)
+    if info.st_size > MAX_FINGERPRINT_BYTES:
+        digest += f":{info.st_size}:{info.st_mtime_ns}"
+    return digest

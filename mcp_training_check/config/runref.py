@@ -19,13 +19,13 @@ own default or WANDB_BASE_URL applies).
 
 from __future__ import annotations
 
-import errno
 import os
 import re
 from pathlib import Path
 from urllib.parse import urlparse
 
 from ..errors import RunNotFound, RunRefError
+from ..files import describe_os_error
 from ..models import RunKind, RunRef
 
 RUN_ID = r"[A-Za-z0-9_\-.]+"
@@ -108,25 +108,9 @@ def _local_path(text: str, base_dir: Path | None) -> Path | None:
         return None
     except OSError as exc:
         shown = text if len(text) <= 80 else f"{text[:40]}…{text[-40:]}"
-        raise RunRefError(f"`run` {shown!r}: {_path_problem(path, exc)}") from exc
+        problem = describe_os_error(exc, path, what="path", fix="check the path, or pass a shorter one")
+        raise RunRefError(f"`run` {shown!r}: {problem}") from exc
     return path
-
-
-def _path_problem(path: Path, exc: OSError) -> str:
-    """Why ``path`` cannot even be looked at, and the fix."""
-    if exc.errno == errno.ENAMETOOLONG:
-        longest = max(len(part.encode()) for part in path.parts)
-        return (
-            f"file name too long ({len(str(path))} characters, the longest name {longest} bytes; a file system allows "
-            "255 bytes a name): check the path, or pass a shorter one."
-        )
-    if exc.errno in (errno.EACCES, errno.EPERM):
-        blocked = next((d for d in reversed(path.parents) if os.path.isdir(d) and not os.access(d, os.X_OK)), None)
-        where = f"the directory {blocked} (no x permission)" if blocked else "a directory on the way"
-        return f"permission denied: this user may not search {where}; `chmod o+x` it, or run as the training's user."
-    if exc.errno == errno.ELOOP:
-        return f"symlink loop on the way to {path}: fix or remove the link."
-    return f"cannot look at {path} ({exc.strerror or exc}); check the path."
 
 
 def _parse_local(raw: str, path: Path) -> RunRef:

@@ -25,6 +25,8 @@ from .outcome import (
     Reply,
     api_json,
     status_problem,
+    timeout_problem,
+    unreachable_problem,
 )
 from .prompt import SYSTEM_PROMPT
 
@@ -96,16 +98,9 @@ def _send(content: list[dict[str, Any]], *, model: str, key: str, seconds: float
     except anthropic.APIStatusError as exc:
         raise ReviewError(status_problem(endpoint, exc.status_code, _api_message(exc), model)) from exc
     except anthropic.APITimeoutError as exc:
-        raise ReviewError(
-            f"the reviewer timed out after {seconds:g} s at {endpoint.base_url}: raise [defaults.review] "
-            f"timeout_seconds, or check {BASE_URL_ENV} and the network"
-        ) from exc
+        raise ReviewError(timeout_problem(endpoint, seconds)) from exc
     except anthropic.APIConnectionError as exc:
-        cause = exc.__cause__ or exc
-        raise ReviewError(
-            f"cannot reach the Anthropic API at {endpoint.base_url} ({cause}) after {MAX_RETRIES} retries: "
-            f"check {BASE_URL_ENV} and the network"
-        ) from exc
+        raise ReviewError(unreachable_problem(endpoint, exc.__cause__ or exc)) from exc
     except Exception as exc:  # any other client failure is still only a failed review, never a crash
         raise ReviewError(f"the anthropic client failed ({type(exc).__name__}: {exc})") from exc
 

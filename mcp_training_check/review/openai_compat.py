@@ -32,6 +32,8 @@ from .outcome import (
     Reply,
     api_json,
     status_problem,
+    timeout_problem,
+    unreachable_problem,
 )
 from .prompt import AnswerForm, system_prompt
 
@@ -196,16 +198,9 @@ def _create(
             raise
         raise ReviewError(status_problem(endpoint, exc.status_code, said, model)) from exc
     except openai.APITimeoutError as exc:
-        raise ReviewError(
-            f"the reviewer timed out after {seconds:g} s at {endpoint.base_url}: raise [defaults.review] "
-            f"timeout_seconds, or check {BASE_URL_ENV} and the network"
-        ) from exc
+        raise ReviewError(timeout_problem(endpoint, seconds)) from exc
     except openai.APIConnectionError as exc:
-        cause = exc.__cause__ or exc
-        raise ReviewError(
-            f"cannot reach {endpoint.name} at {endpoint.base_url} ({cause}) after {MAX_RETRIES} retries: "
-            f"check {BASE_URL_ENV} and the network"
-        ) from exc
+        raise ReviewError(unreachable_problem(endpoint, exc.__cause__ or exc)) from exc
     except Exception as exc:  # any other client failure is still only a failed review, never a crash
         raise ReviewError(f"the openai client failed ({type(exc).__name__}: {exc})") from exc
     api_json(endpoint, raw.status_code, raw.headers.get("content-type", ""), body, "a chat completion")

@@ -34,6 +34,8 @@ __all__ = [
     "awaiting",
     "failed",
     "status_problem",
+    "timeout_problem",
+    "unreachable_problem",
     "within",
 ]
 
@@ -87,6 +89,22 @@ def within(seconds: float, call: Callable[[], T], endpoint: Endpoint) -> T:
             f"the reviewer timed out after {seconds:g} s (retries included) at {endpoint.base_url}: raise "
             f"[defaults.review] timeout_seconds, or check {endpoint.base_env} and the network"
         ) from None
+
+
+def timeout_problem(endpoint: Endpoint, seconds: float) -> str:
+    """The SDK's own timeout (per request), in the words of both backends."""
+    return (
+        f"the reviewer timed out after {seconds:g} s at {endpoint.base_url}: raise [defaults.review] "
+        f"timeout_seconds, or check {endpoint.base_env} and the network"
+    )
+
+
+def unreachable_problem(endpoint: Endpoint, cause: BaseException) -> str:
+    """No connection after the SDK's retries, in the words of both backends."""
+    return (
+        f"cannot reach {endpoint.name} at {endpoint.base_url} ({cause}) after {MAX_RETRIES} retries: "
+        f"check {endpoint.base_env} and the network"
+    )
 
 
 def status_problem(endpoint: Endpoint, status: int, said: str, model: str) -> str:

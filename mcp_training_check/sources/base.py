@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -118,6 +118,51 @@ class ReadBatch:
     @property
     def new_points(self) -> int:
         return sum(len(chunk) for chunk in self.series.values())
+
+
+def concat_series(parts: Iterable[dict[str, SeriesChunk]]) -> dict[str, SeriesChunk]:
+    """The parts of a read (head, overview, tail), each metric's chunks joined in the order given."""
+    pieces: dict[str, list[SeriesChunk]] = {}
+    for series in parts:
+        for name, chunk in series.items():
+            pieces.setdefault(name, []).append(chunk)
+    return {
+        name: SeriesChunk(np.concatenate([c.steps for c in chunks]), np.concatenate([c.values for c in chunks]))
+        for name, chunks in pieces.items()
+    }
+
+
+def first_step(series: dict[str, SeriesChunk]) -> int | None:
+    """The smallest first step of any metric (None when all are empty): where a tail's exact history starts."""
+    firsts = [int(chunk.steps[0]) for chunk in series.values() if len(chunk)]
+    return min(firsts) if firsts else None
+
+
+@dataclass(frozen=True, kw_only=True)
+class TailLimits:
+    """How much a long file's first read and each later read may take: ``wandb_tail`` reads ``.wandb`` files
+    by 32 KiB blocks, ``log_tail`` logs by lines; each has its own `DEFAULT_LIMITS` with the sizes it
+    measured, which tests and benchmarks shrink (``dataclasses.replace``)."""
+
+    small_bytes: int  # files up to this size are read whole on the first check
+    head_bytes: int  # read from the start on a first check
+    tail_first_bytes: int  # the first tail read; it doubles while a metric has fewer than tail_points values
+    tail_max_bytes: int  # the largest tail
+    tail_points: int  # values per metric the tail should hold
+    overview_reads: int  # reads sampled between head and tail: an overview of the older history
+    overview_read_bytes: int  # what one overview read takes (a .wandb file: whole blocks)
+    fill_bytes_per_check: int  # exact history re-read per later check
+    catch_up_bytes: int  # most a later check reads of what was appended; more is read tail-first again
+
+    def __post_init__(self) -> None:
+        # no overview read would leave the middle of the file unread while the history looked exact
+        if self.overview_reads < 1:
+            raise ValueError(f"overview_reads must be at least 1, got {self.overview_reads}")
+
+    @property
+    def read_whole_up_to(self) -> int:
+        """Files up to this size are read whole: the small ones, and any a head and a first tail would cover."""
+        return max(self.small_bytes, self.head_bytes + self.tail_first_bytes)
 
 
 STEP_RANGE = (-(2**63), 2**63 - 1)

@@ -28,10 +28,10 @@ from typing import Any
 
 import numpy as np
 
-from .base import FillBatch, Progress, SeriesChunk, no_progress
+from .base import FillBatch, Progress, SeriesChunk, TailLimits, concat_series, first_step, no_progress
 from .logparse import LogParser, ParseNotes
 
-__all__ = ["DEFAULT_LIMITS", "LogTailLimits", "continue_fill", "read_log_tail_first"]
+__all__ = ["DEFAULT_LIMITS", "continue_fill", "read_log_tail_first"]
 
 MiB = 1024 * 1024
 
@@ -69,27 +69,17 @@ READ_BYTES = 1 << 18
 SCAN_PIECE_BYTES = 4096
 
 
-@dataclass(frozen=True)
-class LogTailLimits:
-    """The sizes above, as one value (tests shrink them)."""
-
-    small_bytes: int = LOG_SMALL_BYTES
-    head_bytes: int = LOG_HEAD_BYTES
-    tail_first_bytes: int = LOG_TAIL_FIRST_BYTES
-    tail_max_bytes: int = LOG_TAIL_MAX_BYTES
-    tail_points: int = TAIL_POINTS
-    overview_windows: int = LOG_OVERVIEW_WINDOWS
-    overview_window_bytes: int = LOG_OVERVIEW_WINDOW_BYTES
-    fill_bytes_per_check: int = LOG_FILL_BYTES_PER_CHECK
-    catch_up_bytes: int = LOG_CATCH_UP_BYTES
-
-    @property
-    def read_whole_up_to(self) -> int:
-        """Logs up to this size are read whole: the small ones, and any a head and a first tail would cover."""
-        return max(self.small_bytes, self.head_bytes + self.tail_first_bytes)
-
-
-DEFAULT_LIMITS = LogTailLimits()  # what `logs.read_open_log` uses unless told otherwise
+DEFAULT_LIMITS = TailLimits(
+    small_bytes=LOG_SMALL_BYTES,
+    head_bytes=LOG_HEAD_BYTES,
+    tail_first_bytes=LOG_TAIL_FIRST_BYTES,
+    tail_max_bytes=LOG_TAIL_MAX_BYTES,
+    tail_points=TAIL_POINTS,
+    overview_reads=LOG_OVERVIEW_WINDOWS,
+    overview_read_bytes=LOG_OVERVIEW_WINDOW_BYTES,
+    fill_bytes_per_check=LOG_FILL_BYTES_PER_CHECK,
+    catch_up_bytes=LOG_CATCH_UP_BYTES,
+)  # what `logs.read_open_log` uses unless told otherwise
 
 Consume = Callable[[Iterable[bytes], LogParser, ParseNotes], tuple[dict[str, SeriesChunk], int]]
 """``logs``' line parser: chunks → (series, bytes of whole lines consumed)."""
@@ -146,7 +136,7 @@ class LogFirstRead:
 
 
 def read_log_tail_first(
-    fh: Any, size: int, fmt: str | None, consume: Consume, limits: LogTailLimits, progress: Progress = no_progress
+    fh: Any, size: int, fmt: str | None, consume: Consume, limits: TailLimits, progress: Progress = no_progress
 ) -> LogFirstRead:
     """Head, tail and an overview of a long log (see the module docstring)."""
     notes = ParseNotes()
@@ -154,8 +144,8 @@ def read_log_tail_first(
     starts = _StartState(head)
     tail, tail_start = _read_tail(fh, size, head.end, starts, fmt, set(head.series), notes, consume, limits, progress)
     middle = _overview(fh, head.end, tail_start, starts, fmt, notes, consume, limits)
-    series = _concat([head.series, *middle, *(part.series for part in tail)])
-    exact_from = _first_step(tail[0].series)
+    series = concat_series([head.series, *middle, *(part.series for part in tail)])
+    exact_from = first_step(tail[0].series)
     if tail_start > head.end and (starts.counted or exact_from is None):  # none of it can count as exact
         exact_from = max((int(chunk.steps.max()) for chunk in series.values() if len(chunk)), default=-1) + 1
         if starts.counted:
@@ -206,7 +196,7 @@ def _read_tail(
     names: set[str],
     notes: ParseNotes,
     consume: Consume,
-    limits: LogTailLimits,
+    limits: TailLimits,
     progress: Progress,
 ) -> tuple[list[_Part], int]:
     floor = max(head_end, _line_start(fh, size - limits.tail_max_bytes, size))
@@ -233,16 +223,16 @@ def _overview(
     fmt: str | None,
     notes: ParseNotes,
     consume: Consume,
-    limits: LogTailLimits,
+    limits: TailLimits,
 ) -> list[dict[str, SeriesChunk]]:
     """Evenly spread windows of [lo, hi), each from its first line start; all of it when it is short."""
     if hi <= lo:
         return []
-    window = limits.overview_window_bytes
-    if hi - lo <= 2 * limits.overview_windows * window:
+    window = limits.overview_read_bytes
+    if hi - lo <= 2 * limits.overview_reads * window:
         return [_parse(fh, lo, hi, starts.parser(lo, fmt), notes, consume).series]
     out = []
-    for at in np.linspace(lo, hi - window, limits.overview_windows).astype(np.int64).tolist():
+    for at in np.linspace(lo, hi - window, limits.overview_reads).astype(np.int64).tolist():
         fh.seek(max(at - 1, 0))
         data = fh.read(window + 1)  # one read per window (over SSH: one round trip)
         ends = [i for i in (data.find(b"\n"), data.find(b"\r")) if i >= 0]
@@ -250,22 +240,6 @@ def _overview(
             series, _ = consume([data[min(ends) + 1 :]], starts.parser(at, fmt), notes)
             out.append(series)
     return out
-
-
-def _first_step(series: dict[str, SeriesChunk]) -> int | None:
-    firsts = [int(chunk.steps[0]) for chunk in series.values() if len(chunk)]
-    return min(firsts) if firsts else None
-
-
-def _concat(parts: Iterable[dict[str, SeriesChunk]]) -> dict[str, SeriesChunk]:
-    pieces: dict[str, list[SeriesChunk]] = {}
-    for series in parts:
-        for name, chunk in series.items():
-            pieces.setdefault(name, []).append(chunk)
-    return {
-        name: SeriesChunk(np.concatenate([c.steps for c in chunks]), np.concatenate([c.values for c in chunks]))
-        for name, chunks in pieces.items()
-    }
 
 
 @dataclass
@@ -276,7 +250,7 @@ class LogFill:
 
 
 def continue_fill(
-    fh: Any, fill: dict[str, Any], live_offset: int, fmt: str | None, consume: Consume, limits: LogTailLimits
+    fh: Any, fill: dict[str, Any], live_offset: int, fmt: str | None, consume: Consume, limits: TailLimits
 ) -> LogFill:
     """The next piece of exact history, from where the fill-in stands up to at most the live offset."""
     state = fill.get("parser")

@@ -29,10 +29,10 @@ from typing import Any
 import numpy as np
 
 from ..errors import SourceError
+from ..files import describe_os_error, open_regular
 from ..models import RunInfo, RunStatus
 from . import log_tail
-from .base import Cursor, Progress, ReadBatch, SeriesBuilder, SeriesChunk, catch_up_note, no_progress
-from .local_file import describe_os_error, open_regular
+from .base import Cursor, Progress, ReadBatch, SeriesBuilder, SeriesChunk, TailLimits, catch_up_note, no_progress
 from .logparse import (
     ERROR_PREFIX,
     FATAL_PREFIX,
@@ -211,7 +211,7 @@ def read_open_log(
     head: bytes,
     fmt: str | None = None,
     end: int | None = None,
-    limits: log_tail.LogTailLimits | None = None,
+    limits: TailLimits | None = None,
     progress: Progress | None = None,
 ) -> ReadBatch:
     """Read an open log from the cursor's offset: the part shared by local files and SSH.
@@ -257,7 +257,7 @@ def _tail_first(
     identity: Mapping[str, Any],
     size: int,
     fmt: str | None,
-    limits: log_tail.LogTailLimits,
+    limits: TailLimits,
     progress: Progress | None,
     *,
     restarted: bool,
@@ -281,7 +281,7 @@ def _continue_fill(
     fill: dict[str, Any],
     batch: ReadBatch,
     fmt: str | None,
-    limits: log_tail.LogTailLimits,
+    limits: TailLimits,
     progress: Progress | None,
 ) -> None:
     """The next piece of a long log's fill-in, into ``batch`` (on arrival its parser becomes the live one)."""

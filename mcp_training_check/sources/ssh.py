@@ -26,12 +26,12 @@ from typing import Any
 import paramiko
 
 from ..errors import RunNotFound, SourceUnavailable
+from ..files import not_regular
 from ..models import RunInfo, RunKind, RunRef
 from . import log_tail, ssh_exec
-from .base import Cursor, Progress, ReadBatch
-from .local_file import file_kind
+from .base import Cursor, Progress, ReadBatch, TailLimits
 from .logs import CHUNK_BYTES, HEAD_BYTES, LogParser, file_identity, log_status, read_open_log
-from .ssh_connect import DEFAULT_SSH_TIMEOUT_SECONDS, SshTarget, resolve_target, run_remote_script, ssh_client
+from .ssh_connect import DEFAULT_SSH_TIMEOUT_SECONDS, SshTarget, resolve_target, ssh_client
 
 __all__ = ["WINDOW_BYTES", "SshLogSource"]
 
@@ -45,7 +45,7 @@ SSH_CATCH_UP_BYTES = 64 * 1024 * 1024
 """Appended bytes one check transfers over SSH (~8 s at 8 MB/s); a log that grew more is read tail-first again."""
 
 
-def ssh_limits() -> log_tail.LogTailLimits:
+def ssh_limits() -> TailLimits:
     """The log limits of a read over SSH: the local ones with a smaller fill-in and catch-up per check."""
     local = log_tail.DEFAULT_LIMITS
     return dataclasses.replace(
@@ -121,14 +121,13 @@ class SshLogSource:
             windowed.close()
 
     def _inode(self, client: paramiko.SSHClient) -> tuple[int | None, int | None]:
-        """Inode and device of the log (GNU stat, then BSD stat); (None, None) without a usable shell."""
-        quoted = shlex.quote(self.path)
-        script = f"stat -L -c '%i %d' -- {quoted} 2>/dev/null || stat -L -f '%i %d' -- {quoted} 2>/dev/null"
-        result = run_remote_script(client, script, timeout_seconds=self.timeout_seconds)
-        fields = result.stdout.split()
-        if result.exit_status != 0 or len(fields) != 2 or not all(f.isdigit() for f in fields):
+        """Inode and device of the log (the exec'd ``stat`` a host without SFTP is read with); (None, None)
+        when the host's shell cannot tell, or it is no readable regular file (the SFTP open then says why)."""
+        try:
+            remote = ssh_exec.stat_file(client, self.path, head_bytes=0, timeout_seconds=self.timeout_seconds)
+        except ssh_exec.RemoteFileError:
             return None, None
-        return int(fields[0]), int(fields[1])
+        return remote.inode, remote.dev
 
     def _open(self, sftp: paramiko.SFTPClient, target: SshTarget) -> paramiko.SFTPFile:
         """The log opened over SFTP, after a stat says it is a regular file: the server's sftp process opens
@@ -136,15 +135,11 @@ class SshLogSource:
         try:
             mode = sftp.stat(self.path).st_mode or 0
             if not stat.S_ISREG(mode):
-                where = f"{self.path} on {target.where}"
-                raise RunNotFound(f"{where} is {_not_a_log(mode)}: name the training's log file, e.g. train.log.")
+                where, kind = f"{self.path} on {target.where}", not_regular(mode, "log file")
+                raise RunNotFound(f"{where} is {kind}: name the training's log file, e.g. train.log.")
             return sftp.open(self.path, "rb")
         except OSError as exc:
             raise _file_error(exc, self.path, target) from exc
-
-
-def _not_a_log(mode: int) -> str:
-    return "a directory, not a log file" if stat.S_ISDIR(mode) else f"{file_kind(mode)}, not a regular file"
 
 
 def _file_error(exc: OSError, path: str, target: SshTarget) -> RunNotFound | SourceUnavailable:

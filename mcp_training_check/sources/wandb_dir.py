@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 
 from ..errors import RunNotFound
-from .local_file import file_kind
+from ..files import file_kind
 
 RUN_FILE_SUFFIX = ".wandb"
 LATEST_RUN_LINK = "latest-run"

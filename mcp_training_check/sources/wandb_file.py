@@ -28,15 +28,16 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from ..errors import RunNotFound, SourceError
-from .base import Cursor, FillBatch, Progress, ReadBatch, SeriesChunk, catch_up_note, no_progress
-from .local_file import describe_os_error, open_regular
+from ..files import describe_os_error, open_regular
+from .base import Cursor, FillBatch, Progress, ReadBatch, SeriesChunk, TailLimits, catch_up_note, no_progress
 from .wandb_dir import is_wandb_path, resolve_wandb_path
 from .wandb_framing import BLOCK_SIZE, FILE_HEADER, Framer, frame_records
 from .wandb_records import Decoder, RunState, protobuf_module
-from .wandb_tail import TailLimits, read_fill, read_tail_first, start_fill
+from .wandb_tail import DEFAULT_LIMITS, check_limits, read_fill, read_tail_first, start_fill
 
 __all__ = [
     "BLOCK_SIZE",
+    "DEFAULT_LIMITS",
     "FILE_HEADER",
     "TailLimits",
     "WandbFileSource",
@@ -55,7 +56,6 @@ def __getattr__(name: str) -> Any:
 
 RUN_FILE_FIX = "pass the run's wandb/run-* directory, or the run-<id>.wandb file wandb itself writes"
 HEAD_CHECK_BYTES = 4096  # identity check: a replaced file differs in its first bytes
-DEFAULT_LIMITS = TailLimits()  # how much a first read and each fill-in read (see wandb_tail)
 
 # --------------------------------------------------------------------------- the source
 
@@ -69,7 +69,7 @@ class WandbFileSource:
 
     def __init__(self, path: str | Path, *, limits: TailLimits | None = None, progress: Progress | None = None) -> None:
         self.path = Path(path)
-        self.limits = limits or DEFAULT_LIMITS
+        self.limits = check_limits(limits or DEFAULT_LIMITS)
         self.progress = progress or no_progress
 
     def read(self, cursor: Cursor | None) -> ReadBatch:

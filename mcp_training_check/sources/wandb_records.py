@@ -19,9 +19,9 @@ from typing import Any
 from google.protobuf.message import DecodeError
 
 from ..errors import SourceError
+from ..files import open_regular
 from ..models import RunInfo, RunStatus
 from .base import STEP_RANGE, Cursor, SeriesBuilder
-from .local_file import open_regular
 
 
 def protobuf_module() -> Any:

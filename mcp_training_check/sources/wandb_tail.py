@@ -19,17 +19,17 @@ they replace the stored series, which are then exactly what a full first read wo
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
 import numpy as np
 
-from .base import Progress, SeriesChunk, no_progress
+from .base import Progress, SeriesChunk, TailLimits, concat_series, first_step, no_progress
 from .wandb_framing import BLOCK_SIZE, FILE_HEADER, Framer, block_floor, frame_range, frame_records
 from .wandb_records import Decoder, RunState
 
-__all__ = ["FirstRead", "TailLimits", "read_fill", "read_tail_first"]
+__all__ = ["DEFAULT_LIMITS", "FirstRead", "check_limits", "read_fill", "read_tail_first"]
 
 MiB = 1024 * 1024
 
@@ -62,28 +62,27 @@ CATCH_UP_BYTES = 512 * MiB
 is read tail-first again, so no check's time grows with the run's logging rate."""
 
 
-@dataclass(frozen=True)
-class TailLimits:
-    """The sizes above, as one value a source is built with (tests and benchmarks shrink them)."""
+DEFAULT_LIMITS = TailLimits(
+    small_bytes=SMALL_FILE_BYTES,
+    head_bytes=HEAD_BYTES,
+    tail_first_bytes=TAIL_FIRST_BYTES,
+    tail_max_bytes=TAIL_MAX_BYTES,
+    tail_points=TAIL_POINTS,
+    overview_reads=OVERVIEW_BLOCKS,
+    overview_read_bytes=BLOCK_SIZE,
+    fill_bytes_per_check=FILL_BYTES_PER_CHECK,
+    catch_up_bytes=CATCH_UP_BYTES,
+)
 
-    small_file_bytes: int = SMALL_FILE_BYTES
-    head_bytes: int = HEAD_BYTES
-    tail_first_bytes: int = TAIL_FIRST_BYTES
-    tail_max_bytes: int = TAIL_MAX_BYTES
-    tail_points: int = TAIL_POINTS
-    overview_blocks: int = OVERVIEW_BLOCKS
-    fill_bytes_per_check: int = FILL_BYTES_PER_CHECK
-    catch_up_bytes: int = CATCH_UP_BYTES
 
-    def __post_init__(self) -> None:
-        # no overview block would leave the middle of the file unread while the history looked exact
-        if self.overview_blocks < 1:
-            raise ValueError(f"overview_blocks must be at least 1, got {self.overview_blocks}")
-
-    @property
-    def read_whole_up_to(self) -> int:
-        """Files up to this size are read whole: the small ones, and any a head and a first tail would cover."""
-        return max(self.small_file_bytes, self.head_bytes + self.tail_first_bytes)
+def check_limits(limits: TailLimits) -> TailLimits:
+    """``limits`` when a ``.wandb`` file can be read with them: its overview reads whole blocks."""
+    if limits.overview_read_bytes < BLOCK_SIZE or limits.overview_read_bytes % BLOCK_SIZE:
+        raise ValueError(
+            f"overview_read_bytes={limits.overview_read_bytes}: a .wandb file is sampled in whole blocks of "
+            f"{BLOCK_SIZE} bytes"
+        )
+    return limits
 
 
 @dataclass
@@ -98,8 +97,7 @@ class Part:
 
     @property
     def first_step(self) -> int | None:
-        firsts = [int(chunk.steps[0]) for chunk in self.series.values() if len(chunk)]
-        return min(firsts) if firsts else None
+        return first_step(self.series)
 
 
 def decode_range(handle: BinaryIO, start: int, stop: int | None, state: RunState, *, resync: bool) -> Part:
@@ -136,7 +134,7 @@ def read_tail_first(
         state.merge_later(part.state)
     parts = [head, *(m.part for m in middle), *tail]
     return FirstRead(
-        series=_concat(part.series for part in parts),
+        series=concat_series(part.series for part in parts),
         resume=tail[-1].resume,
         exact_from=None if exact else tail[0].first_step,
         skipped=sum(part.skipped for part in parts),
@@ -171,31 +169,22 @@ class _Middle:
 
 
 def _read_middle(handle: BinaryIO, lo: int, hi: int, limits: TailLimits, progress: Progress) -> list[_Middle]:
-    """The blocks between head and tail: all of them when they are few, else an even sample."""
-    blocks = (hi - lo) // BLOCK_SIZE
-    if blocks <= 0:
+    """The blocks between head and tail: all of them when they are few, else an even sample of reads of
+    ``overview_read_bytes`` (whole blocks) each."""
+    unit = limits.overview_read_bytes
+    units = (hi - lo) // unit
+    if units <= 0:
         return []
-    if blocks <= 2 * limits.overview_blocks:
+    if units <= 2 * limits.overview_reads:
         return [_Middle(decode_range(handle, lo, hi, RunState(), resync=True), exact=True)]
-    picks = np.unique(np.linspace(0, blocks - 1, limits.overview_blocks).round().astype(np.int64))
+    picks = np.unique(np.linspace(0, units - 1, limits.overview_reads).round().astype(np.int64))
     out = []
     for done, pick in enumerate(picks.tolist(), 1):
-        start = lo + pick * BLOCK_SIZE
-        out.append(_Middle(decode_range(handle, start, start + BLOCK_SIZE, RunState(), resync=True), exact=False))
+        start = lo + pick * unit
+        out.append(_Middle(decode_range(handle, start, start + unit, RunState(), resync=True), exact=False))
         if done % 64 == 0:
             progress(done, len(picks), "sampling older blocks of the run file for an overview, blocks")
     return out
-
-
-def _concat(parts: Iterable[dict[str, SeriesChunk]]) -> dict[str, SeriesChunk]:
-    pieces: dict[str, list[SeriesChunk]] = {}
-    for series in parts:
-        for name, chunk in series.items():
-            pieces.setdefault(name, []).append(chunk)
-    return {
-        name: SeriesChunk(np.concatenate([c.steps for c in chunks]), np.concatenate([c.values for c in chunks]))
-        for name, chunks in pieces.items()
-    }
 
 
 # --------------------------------------------------------------------------- the fill-in

@@ -41,9 +41,9 @@ import platformdirs
 from pydantic import BaseModel, ConfigDict
 
 from ..errors import StateError
+from ..files import file_kind
 from ..models import Decision, ReviewResult, RunInfo, RunStatus, StopOutcome, Verdict
 from ..sources.base import Cursor, FillBatch, ReadBatch
-from ..sources.local_file import file_kind
 from .cells import (
     CellDamage,
     decoding,

@@ -6,6 +6,7 @@
     wandb       W&B's StopRun mutation and a bounded wait for the run to leave ``running``
     targets     what holds the training: a tmux or screen session, a configured command (and the sequence
                 every target goes through); slurm: a Slurm job
+    escalation  the sequence every stop follows: first signal, grace wait, KILL when allowed, wait again
     hosts       where a target's commands run: this machine; remote: the run's SSH host
     incidents   the incident record and its Markdown entry in the project's notes
 

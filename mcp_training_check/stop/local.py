@@ -19,15 +19,16 @@ from __future__ import annotations
 import os
 import pwd
 import signal
-import stat
 import time
 from pathlib import Path
 from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..errors import StopError
+from ..errors import SourceError, StopError
+from ..files import describe_os_error, file_kind, open_regular
 from ..models import StopOutcome
+from .escalation import Ending, escalate_signals
 
 __all__ = ["GONE_STATES", "MAX_PID", "StopAttempt", "refuse_unsafe", "stop_local_process"]
 
@@ -95,8 +96,8 @@ class ProcessControl(Protocol):
 
     def is_gone(self, pid: int) -> bool: ...
 
-    def send(self, pid: int, name: str, sent: list[str]) -> bool:
-        """Send SIG``name`` and append ``name`` to ``sent``; False when the process was already gone."""
+    def send(self, pid: int, name: str) -> bool:
+        """Send SIG``name``; False when the process was already gone."""
         ...
 
     def refuse_reused(self, pid: int, pid_file: Any) -> None: ...
@@ -125,36 +126,30 @@ def escalate(
         return _already_stopped(pid, [], where)
     if pid_file is not None:
         process.refuse_reused(pid, pid_file)
-    sent: list[str] = []
-    if not process.send(pid, first, sent):
-        return _already_stopped(pid, sent, where)
-    if wait_gone(process, pid, grace_seconds, poll_seconds):
-        return _stopped(pid, sent, where)
-    if first == "KILL" or not kill_after_grace:
-        return _not_confirmed(pid, sent, grace_seconds, where)
-    if not process.send(pid, "KILL", sent) or wait_gone(process, pid, KILL_CONFIRM_SECONDS, poll_seconds):
-        return _stopped(pid, sent, where)
-    return StopAttempt(
-        outcome=StopOutcome.FAILED,
-        verified=False,
-        signals_sent=sent,
-        pid=pid,
-        message=(
-            f"pid {pid} is still present{where} {KILL_CONFIRM_SECONDS:g} s after SIGKILL{process.stuck_state(pid)}; "
-            f"it is stuck in the kernel, usually on I/O. Check `ps -o stat {pid}`{where}."
-        ),
+    vanished = False  # a signal found no such process: gone, and its number is never signalled again
+
+    def send(name: str) -> bool:
+        nonlocal vanished
+        vanished = vanished or not process.send(pid, name)
+        return not vanished
+
+    done = escalate_signals(
+        lambda: vanished or process.is_gone(pid), send, first, grace_seconds=grace_seconds,
+        kill_after_grace=kill_after_grace, poll_seconds=poll_seconds, confirm_seconds=KILL_CONFIRM_SECONDS,
+    )  # fmt: skip
+    if done.ending is Ending.NOT_KILLED:
+        return _not_confirmed(pid, done.sent, grace_seconds, where)
+    if done.ending is Ending.STUCK:
+        return _stuck(pid, done.sent, where, process.stuck_state(pid))
+    return _stopped(pid, done.sent, where) if done.sent else _already_stopped(pid, done.sent, where)
+
+
+def _stuck(pid: int, sent: list[str], where: str, state: str) -> StopAttempt:
+    message = (
+        f"pid {pid} is still present{where} {KILL_CONFIRM_SECONDS:g} s after SIGKILL{state}; "
+        f"it is stuck in the kernel, usually on I/O. Check `ps -o stat {pid}`{where}."
     )
-
-
-def wait_gone(process: ProcessControl, pid: int, seconds: float, poll_seconds: float) -> bool:
-    deadline = time.monotonic() + seconds
-    while True:
-        if process.is_gone(pid):
-            return True
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            return False
-        time.sleep(min(poll_seconds, remaining))
+    return StopAttempt(outcome=StopOutcome.FAILED, verified=False, signals_sent=sent, pid=pid, message=message)
 
 
 def _already_stopped(pid: int, sent: list[str], where: str) -> StopAttempt:
@@ -192,8 +187,8 @@ class _LocalProcess:
     def is_gone(self, pid: int) -> bool:
         return _is_gone(pid)
 
-    def send(self, pid: int, name: str, sent: list[str]) -> bool:
-        return _send(pid, SIGNALS[name], sent)
+    def send(self, pid: int, name: str) -> bool:
+        return _send(pid, SIGNALS[name])
 
     def refuse_reused(self, pid: int, pid_file: Path) -> None:
         _refuse_reused(pid, pid_file)
@@ -230,27 +225,22 @@ def _target_pid(pid: int | None, pid_file: Path | None) -> int:
 def _read_pid_file(path: Path) -> int:
     """The pid written by the training script; anything else is an error that names the file, never its
     content (a pid file can be a symlink to a secret, e.g. /proc/self/environ)."""
-    fix = f"the training script should write its pid at start, e.g. Path({str(path)!r}).write_text(str(os.getpid()))"
+    fix = (
+        "point pid_file at a plain file the training script writes its pid to at start, "
+        f"e.g. Path({str(path)!r}).write_text(str(os.getpid()))"
+    )
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)  # O_NONBLOCK: a FIFO cannot hang us
-    except FileNotFoundError as exc:
-        raise StopError(f"pid file {path} does not exist; {fix}.") from exc
+        with open_regular(path, what="pid file", fix=fix) as handle:
+            raw = handle.read(PID_FILE_MAX_BYTES + 1)
+    except SourceError as exc:
+        raise StopError(str(exc)) from exc
     except OSError as exc:
-        raise StopError(f"pid file {path} cannot be read ({exc.strerror}); check its permissions.") from exc
-    try:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            raise StopError(not_a_regular_file(f"pid file {path}", mode, fix))
-        raw = os.read(fd, PID_FILE_MAX_BYTES + 1)
-    except OSError as exc:
-        raise StopError(f"pid file {path} cannot be read ({exc.strerror}); check its permissions.") from exc
-    finally:
-        os.close(fd)
+        raise StopError(str(describe_os_error(exc, path, what="pid file", fix=fix))) from exc
     return pid_from_bytes(raw, f"pid file {path}", fix)
 
 
 def not_a_regular_file(what: str, mode: int, fix: str) -> str:
-    kind = "a FIFO" if stat.S_ISFIFO(mode) else "a directory" if stat.S_ISDIR(mode) else "not a regular file"
+    kind = file_kind(mode)
     return f"{what} is {kind}, not a regular file (reading it could block); point pid_file at a plain file: {fix}."
 
 
@@ -311,7 +301,7 @@ def _refuse_reused(pid: int, pid_file: Path) -> None:
         )
 
 
-def _send(pid: int, signum: signal.Signals, sent: list[str]) -> bool:
+def _send(pid: int, signum: signal.Signals) -> bool:
     """Send ``signum``; False when the process was already gone."""
     name = signum.name.removeprefix("SIG")
     try:
@@ -326,7 +316,6 @@ def _send(pid: int, signum: signal.Signals, sent: list[str]) -> bool:
             f"{me}. Run training-check as the user who started the training, or run `kill -{name} {pid}` "
             "as that user."
         ) from exc
-    sent.append(name)
     return True
 
 

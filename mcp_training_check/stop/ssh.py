@@ -207,11 +207,10 @@ class _Remote:
 
     # ----------------------------------------------------------------------- signals
 
-    def send(self, pid: int, name: str, sent: list[str]) -> bool:
+    def send(self, pid: int, name: str) -> bool:
         """Send SIG``name``; False when the process was already gone."""
         result = run_remote(self.client, ["kill", f"-{name}", str(pid)], timeout_seconds=self.timeout_seconds)
         if result.exit_status == 0:
-            sent.append(name)
             return True
         state = self._probe(pid)
         if state.startswith("foreign"):

@@ -21,7 +21,6 @@ entries (quoted with `shlex.quote` over SSH); no shell ever parses them here.
 from __future__ import annotations
 
 import re
-import time
 from typing import Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -29,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..config.schema import StopSettings
 from ..errors import StopError
 from ..models import StopOutcome
+from .escalation import Ending, escalate_signals
 from .hosts import Host, alive, descendants
 
 __all__ = ["TargetAttempt", "escalate_target", "make_target"]
@@ -88,21 +88,21 @@ def escalate_target(
     what = target.what
     if not target.present():
         return _attempt(target, StopOutcome.ALREADY_STOPPED, True, [], f"{what} is not running; nothing was sent")
-    sent: list[str] = []
-    if target.signal(first):
-        sent.append(first)
-    if _wait_gone(target, grace_seconds, poll_seconds):
+    done = escalate_signals(
+        lambda: not target.present(), target.signal, first, grace_seconds=grace_seconds,
+        kill_after_grace=kill_after_grace, poll_seconds=poll_seconds, confirm_seconds=target.confirm_seconds,
+    )  # fmt: skip
+    sent = done.sent
+    if done.ending is Ending.GONE:
         return _attempt(target, StopOutcome.STOPPED, True, sent, f"{what} stopped after SIG{first}; verified gone")
-    if first == "KILL" or not kill_after_grace:
+    if done.ending is Ending.NOT_KILLED:
         why = "" if first == "KILL" else " and kill_after_grace is false"
         return _attempt(
             target, StopOutcome.REQUESTED, False, sent,
             f"{what} is still there {grace_seconds:g} s after SIG{first}{why}; it may still be saving: check it, "
             "and stop it by hand if it does not end",
         )  # fmt: skip
-    if target.signal("KILL"):
-        sent.append("KILL")
-    if _wait_gone(target, target.confirm_seconds, poll_seconds):
+    if done.ending is Ending.KILLED:
         return _attempt(target, StopOutcome.STOPPED, True, sent, f"{what} stopped after SIGKILL; verified gone")
     signalled = f" (pids signalled: {', '.join(map(str, target.pids))})" if target.pids else ""
     return _attempt(
@@ -116,17 +116,6 @@ def _attempt(target: Target, outcome: StopOutcome, verified: bool, sent: list[st
     return TargetAttempt(
         outcome=outcome, verified=verified, signals_sent=sent, target=target.what, pids=target.pids, message=message
     )
-
-
-def _wait_gone(target: Target, seconds: float, poll_seconds: float) -> bool:
-    deadline = time.monotonic() + seconds
-    while True:
-        if not target.present():
-            return True
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            return False
-        time.sleep(min(poll_seconds, remaining))
 
 
 def _not_installed(program: str, host: Host) -> StopError:

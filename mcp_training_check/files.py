@@ -2,11 +2,13 @@
 
 A `run` is a string a model or a person passes, so it can name anything: a FIFO (whose ``open`` waits
 for a writer forever), ``/dev/zero`` or ``/dev/urandom`` (endless bytes), a socket, a directory, a
-symlink loop, a name longer than the file system allows. `open_regular` opens with ``O_NONBLOCK`` (a
-FIFO opens at once instead of waiting for a writer), checks with ``fstat`` that what it opened is a
-regular file before a single byte is read, and turns every refusal into a `SourceError` that names the
-problem and the fix. Readers then read a regular file only up to the size ``fstat`` gave (logs) or to its
-end (``.wandb`` files, bounded per check by their catch-up limit).
+symlink loop, a name longer than the file system allows; a config file or a pid file can be any of those
+too. `open_regular` opens with ``O_NONBLOCK`` (a FIFO opens at once instead of waiting for a writer),
+checks with ``fstat`` that what it opened is a regular file before a single byte is read, and turns every
+refusal into a `SourceError` that names the problem and the fix. Readers then read a regular file only up
+to the size ``fstat`` gave (logs), a few bytes (pid files), or to its end (``.wandb`` files, bounded per
+check by their catch-up limit). Every stage opens local files through it (sources, config, stop), so it
+sits at the top of the package, below them all.
 
 `describe_os_error` is the message half on its own, for callers that stat or list rather than open.
 """
@@ -20,9 +22,9 @@ import stat
 from pathlib import Path
 from typing import BinaryIO
 
-from ..errors import RunNotFound, SourceError, SourceUnavailable
+from .errors import RunNotFound, SourceError, SourceUnavailable
 
-__all__ = ["describe_os_error", "file_kind", "open_regular", "permission_problem"]
+__all__ = ["describe_os_error", "file_kind", "name_too_long", "not_regular", "open_regular", "permission_problem"]
 
 _OPEN_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
 
@@ -58,7 +60,7 @@ def open_regular(path: str | Path, *, what: str = "log file", fix: str = "point 
     try:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
-            raise RunNotFound(f"{path} is {_not_a(mode, what)}: {fix}.")
+            raise RunNotFound(f"{path} is {not_regular(mode, what)}: {fix}.")
         fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
         return os.fdopen(fd, "rb")
     except BaseException:
@@ -71,19 +73,16 @@ def describe_os_error(exc: OSError, path: Path, *, what: str = "log file",
     """The `SourceError` for an ``OSError`` met while opening or looking at ``path``."""
     code = exc.errno
     if code in (errno.ENOENT, errno.ENOTDIR):
-        return RunNotFound(f"no {what} at {path}: check the path (relative paths start at {Path.cwd()}).")
+        return RunNotFound(f"no {what} at {path}: check the path (relative paths start at {Path.cwd()}), or {fix}.")
     if code == errno.ENAMETOOLONG:
-        return RunNotFound(
-            f"file name too long: {_shortened(path)} ({len(str(path))} characters; a name may have at most 255 "
-            f"bytes and a path 4,096): {fix}."
-        )
+        return RunNotFound(f"{name_too_long(path)}: {fix}.")
     if code == errno.ELOOP:
         return RunNotFound(f"symlink loop at {path} (or a symlink where none is allowed): fix or remove the link.")
     if code == errno.ENXIO:  # a socket, or a device with nothing behind it
         kind = "a socket or a device" if (mode := _mode(path)) is None else file_kind(mode)
         return RunNotFound(f"{path} is {kind}, not a regular file: {fix}.")
     if code == errno.EISDIR:
-        return RunNotFound(f"{path} is {_not_a(stat.S_IFDIR, what)}: {fix}.")
+        return RunNotFound(f"{path} is {not_regular(stat.S_IFDIR, what)}: {fix}.")
     if code in (errno.EACCES, errno.EPERM):
         return SourceUnavailable(f"cannot read {path}: {permission_problem(path)}")
     return SourceUnavailable(f"cannot read {path}: {exc.strerror or exc}; check the path and its permissions.")
@@ -94,10 +93,24 @@ def permission_problem(path: Path) -> str:
     for directory in reversed(path.parents):
         if os.path.isdir(directory) and not os.access(directory, os.X_OK):
             return (
-                f"permission denied: this user may not search the directory {directory} (it lacks x permission); "
+                f"permission denied: this user may not search the directory {directory} (no x permission); "
                 "`chmod o+x` it, or run the checker as the training's user."
             )
     return "permission denied; make it readable by this user (chmod o+r), or run the checker as the training's user."
+
+
+def not_regular(mode: int, what: str) -> str:
+    """ "a FIFO (named pipe), not a regular file"; a directory is "a directory, not a log file"."""
+    return f"a directory, not a {what}" if stat.S_ISDIR(mode) else f"{file_kind(mode)}, not a regular file"
+
+
+def name_too_long(path: Path) -> str:
+    """ "file name too long: PATH (N characters, the longest name M bytes; ...)", without the fix."""
+    longest = max((len(part.encode()) for part in path.parts), default=0)
+    return (
+        f"file name too long: {_shortened(path)} ({len(str(path))} characters, the longest name {longest} bytes; a "
+        "file system allows 255 bytes a name and 4,096 a path)"
+    )
 
 
 def _mode(path: Path) -> int | None:
@@ -105,11 +118,6 @@ def _mode(path: Path) -> int | None:
         return os.stat(path).st_mode
     except OSError:
         return None
-
-
-def _not_a(mode: int, what: str) -> str:
-    """ "a FIFO (named pipe), not a regular file"; a directory is "a directory, not a log file"."""
-    return f"a directory, not a {what}" if stat.S_ISDIR(mode) else f"{file_kind(mode)}, not a regular file"
 
 
 def _shortened(path: Path, keep: int = 80) -> str:
