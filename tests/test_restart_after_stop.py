@@ -44,7 +44,9 @@ time.sleep(600)
 relaunch does, ``a`` appends as a resumed run does), logs ``healthy`` points, then one NaN per number read
 on stdin (the run going bad)."""
 
-STOP_CONFIG = '[runs.exp]\nrun = "train.jsonl"\nnotes = "notes.md"\n[runs.exp.stop]\npid_file = "train.pid"\ngrace_seconds = 5\n'
+STOP_CONFIG = (
+    '[runs.exp]\nrun = "train.jsonl"\nnotes = "notes.md"\n[runs.exp.stop]\npid_file = "train.pid"\ngrace_seconds = 5\n'
+)
 
 
 @dataclass
