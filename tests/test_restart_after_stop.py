@@ -17,10 +17,13 @@ import pytest
 from mcp_training_check.config import load_config
 from mcp_training_check.models import Decision, StopOutcome
 from mcp_training_check.service import Monitor
+from mcp_training_check.state import stop_in_force
 
 TRAINER = """
-import json, os, sys, time
+import json, os, signal, sys, time
 log, pid_file, mode, start, healthy = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
+if sys.argv[6:] == ["--remove-log-on-term"]:
+    signal.signal(signal.SIGTERM, lambda *_: (os.remove(log), os._exit(143)))
 with open(pid_file, "w") as handle:
     handle.write(f"{os.getpid()}\\n")
 out = open(log, mode)
@@ -42,7 +45,7 @@ time.sleep(600)
 """
 """A training process as a launcher starts it: writes its pid file, opens its log (``w`` truncates it as a
 relaunch does, ``a`` appends as a resumed run does), logs ``healthy`` points, then one NaN per number read
-on stdin (the run going bad)."""
+on stdin (the run going bad). ``--remove-log-on-term``: its log goes with it (a cleanup handler)."""
 
 STOP_CONFIG = (
     '[runs.exp]\nrun = "train.jsonl"\nnotes = "notes.md"\n[runs.exp.stop]\npid_file = "train.pid"\ngrace_seconds = 5\n'
@@ -76,8 +79,9 @@ def launch(tmp_path: Path) -> Iterator[Callable[..., Trainer]]:
     """Start a trainer in ``tmp_path`` (its log train.jsonl, its pid file train.pid); killed at teardown."""
     started: list[subprocess.Popen[str]] = []
 
-    def start(*, mode: str = "w", start_step: int = 0, healthy: int = 200) -> Trainer:
+    def start(*, mode: str = "w", start_step: int = 0, healthy: int = 200, extra: tuple[str, ...] = ()) -> Trainer:
         args = [str(tmp_path / "train.jsonl"), str(tmp_path / "train.pid"), mode, str(start_step), str(healthy)]
+        args += extra
         process = subprocess.Popen(
             [sys.executable, "-c", TRAINER, *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
         )
@@ -189,6 +193,33 @@ def test_points_the_stopped_process_left_unread_do_not_revive_it(launch, monitor
     assert again.outcome is StopOutcome.ALREADY_STOPPED and "nothing sent" in again.summary
 
 
+def test_a_stop_that_cannot_read_what_the_run_left_says_so_and_still_counts(launch, monitor) -> None:
+    trainer = launch(extra=("--remove-log-on-term",))
+    monitor.check("exp")
+    trainer.go_bad()
+    stopped = monitor.stop_run("exp", confirm=True, reason="NaN loss")
+    assert stopped.outcome is StopOutcome.STOPPED and stopped.verified and trainer.ended()
+    assert "WARNING: could not read what the stopped run logged last" in stopped.summary
+    assert "train.jsonl" in stopped.summary and "takes them for a relaunch" in stopped.summary
+
+
+@pytest.mark.parametrize(
+    ("incident", "live_after", "holds"),
+    [
+        (None, None, False),
+        ({"incident_id": 3, "outcome": "stopped", "verified": True}, None, True),  # never read since
+        ({"incident_id": 3, "outcome": "stopped", "verified": True}, 2, True),  # read before the stop
+        ({"incident_id": 3, "outcome": "stopped", "verified": True}, 3, False),  # read after it: relaunched
+        ({"incident_id": 3, "outcome": "requested_not_confirmed", "verified": False}, None, False),
+        ({"incident_id": 3, "outcome": "already_stopped", "verified": True, "method": "local_pid"}, None, False),
+        ({"incident_id": 3, "outcome": "already_stopped", "verified": True, "method": "wandb"}, 2, True),
+        ({"outcome": "stopped", "verified": True}, 9, True),  # not from the store: no id to compare
+    ],
+)
+def test_stop_in_force_table(incident, live_after, holds) -> None:
+    assert stop_in_force(incident, live_after) is holds
+
+
 # --------------------------------------------------------------------------- training-check forget
 
 
@@ -237,3 +268,16 @@ def test_forget_of_a_run_with_no_state_names_it_and_the_known_runs(tmp_path) -> 
     assert unknown.returncode == 2
     assert "'nope'" in unknown.stderr and "nothing is stored" in unknown.stderr
     assert "exp" in unknown.stderr and "train.jsonl" in unknown.stderr
+
+
+def test_forget_takes_the_state_key_of_a_log_deleted_since(tmp_path) -> None:
+    (tmp_path / "old.jsonl").write_text(json.dumps({"step": 1, "loss": 2.0}) + "\n")
+    assert cli("check", "old.jsonl", cwd=tmp_path).returncode == 0
+    (tmp_path / "old.jsonl").unlink()
+    by_path = cli("forget", "old.jsonl", "--yes", cwd=tmp_path)
+    key = f"file:{tmp_path / 'old.jsonl'}"
+    assert by_path.returncode == 2 and key in by_path.stderr and "state key" in by_path.stderr
+    by_key = cli("forget", key, "--yes", cwd=tmp_path)
+    assert by_key.returncode == 0 and by_key.stdout.startswith(f"forgot {key}"), by_key.stderr
+    gone = cli("forget", key, "--yes", cwd=tmp_path)
+    assert gone.returncode == 2 and "no run has state" in gone.stderr
