@@ -18,6 +18,10 @@ from mcp_training_check.config import load_config
 from mcp_training_check.models import Decision, StopOutcome
 from mcp_training_check.service import Monitor
 from mcp_training_check.state import stop_in_force
+from tests.runs import grow, live_copy
+from tests.wandb_fixtures import RealRun, real_run, wandb_children
+
+__all__ = ["real_run", "wandb_children"]  # session fixtures, imported to be visible here
 
 TRAINER = """
 import json, os, signal, sys, time
@@ -201,6 +205,46 @@ def test_a_stop_that_cannot_read_what_the_run_left_says_so_and_still_counts(laun
     assert stopped.outcome is StopOutcome.STOPPED and stopped.verified and trainer.ended()
     assert "WARNING: could not read what the stopped run logged last" in stopped.summary
     assert "train.jsonl" in stopped.summary and "takes them for a relaunch" in stopped.summary
+
+
+def _sleeper() -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"], text=True)
+
+
+def test_a_wandb_file_flushed_late_is_no_relaunch_but_a_new_run_file_is(tmp_path, real_run: RealRun) -> None:
+    """wandb-core writes the killed process's last blocks after the stop; a relaunch writes another file."""
+    live_dir = live_copy(real_run.run_dir, tmp_path / "project", 0.4)
+    run_file = live_dir / real_run.file.name
+    (tmp_path / "training-check.toml").write_text(
+        f'[runs.w]\nrun = "{run_file}"\nnotes = "notes.md"\n[runs.w.stop]\npid_file = "w.pid"\ngrace_seconds = 5\n'
+    )
+    first, second = _sleeper(), None
+    try:
+        (tmp_path / "w.pid").write_text(f"{first.pid}\n")
+        monitor = Monitor(config=load_config(tmp_path / "training-check.toml"))
+        assert monitor.check("w").schedule.monitoring is True
+        assert monitor.stop_run("w", confirm=True, reason="bad").outcome is StopOutcome.STOPPED
+        grow(live_dir, real_run.run_dir, 0.6)  # the stopped run's late flush
+        late = monitor.check("w")
+        assert late.snapshot.new_points > 0 and late.snapshot.restarted is False
+        assert late.schedule.monitoring is False, late.schedule.summary
+
+        second = _sleeper()
+        (tmp_path / "w.pid").write_text(f"{second.pid}\n")
+        replacement = tmp_path / "replacement.wandb"
+        replacement.write_bytes(real_run.data[: len(real_run.data) // 3])
+        os.replace(replacement, run_file)  # a new run file at the watched path
+        relaunched = monitor.check("w")
+        assert relaunched.snapshot.restarted is True and relaunched.schedule.monitoring is True
+        assert monitor.stop_run("w", confirm=True, reason="bad again").outcome is StopOutcome.STOPPED
+        assert second.wait(timeout=10) is not None
+        monitor.close()
+    finally:
+        for process in (first, second):
+            if process is not None and process.poll() is None:
+                process.kill()
+            if process is not None:
+                process.wait(timeout=10)
 
 
 @pytest.mark.parametrize(

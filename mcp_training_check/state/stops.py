@@ -8,7 +8,9 @@ The rule is decided by what the run did, never by how long ago the stop was: the
 after it brings new points, or the source reports a restart (the log was truncated or replaced, another
 W&B file, a rewound W&B history). Only a new process can do that once the old one was seen gone: the stop
 reads what the stopped process left before anyone else does (``apply_batch(..., marks_live=False)``), so
-the points it logged after the last check and before the kill do not count as a relaunch.
+the points it logged after the last check and before the kill do not count as a relaunch. A `.wandb` file
+has one writer, whose wandb-core may still flush blocks after the kill: there only a restart counts
+(``ReadBatch.one_writer``).
 
 The fact is kept as a ``meta`` row per run (`LIVE_AFTER_META`): the newest incident id of the run when a
 read last brought new points or a restart. A stop holds while its incident id is above it. Incidents are

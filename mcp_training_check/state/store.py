@@ -309,10 +309,10 @@ class StateStore:
 
     def apply_batch(self, run_key: str, batch: ReadBatch, *, marks_live: bool = True) -> None:
         """Store one incremental read: new points, cursor and run info, all or nothing. ``marks_live``: new
-        points or a restart end the stops recorded so far (`stops.stop_in_force`); False for the read of what
-        a process just stopped left behind."""
+        points (of a source a relaunch may append to: not ``one_writer``) or a restart end the stops recorded
+        so far (`stops.stop_in_force`); False for the read of what a process just stopped left behind."""
         with self._transaction("apply a batch", write=True) as conn:
-            if marks_live and (batch.new_points or batch.restarted):
+            if marks_live and (batch.restarted or (batch.new_points and not batch.one_writer)):
                 mark_live(conn, run_key)
             seq = self._bump_run(conn, run_key, batch)
             if batch.restarted and batch.restart_drops_read_metrics_only:
