@@ -293,6 +293,10 @@ def test_forget_needs_yes_then_starts_the_run_fresh_and_keeps_incidents(tmp_path
     forgot = cli("forget", "exp", "--yes", cwd=tmp_path)
     assert forgot.returncode == 0, forgot.stderr
     assert "forgot" in forgot.stdout and "1 incident kept" in forgot.stdout
+    monitor = Monitor(config=load_config(tmp_path / "training-check.toml"))
+    key = monitor.context("exp").key
+    assert monitor.store.find_incident(key) is not None and monitor.store.find_stop_in_force(key) is None
+    monitor.close()  # a fresh start: the kept incident no longer stops the run, before any read
 
     fresh = json.loads(cli("check", "exp", "--json", cwd=tmp_path).stdout)
     assert fresh["snapshot"]["new_points"] == 440, "the next check did not read the log from its start"
