@@ -478,8 +478,9 @@ class Monitor:
         return self._record_stop(ctx, reason, gone_since_signalled(sent, self.store.find_incident(ctx.key)))
 
     def _record_stop(self, ctx: RunContext, reason: str, sent: SentStop) -> StopResult:
-        """The stop was sent: record it in the state database first, then in the notes file. An unusable
-        notes file is a warning on the result, never an error that would hide that the process was killed."""
+        """The stop was sent: record it in the state database first, then in the notes file; a verified stop
+        then reads what the run logged last. An unusable notes file or a failed read is a warning on the
+        result, never an error that would hide that the process was killed."""
         incident = self._incident(ctx, reason, sent)
         incident_id = self.store.record_incident(ctx.key, incident.model_dump(mode="json"))
         self.store.record_check(
@@ -489,13 +490,15 @@ class Monitor:
             interval_minutes=None,
             monitoring=not sent.verified,
         )
-        warnings = self._read_what_was_left(ctx) if sent.verified else []
-        notes_path = ctx.settings.notes
+        notes_path: Path | None = ctx.settings.notes
+        warnings: list[str] = []
         try:
-            write_incident_note(notes_path, incident.model_copy(update={"incident_id": incident_id}))
+            write_incident_note(ctx.settings.notes, incident.model_copy(update={"incident_id": incident_id}))
         except StateError as exc:
             warnings.append(f"the incident is kept in the state database (#{incident_id}) but not in the notes: {exc}")
-            return stop_result(ctx.ref, sent, incident, incident_id, None, warnings=warnings)
+            notes_path = None
+        if sent.verified:  # after the evidence is kept: this read may take a source's timeout
+            warnings += self._read_what_was_left(ctx)
         return stop_result(ctx.ref, sent, incident, incident_id, notes_path, warnings=warnings)
 
     def _read_what_was_left(self, ctx: RunContext) -> list[str]:
