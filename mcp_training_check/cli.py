@@ -7,10 +7,11 @@
     training-check plot SOURCE [-o run.png]        (loss, eval, LR, grad norm; the judge's flagged steps)
     training-check stop SOURCE --confirm --reason "..."
     training-check watch SOURCE [--stop]             (the skill's loop in a terminal: one line per check)
+    training-check forget SOURCE --yes               (delete its stored state, keep its incidents)
     training-check serve [--http PORT] [--host 127.0.0.1] [--token T]
     training-check demo
 
-Errors become one line on stderr and exit code 2; nothing else is caught here.
+Errors become one line on stderr and exit code 2 (so does `forget` without --yes); nothing else is caught here.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ from .roles import parse_baselines, parse_role_overrides
 if TYPE_CHECKING:  # the service imports wandb; `serve --help` and `demo` should not wait for it
     from .service import Monitor
     from .sources import Progress
+    from .state import RunFootprint
 
 EXIT_ERROR = 2
 
@@ -78,6 +80,11 @@ def build_parser() -> argparse.ArgumentParser:
     stop.add_argument("--json", action="store_true", help="print one JSON object")
 
     _add_watch_parser(commands)
+
+    text = "delete a run's stored state (read position, history, checks, reviews, cron) so the next check starts fresh"
+    forget = commands.add_parser("forget", help=text, description=f"{text}; its incidents are kept.")
+    forget.add_argument("source", help="the run, as `check` was given it (alias, path or URL)")
+    forget.add_argument("--yes", action="store_true", help="required: without it, only show what would be deleted")
 
     serve = commands.add_parser("serve", help="run the MCP server (stdio unless --http)")
     serve.add_argument("--http", type=_port, metavar="PORT", help="serve streamable HTTP on PORT instead of stdio")
@@ -158,6 +165,11 @@ def _dispatch(args: argparse.Namespace) -> int:
     from .service import Monitor
 
     monitor = Monitor()
+    if args.command == "forget":
+        try:
+            return _forget(monitor, args.source, confirmed=args.yes)
+        finally:
+            monitor.close()
     bar = TerminalProgress(sys.stderr)
     try:
         result = _run_command(monitor, args, bar.progress() if sys.stderr.isatty() else None)
@@ -166,6 +178,41 @@ def _dispatch(args: argparse.Namespace) -> int:
         monitor.close()
     _print(result, as_json=args.json)
     return 0
+
+
+def _forget(monitor: Monitor, run: str, *, confirmed: bool) -> int:
+    """Without ``confirmed`` only say what would be deleted, and exit 2 naming --yes."""
+    key, stored = monitor.forget(run, dry_run=not confirmed)
+    kept = "no incidents"
+    if stored.incidents:
+        kept = f"{_count(stored.incidents, 'incident')} kept (the evidence of past stops)"
+    if not stored.forgettable:
+        print(f"nothing to forget for {run} ({key}); {kept}")
+        return 0
+    if not confirmed:
+        print(f"{run} ({key}): would delete {_footprint_words(stored)}; {kept}")
+        print(
+            f"training-check: nothing was deleted; run `training-check forget {run} --yes` to delete the above",
+            file=sys.stderr,
+        )
+        return EXIT_ERROR
+    print(f"forgot {run} ({key}): deleted {_footprint_words(stored)}; {kept}; the next check reads it from the start")
+    return 0
+
+
+def _footprint_words(stored: RunFootprint) -> str:
+    parts = [
+        "the read position" if stored.read_position else "",
+        _count(stored.metrics, "metric history", "metric histories"),
+        _count(stored.checks, "check"),
+        _count(stored.reviews, "review"),
+        "the cron job record" if stored.cron else "",
+    ]
+    return ", ".join(part for part in parts if part)
+
+
+def _count(number: int, one: str, many: str | None = None) -> str:
+    return f"{number} {one if number == 1 else many or one + 's'}"
 
 
 class TerminalProgress:

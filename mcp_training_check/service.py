@@ -8,6 +8,7 @@
     plot          stored history + the latest verdict's flagged points → a PNG on disk (plot)
     check         all three in one call, for cron fires
     check_many    `check` over every running run of a W&B sweep or project, bad runs first (group_check)
+    forget        delete a run's stored state but its incidents, so the next check starts fresh (CLI only)
     stop_run      kill the training (a pid, a tmux/screen session, a Slurm job, a command, here or over SSH;
                   or W&B StopRun), verify, keep the evidence (stop.dispatch)
 
@@ -24,7 +25,7 @@ from pathlib import Path
 
 from . import sources
 from .config import ProjectConfig, ReloadingConfig, ResolvedRunConfig, apply_overrides, parse_run
-from .errors import SourceError, StateError, StopError, TrainingCheckError
+from .errors import ConfigError, RunRefError, SourceError, StateError, StopError, TrainingCheckError
 from .group_check import (
     GROUP_LINES,
     GROUP_WORKERS,
@@ -65,7 +66,7 @@ from .schedule import check_report, handed_out, schedule_after
 from .snapshot import build_snapshot
 from .sources import Progress
 from .sources.wandb_api import list_running_runs
-from .state import CheckRecord, HandedOutCron, RunHistory, StateStore, is_verified_stop, last_interval
+from .state import CheckRecord, HandedOutCron, RunFootprint, RunHistory, StateStore, last_interval
 from .stop import (
     KEY_METRICS_IN_INCIDENT,
     Incident,
@@ -83,6 +84,9 @@ PREVIOUS_VERDICTS = 5
 
 INTERVAL_LOOKBACK_CHECKS = 50
 """Recent check records searched for the last interval (judge-only and stop rows carry none)."""
+
+RUNS_NAMED_IN_ERRORS = 10
+"""Runs with state listed in the error for a run with none (the rest are counted)."""
 
 
 @dataclass
@@ -402,6 +406,49 @@ class Monitor:
             return unreadable_line(ref, exc), None
         return member_line(ref, report), report.schedule
 
+    # ------------------------------------------------------------------ forget
+
+    def forget(self, run: str, *, dry_run: bool) -> tuple[str, RunFootprint]:
+        """What is stored for ``run`` (its state key and counts), deleted unless ``dry_run``: cursor, history,
+        checks, reviews, cron; the incidents stay (`StateStore.forget_run`). ``run`` is what `check` was given,
+        or a state key as listed; a run with nothing stored at all is an error naming the runs that have state."""
+        key = self._state_key(run)
+        with self.store.run_lock(key):
+            stored = self.store.stored_for(key)
+            if not stored.forgettable and not stored.incidents:
+                raise ConfigError(self._nothing_stored(run, key))
+            if not dry_run:
+                self.store.forget_run(key)
+        return key, stored
+
+    def _state_key(self, run: str) -> str:
+        """A stored key as given, else the key of the run ``run`` names (a log deleted since cannot be named
+        by its path any more: its key, from the error's list, still can)."""
+        if run in {listing.run_key for listing in self.store.list_runs()}:
+            return run
+        try:
+            return self.context(run).key
+        except (RunRefError, SourceError) as exc:
+            raise ConfigError(self._nothing_stored(run, None)) from exc
+
+    def _nothing_stored(self, run: str, key: str | None) -> str:
+        """The error for a run without state: the runs that have some, by alias where the project file has one."""
+        aliases: dict[str, str] = {}
+        for alias in self.config.runs:
+            try:
+                aliases.setdefault(self.context(alias).key, alias)
+            except TrainingCheckError:
+                continue  # an entry `check` could not use either; it has no state to list
+        known = [listing.run_key for listing in self.store.list_runs()]
+        named = [f"{aliases[k]} ({k})" if k in aliases else k for k in known[:RUNS_NAMED_IN_ERRORS]]
+        more = f" and {len(known) - len(named)} more" if len(known) > len(named) else ""
+        listing = f"runs with state: {', '.join(named)}{more}" if named else f"no run has state in {self.store.home}"
+        which = f" (state key {key!r})" if key else ""
+        return (
+            f"nothing is stored for run {run!r}{which}, so there is nothing to forget; {listing}. Name the run as "
+            "`check` was given it (an alias from training-check.toml, its path or URL) or by its state key."
+        )
+
     # ------------------------------------------------------------------ stop
 
     def stop_run(self, run: str, *, confirm: bool, reason: str) -> StopResult:
@@ -422,15 +469,18 @@ class Monitor:
             return self._stop(ctx, reason.strip())
 
     def _stop(self, ctx: RunContext, reason: str) -> StopResult:
-        latest = self.store.find_incident(ctx.key)  # read once, under the run lock
-        if latest is not None and is_verified_stop(latest):
-            return already_stopped(ctx.ref, latest)
+        """Nothing is sent again while the run's verified stop holds (`state.stop_in_force`: not once a
+        relaunch under the same entry was read)."""
+        holding = self.store.find_stop_in_force(ctx.key)  # under the run lock
+        if holding is not None:
+            return already_stopped(ctx.ref, holding)
         sent = send_stop(ctx.ref, ctx.settings)
-        return self._record_stop(ctx, reason, gone_since_signalled(sent, latest))
+        return self._record_stop(ctx, reason, gone_since_signalled(sent, self.store.find_incident(ctx.key)))
 
     def _record_stop(self, ctx: RunContext, reason: str, sent: SentStop) -> StopResult:
-        """The stop was sent: record it in the state database first, then in the notes file. An unusable
-        notes file is a warning on the result, never an error that would hide that the process was killed."""
+        """The stop was sent: record it in the state database first, then in the notes file; a verified stop
+        then reads what the run logged last. An unusable notes file or a failed read is a warning on the
+        result, never an error that would hide that the process was killed."""
         incident = self._incident(ctx, reason, sent)
         incident_id = self.store.record_incident(ctx.key, incident.model_dump(mode="json"))
         self.store.record_check(
@@ -440,13 +490,32 @@ class Monitor:
             interval_minutes=None,
             monitoring=not sent.verified,
         )
-        notes_path = ctx.settings.notes
+        notes_path: Path | None = ctx.settings.notes
+        warnings: list[str] = []
         try:
-            write_incident_note(notes_path, incident.model_copy(update={"incident_id": incident_id}))
+            write_incident_note(ctx.settings.notes, incident.model_copy(update={"incident_id": incident_id}))
         except StateError as exc:
-            warning = f"the incident is kept in the state database (#{incident_id}) but not in the notes: {exc}"
-            return stop_result(ctx.ref, sent, incident, incident_id, None, warnings=[warning])
-        return stop_result(ctx.ref, sent, incident, incident_id, notes_path)
+            warnings.append(f"the incident is kept in the state database (#{incident_id}) but not in the notes: {exc}")
+            notes_path = None
+        if sent.verified:  # after the evidence is kept: this read may take a source's timeout
+            warnings += self._read_what_was_left(ctx)
+        return stop_result(ctx.ref, sent, incident, incident_id, notes_path, warnings=warnings)
+
+    def _read_what_was_left(self, ctx: RunContext) -> list[str]:
+        """Read the points the stopped process logged since the last check, as part of the stopped run (they
+        are no relaunch: `state.stops`); a failed read is a warning, the stop itself was verified."""
+        try:
+            outcome = sources.read_with_fallback(ctx.ref, ctx.settings, self.store.get_cursor(ctx.key))
+            if outcome.batch is not None:
+                self.store.apply_batch(ctx.key, outcome.batch, marks_live=False)
+                return []
+            failure = "; ".join(outcome.warnings) or "the source was unreachable"
+        except TrainingCheckError as exc:
+            failure = str(exc)
+        return [
+            f"could not read what the stopped run logged last ({failure}); if the next check reads points it "
+            "logged before the stop, it takes them for a relaunch and watches the run again"
+        ]
 
     def _incident(self, ctx: RunContext, reason: str, sent: SentStop) -> Incident:
         stored = self._load(ctx)

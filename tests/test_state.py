@@ -489,5 +489,7 @@ def test_incidents_runs_and_forgetting() -> None:
         assert [r.run_key for r in runs] == [RUN, "file:/old", "file:/unchecked"]
         assert runs[1].last_check_at == early and runs[2].last_check_at is None
         assert store.forget_run(RUN) is True and store.forget_run(RUN) is False
-        assert store.find_incident(RUN) is None and store.recent_checks(RUN) == []
+        assert store.recent_checks(RUN) == [] and store.stored_for(RUN).forgettable is False
+        found = store.find_incident(RUN)  # the evidence stays
+        assert found is not None and found["incident_id"] == second and store.stored_for(RUN).incidents == 2
         assert store.get_cursor(RUN) is None and RUN not in [r.run_key for r in store.list_runs()]

@@ -114,6 +114,10 @@ class ReadBatch:
     # said in the snapshot's warnings (`warnings` are not): how the source was reached when that matters (SSH
     # through exec instead of SFTP), a catch-up read
     notes: list[str] = field(default_factory=list)
+    # True: one process writes this source (a `.wandb` file), so points appended to it are that process's,
+    # even after it was stopped (wandb-core flushes its blocks up to ~15 s late); only a restart (another
+    # file) is a relaunch. False for a log a relaunch may reopen and append to, or a resumed W&B run.
+    one_writer: bool = False
 
     @property
     def new_points(self) -> int:

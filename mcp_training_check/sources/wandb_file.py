@@ -177,6 +177,7 @@ class WandbFileSource:
             restarted=restarted,
             warnings=warnings,
             fill=fill,
+            one_writer=True,
         )
 
 

@@ -6,6 +6,7 @@
     stored_series   bounded per-metric storage: recent points exact, older ones as bucket means
     reviews         the reviewer's stored answers, each tied to the check it answered
     crons           the cron job in force per run: CronCreate arguments last handed out, and since when
+    stops           whether a run's verified stop still holds (not once the run was relaunched)
     schema, lock    the tables and their migrations; the per-run lock
 
 Reads batches from `sources` (their cursor and points); knows nothing of judging, reviewing or stopping.
@@ -15,14 +16,15 @@ from .crons import HandedOutCron
 from .history import MetricSeries, RunHistory
 from .lock import DEFAULT_LOCK_TIMEOUT_SECONDS, run_lock
 from .schema import SCHEMA_VERSION
+from .stops import is_verified_stop, stop_in_force
 from .store import (
     DB_FILENAME,
     HOME_ENV,
     MAX_CHECKS_PER_RUN,
     CheckRecord,
+    RunFootprint,
     RunListing,
     StateStore,
-    is_verified_stop,
     last_interval,
     state_home,
 )
@@ -37,6 +39,7 @@ __all__ = [
     "CheckRecord",
     "HandedOutCron",
     "MetricSeries",
+    "RunFootprint",
     "RunHistory",
     "RunListing",
     "SeriesStats",
@@ -46,4 +49,5 @@ __all__ = [
     "last_interval",
     "run_lock",
     "state_home",
+    "stop_in_force",
 ]

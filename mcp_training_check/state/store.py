@@ -21,6 +21,8 @@ Schema (version in ``meta``; ``MIGRATIONS[v]`` upgrades v-1 → v)::
     incidents(id, run_key, at, data)
     reviews(id, run_key, check_id, at, decision, data)        (v2, state.reviews)
     crons(run_key, cron, prompt, interval_minutes, handed_out_at, action, check_id)  (v3, state.crons)
+    meta(key, value)   the schema version; per run, a fill-in's first exact step and whether its last
+                       verified stop still holds (``live_after_incident:<run_key>``, state.stops)
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ import os
 import sqlite3
 import stat
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -42,7 +44,7 @@ from pydantic import BaseModel, ConfigDict
 
 from ..errors import StateError
 from ..files import file_kind
-from ..models import Decision, ReviewResult, RunInfo, RunStatus, StopOutcome, Verdict
+from ..models import Decision, ReviewResult, RunInfo, RunStatus, Verdict
 from ..sources.base import Cursor, FillBatch, ReadBatch
 from .cells import (
     CellDamage,
@@ -60,6 +62,7 @@ from .history import MetricSeries, RunHistory
 from .lock import DEFAULT_LOCK_TIMEOUT_SECONDS, LOCKS_DIRNAME, RunLock, run_lock
 from .reviews import insert_review, latest_review
 from .schema import MIGRATIONS, SCHEMA_VERSION, schema_version
+from .stops import LIVE_AFTER_META, mark_live, read_live_after, stop_in_force
 from .stored_series import BUCKET_DTYPE, StoredSeries
 from .stored_series import SeriesStats as SeriesStats  # re-exported: it lived here before
 
@@ -100,21 +103,6 @@ def fill_key(run_key: str) -> str:
     return run_key + FILL_KEY_SUFFIX
 
 
-def is_verified_stop(incident: Mapping[str, Any] | None) -> bool:
-    """Whether a stored incident is the run's stop: one this tool sent and saw end.
-
-    An incident that found nothing to stop (the pid was not running: a stale pid file, or a wrong pid) says
-    nothing about the run, so it must not end monitoring or block a later stop; older databases stored those
-    as ``verified`` too, hence the check of the outcome. W&B's own word that the run has already ended is
-    about the run itself, so it counts.
-    """
-    if incident is None or incident.get("verified") is not True:
-        return False
-    outcome = incident.get("outcome")
-    ended_on_wandb = outcome == StopOutcome.ALREADY_STOPPED.value and incident.get("method") == "wandb"
-    return outcome == StopOutcome.STOPPED.value or ended_on_wandb
-
-
 class CheckRecord(BaseModel):
     """One past check of a run, as `record_check` stored it."""
 
@@ -131,8 +119,14 @@ class CheckRecord(BaseModel):
 
 def last_interval(checks: Sequence[CheckRecord]) -> int | None:
     """The interval of the latest check that set one (``checks`` most recent first; judge-only and stop rows
-    carry none)."""
-    return next((c.interval_minutes for c in checks if c.interval_minutes), None)
+    carry none), since monitoring last ended: a run watched again after a stop or an end (relaunched under
+    the same entry, a resumed W&B run) climbs the ladder from its first rung, like a new run."""
+    for check in checks:
+        if not check.monitoring:
+            return None
+        if check.interval_minutes:
+            return check.interval_minutes
+    return None
 
 
 class RunListing(NamedTuple):
@@ -306,15 +300,20 @@ class StateStore:
                 return RunInfo.model_validate_json(row[0]) if row and row[0] is not None else None
 
     def run_info(self, run_key: str) -> RunInfo:
-        """The stored run info; a run this tool stopped (verified) counts as stopped."""
+        """The stored run info; a run this tool stopped (verified, and not relaunched since: `stop_in_force`)
+        counts as stopped."""
         info = self.load_info(run_key) or RunInfo()
-        if self.find_verified_stop(run_key) is not None:
+        if self.find_stop_in_force(run_key) is not None:
             return info.model_copy(update={"status": RunStatus.STOPPED})
         return info
 
-    def apply_batch(self, run_key: str, batch: ReadBatch) -> None:
-        """Store one incremental read: new points, cursor and run info, all or nothing."""
+    def apply_batch(self, run_key: str, batch: ReadBatch, *, marks_live: bool = True) -> None:
+        """Store one incremental read: new points, cursor and run info, all or nothing. ``marks_live``: new
+        points (of a source a relaunch may append to: not ``one_writer``) or a restart end the stops recorded
+        so far (`stops.stop_in_force`); False for the read of what a process just stopped left behind."""
         with self._transaction("apply a batch", write=True) as conn:
+            if marks_live and (batch.restarted or (batch.new_points and not batch.one_writer)):
+                mark_live(conn, run_key)
             seq = self._bump_run(conn, run_key, batch)
             if batch.restarted and batch.restart_drops_read_metrics_only:
                 conn.executemany(
@@ -514,10 +513,13 @@ class StateStore:
         found = self.list_incidents(run_key, limit=1)
         return found[0] if found else None
 
-    def find_verified_stop(self, run_key: str) -> dict[str, Any] | None:
-        """The run's latest incident when it is a stop this tool sent and saw end (`is_verified_stop`), else None."""
+    def find_stop_in_force(self, run_key: str) -> dict[str, Any] | None:
+        """The run's latest incident when it is a verified stop that still holds (`stops.stop_in_force`: no
+        read since brought new points or a restart), else None."""
+        with self._transaction("read the run's last read after a stop", write=False) as conn:
+            live_after = read_live_after(conn, run_key)
         incident = self.find_incident(run_key)
-        return incident if is_verified_stop(incident) else None
+        return incident if stop_in_force(incident, live_after) else None
 
     def list_incidents(self, run_key: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
         """Incidents of one run (or of all runs), most recent first: the stored JSON plus the
@@ -576,15 +578,52 @@ class StateStore:
             with decoding("the list of runs"):
                 return [RunListing(key, stored_time(at) if at else None) for key, at in rows]
 
+    def stored_for(self, run_key: str) -> RunFootprint:
+        """What is stored for the run: what `forget_run` deletes, and the incidents it keeps."""
+        with self._transaction("count what is stored for a run", write=False) as conn:
+            counts = {
+                table: int(conn.execute(f"SELECT count(*) FROM {table} WHERE run_key = ?", (run_key,)).fetchone()[0])
+                for table in (*FORGOTTEN_TABLES, "incidents")
+            }
+        return RunFootprint(
+            read_position=counts["runs"] > 0, metrics=counts["series"], checks=counts["checks"],
+            reviews=counts["reviews"], cron=counts["crons"] > 0, incidents=counts["incidents"],
+        )  # fmt: skip
+
     def forget_run(self, run_key: str) -> bool:
-        """Delete everything stored for the run (cursor, history, checks, incidents, reviews, cron); False if none."""
+        """Delete what is stored for the run (cursor and info, history, checks, reviews, cron) so the next
+        check starts fresh; False if there was none. Its incidents are kept (the evidence of what was stopped),
+        and no longer stop the run: a fresh start is a new process (`stops`)."""
         with self._transaction("forget a run", write=True) as conn:
             deleted = sum(
                 conn.execute(f"DELETE FROM {table} WHERE run_key = ?", (run_key,)).rowcount
-                for table in ("runs", "series", "checks", "incidents", "reviews", "crons")
+                for table in FORGOTTEN_TABLES
             )
             self._end_fill(conn, run_key)
+            if conn.execute("SELECT 1 FROM incidents WHERE run_key = ?", (run_key,)).fetchone():
+                mark_live(conn, run_key)
+            else:
+                conn.execute("DELETE FROM meta WHERE key = ?", (LIVE_AFTER_META + run_key,))
         return deleted > 0
+
+
+FORGOTTEN_TABLES = ("runs", "series", "checks", "reviews", "crons")
+"""The tables `forget_run` clears of a run; ``incidents`` is not one of them."""
+
+
+class RunFootprint(NamedTuple):
+    """What is stored for one run (`StateStore.stored_for`)."""
+
+    read_position: bool
+    metrics: int
+    checks: int
+    reviews: int
+    cron: bool
+    incidents: int
+
+    @property
+    def forgettable(self) -> bool:
+        return self.read_position or self.metrics > 0 or self.checks > 0 or self.reviews > 0 or self.cron
 
 
 def _metric_series(row: tuple[Any, ...], *, latest_batch: int) -> MetricSeries:
