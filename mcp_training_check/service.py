@@ -22,6 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from . import sources
 from .config import ProjectConfig, ReloadingConfig, ResolvedRunConfig, apply_overrides, parse_run
@@ -51,33 +52,15 @@ from .models import (
     StopResult,
     Verdict,
 )
-from .plot import plot_path, plot_result, render_chart, save_chart
-from .review import (
-    ReviewFacts,
-    current_review,
-    latest_verdict_check,
-    record_reply,
-    review_facts,
-    run_review,
-    unsure_check,
-)
 from .roles import RoleInfo, assign_roles
 from .schedule import check_report, handed_out, schedule_after
 from .snapshot import build_snapshot
 from .sources import Progress
-from .sources.wandb_api import list_running_runs
 from .state import CheckRecord, HandedOutCron, RunFootprint, RunHistory, StateStore, last_interval
-from .stop import (
-    KEY_METRICS_IN_INCIDENT,
-    Incident,
-    SentStop,
-    already_stopped,
-    gone_since_signalled,
-    incident_for,
-    send_stop,
-    stop_result,
-    write_incident_note,
-)
+
+if TYPE_CHECKING:  # a check of a local log runs no review, plot, stop nor W&B reader: they are imported where used
+    from .review import ReviewFacts
+    from .stop import Incident, SentStop
 
 PREVIOUS_VERDICTS = 5
 """Earlier verdicts handed to the judge as evidence across checks."""
@@ -230,6 +213,8 @@ class Monitor:
     def schedule_next(self, run: str, *, review: str | None = None, now: datetime | None = None) -> Schedule:
         """Next check after the latest one; ``review`` is the reviewer's STOP/CONTINUE/WAIT, by default
         the stored answer of escalate_review to the latest verdict (if it was asked)."""
+        from .review import latest_verdict_check
+
         ctx, now = self.context(run), self._now(now)
         with self.store.run_lock(ctx.key):
             checks = self.store.recent_checks(ctx.key, limit=INTERVAL_LOOKBACK_CHECKS)
@@ -280,6 +265,8 @@ class Monitor:
         """The reviewer's STOP / CONTINUE / WAIT on the latest verdict, which must be unsure; stored for
         schedule_next and stop_run. Reviewer failures come back as WAIT, never as errors; the agent
         backend's WAIT carries the prompt for record_review. ``image=False`` sends no chart."""
+        from .review import run_review
+
         ctx = self.context(run)
         with self.store.run_lock(ctx.key):
             facts = self._review_facts(ctx)
@@ -293,6 +280,8 @@ class Monitor:
     def record_review(self, run: str, answer: str, *, reviewer: str | None = None) -> ReviewResult:
         """The agent's reviewer's reply to the latest unsure verdict, parsed and stored like a backend's
         answer (not exactly one decision: a failed review, WAIT)."""
+        from .review import record_reply
+
         ctx = self.context(run)
         with self.store.run_lock(ctx.key):
             result = record_reply(self._review_facts(ctx), answer, reviewer)
@@ -300,6 +289,8 @@ class Monitor:
             return result
 
     def _review_facts(self, ctx: RunContext) -> ReviewFacts:
+        from .review import review_facts, unsure_check
+
         checks = self.store.recent_checks(ctx.key, limit=INTERVAL_LOOKBACK_CHECKS)
         check = unsure_check(ctx.ref.raw, checks)  # first: a run with nothing to review costs no load
         stored = self._load(ctx)
@@ -311,6 +302,8 @@ class Monitor:
 
     def _current_review(self, ctx: RunContext, checks: Sequence[CheckRecord]) -> ReviewResult | None:
         """The stored review of the latest verdict in ``checks`` (None if none, or a newer check came)."""
+        from .review import current_review
+
         return current_review(checks, self.store.latest_review(ctx.key))
 
     def _stored_snapshot(self, ctx: RunContext, stored: Stored) -> MetricSnapshot:
@@ -325,6 +318,9 @@ class Monitor:
     def plot(self, run: str, *, output: Path | None = None) -> tuple[PlotResult, bytes]:
         """The run's chart from the stored history (read first if never read), the latest verdict's
         flagged points marked; written to ``output`` (default: under the state directory)."""
+        from .plot import plot_path, plot_result, render_chart, save_chart
+        from .review import latest_verdict_check
+
         ctx = self.context(run)
         with self.store.run_lock(ctx.key):
             stored = self._read(ctx)[1] if self.store.get_cursor(ctx.key) is None else self._load(ctx)
@@ -387,6 +383,8 @@ class Monitor:
     ) -> GroupReport:
         """`check` over every running run of a W&B sweep or project, GROUP_WORKERS at a time; ``progress``
         hears of each run checked."""
+        from .sources.wandb_api import list_running_runs
+
         ctx, now = self.context(run, roles=roles, baselines=baselines), self._now(now)
         require_group(ctx.ref, run)
         members = list_running_runs(ctx.ref, timeout_seconds=ctx.settings.wandb_timeout_seconds)
@@ -471,6 +469,8 @@ class Monitor:
     def _stop(self, ctx: RunContext, reason: str) -> StopResult:
         """Nothing is sent again while the run's verified stop holds (`state.stop_in_force`: not once a
         relaunch under the same entry was read)."""
+        from .stop import already_stopped, gone_since_signalled, send_stop
+
         holding = self.store.find_stop_in_force(ctx.key)  # under the run lock
         if holding is not None:
             return already_stopped(ctx.ref, holding)
@@ -481,6 +481,8 @@ class Monitor:
         """The stop was sent: record it in the state database first, then in the notes file; a verified stop
         then reads what the run logged last. An unusable notes file or a failed read is a warning on the
         result, never an error that would hide that the process was killed."""
+        from .stop import stop_result, write_incident_note
+
         incident = self._incident(ctx, reason, sent)
         incident_id = self.store.record_incident(ctx.key, incident.model_dump(mode="json"))
         self.store.record_check(
@@ -518,6 +520,9 @@ class Monitor:
         ]
 
     def _incident(self, ctx: RunContext, reason: str, sent: SentStop) -> Incident:
+        from .review import latest_verdict_check
+        from .stop import incident_for
+
         stored = self._load(ctx)
         checks = self.store.recent_checks(ctx.key, limit=PREVIOUS_VERDICTS)
         latest = latest_verdict_check(checks)
@@ -546,4 +551,4 @@ def _shown(info: RunInfo) -> RunInfo:
     return info.model_copy(update={"config": judged_facts(info.config)})
 
 
-__all__ = ["GROUP_LINES", "GROUP_WORKERS", "KEY_METRICS_IN_INCIDENT", "Monitor", "SourceError"]
+__all__ = ["GROUP_LINES", "GROUP_WORKERS", "Monitor", "SourceError"]

@@ -64,3 +64,27 @@ def test_a_wandb_file_read_does_load_wandb_protobufs():
     """The probe can see a lazy import happen: reading the Record module pulls wandb in."""
     code = "from mcp_training_check.sources import wandb_file\nwandb_file.pb.Record()"
     assert "wandb" in heavy_in(modules_loaded_by(code))
+
+
+LATER_STAGES = (
+    "mcp_training_check.stop",
+    "mcp_training_check.review",
+    "mcp_training_check.plot",
+    "mcp_training_check.sources.wandb_file",
+    "mcp_training_check.sources.wandb_api",
+)
+"""What a check of a local log never runs: importing them cost a cold CLI check ~60 ms of its 0.5 s budget."""
+
+
+def test_a_cold_cli_check_of_a_local_log_imports_no_later_stage_nor_wandb_reader(tmp_path):
+    log = tmp_path / "train.jsonl"
+    log.write_text("".join(json.dumps({"step": i, "loss": 3 / (1 + i / 50)}) + "\n" for i in range(300)))
+    code = (
+        "import os\n"
+        f"os.environ['TRAINING_CHECK_HOME'] = {str(tmp_path / 'home')!r}\n"
+        "from mcp_training_check.cli import main\n"
+        f"assert main(['check', {str(log)!r}, '--json']) == 0\n"
+    )
+    loaded = modules_loaded_by(code)
+    assert "mcp_training_check.judge" in loaded  # the check did run
+    assert sorted(m for m in loaded if any(m == name or m.startswith(name + ".") for name in LATER_STAGES)) == []

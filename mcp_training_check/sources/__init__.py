@@ -37,12 +37,12 @@ from .base import (
     no_progress,
 )
 from .logs import LogFileSource
-from .wandb_api import DEFAULT_TIMEOUT_SECONDS, WandbApiSource
-from .wandb_file import WandbFileSource
 
 if TYPE_CHECKING:
     from ..config import ResolvedRunConfig
     from .ssh import SshLogSource
+    from .wandb_api import WandbApiSource
+    from .wandb_file import WandbFileSource
 
 __all__ = [
     "PROGRESS_AFTER_SECONDS",
@@ -77,12 +77,11 @@ def open_primary(
 ) -> tuple[str, DataSource, Source]:
     """The run's own source: (cursor key, data_source label, source); ``progress`` hears of long reads."""
     if ref.kind in (RunKind.WANDB_DIR, RunKind.WANDB_FILE):
-        return "wandb_file", DataSource.WANDB_FILE, WandbFileSource(ref.path or "", progress=progress)
+        return "wandb_file", DataSource.WANDB_FILE, _wandb_file_source(ref, progress)
     if ref.kind is RunKind.LOG_FILE:
         return "log", DataSource.LOG, LogFileSource(ref.path or "", progress=progress)
     if ref.kind is RunKind.WANDB_API:
-        timeout = settings.wandb_timeout_seconds if settings is not None else DEFAULT_TIMEOUT_SECONDS
-        return "wandb", DataSource.WANDB, WandbApiSource(ref, timeout_seconds=timeout, progress=progress)
+        return "wandb", DataSource.WANDB, _wandb_api_source(ref, settings, progress)
     if ref.kind in (RunKind.WANDB_SWEEP, RunKind.WANDB_PROJECT):
         raise RunRefError(
             f"`run` {ref.raw!r} names a whole W&B {ref.kind.value.removeprefix('wandb_')}: call check_many "
@@ -93,6 +92,21 @@ def open_primary(
     raise SourceUnavailable(f"`run` {ref.raw!r}: no source reads runs of kind {ref.kind.value}.")
 
 
+def _wandb_file_source(ref: RunRef, progress: Progress | None) -> WandbFileSource:
+    """The .wandb readers (framing, records, tail) are imported only when a run is a W&B file."""
+    from .wandb_file import WandbFileSource
+
+    return WandbFileSource(ref.path or "", progress=progress)
+
+
+def _wandb_api_source(ref: RunRef, settings: ResolvedRunConfig | None, progress: Progress | None) -> WandbApiSource:
+    """The W&B API reader is imported only when a run is on W&B."""
+    from .wandb_api import DEFAULT_TIMEOUT_SECONDS, WandbApiSource
+
+    timeout = settings.wandb_timeout_seconds if settings is not None else DEFAULT_TIMEOUT_SECONDS
+    return WandbApiSource(ref, timeout_seconds=timeout, progress=progress)
+
+
 def _ssh_source(ref: RunRef, timeout_seconds: float, progress: Progress | None = None) -> SshLogSource:
     """paramiko is imported only when a run (or its fallback) is on another machine."""
     from .ssh import SshLogSource
@@ -101,11 +115,20 @@ def _ssh_source(ref: RunRef, timeout_seconds: float, progress: Progress | None =
 
 
 def __getattr__(name: str) -> object:
-    """``sources.SshLogSource`` without importing paramiko for every local run."""
+    """``sources.SshLogSource`` and the W&B sources without importing paramiko or the W&B readers for every
+    local run."""
     if name == "SshLogSource":
         from .ssh import SshLogSource
 
         return SshLogSource
+    if name == "WandbFileSource":
+        from .wandb_file import WandbFileSource
+
+        return WandbFileSource
+    if name == "WandbApiSource":
+        from .wandb_api import WandbApiSource
+
+        return WandbApiSource
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
