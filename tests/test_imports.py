@@ -73,7 +73,8 @@ LATER_STAGES = (
     "mcp_training_check.sources.wandb_file",
     "mcp_training_check.sources.wandb_api",
 )
-"""What a check of a local log never runs: importing them cost a cold CLI check ~60 ms of its 0.5 s budget."""
+"""What a check of a local log never runs; importing them anyway cost a cold CLI check about 0.1 s of its
+0.5 s target (medians of 11 interleaved rounds: 0.556 s with them, 0.444 s without)."""
 
 
 def test_a_cold_cli_check_of_a_local_log_imports_no_later_stage_nor_wandb_reader(tmp_path):
