@@ -471,11 +471,11 @@ class Monitor:
         relaunch under the same entry was read)."""
         from .stop import already_stopped, gone_since_signalled, send_stop
 
-        holding = self.store.find_stop_in_force(ctx.key)  # under the run lock
-        if holding is not None:
-            return already_stopped(ctx.ref, holding)
+        latest, holds = self.store.latest_stop(ctx.key)  # read once, under the run lock
+        if holds and latest is not None:
+            return already_stopped(ctx.ref, latest)
         sent = send_stop(ctx.ref, ctx.settings)
-        return self._record_stop(ctx, reason, gone_since_signalled(sent, self.store.find_incident(ctx.key)))
+        return self._record_stop(ctx, reason, gone_since_signalled(sent, latest))
 
     def _record_stop(self, ctx: RunContext, reason: str, sent: SentStop) -> StopResult:
         """The stop was sent: record it in the state database first, then in the notes file; a verified stop

@@ -513,28 +513,25 @@ class StateStore:
         found = self.list_incidents(run_key, limit=1)
         return found[0] if found else None
 
-    def find_stop_in_force(self, run_key: str) -> dict[str, Any] | None:
-        """The run's latest incident when it is a verified stop that still holds (`stops.stop_in_force`: no
-        read since brought new points or a restart), else None."""
-        with self._transaction("read the run's last read after a stop", write=False) as conn:
+    def latest_stop(self, run_key: str) -> tuple[dict[str, Any] | None, bool]:
+        """The run's latest incident, and whether it is a verified stop that still holds (`stops.stop_in_force`:
+        no read since brought new points or a restart); one read for a stop that needs both."""
+        with self._transaction("read the run's latest stop", write=False) as conn:
+            found = _incidents(conn, run_key, 1)
             live_after = read_live_after(conn, run_key)
-        incident = self.find_incident(run_key)
-        return incident if stop_in_force(incident, live_after) else None
+        incident = found[0] if found else None
+        return incident, stop_in_force(incident, live_after)
+
+    def find_stop_in_force(self, run_key: str) -> dict[str, Any] | None:
+        """The run's latest incident when it is a verified stop that still holds, else None."""
+        incident, holds = self.latest_stop(run_key)
+        return incident if holds else None
 
     def list_incidents(self, run_key: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
         """Incidents of one run (or of all runs), most recent first: the stored JSON plus the
         store's own ``incident_id``, ``run_key`` and ``recorded_at`` (these override stored keys)."""
-        where, args = ("WHERE run_key = ?", (run_key,)) if run_key is not None else ("", ())
         with self._transaction("read incidents", write=False) as conn:
-            rows = conn.execute(
-                f"SELECT id, run_key, at, data FROM incidents {where} ORDER BY id DESC LIMIT ?",
-                (*args, limit),
-            ).fetchall()
-            with decoding("incidents"):
-                return [
-                    {**json_object(data, "incident"), "incident_id": id_, "run_key": key, "recorded_at": at}
-                    for id_, key, at, data in rows
-                ]
+            return _incidents(conn, run_key, limit)
 
     def record_review(self, run_key: str, review: ReviewResult) -> int:
         with self._transaction("record a review", write=True) as conn:
@@ -605,6 +602,18 @@ class StateStore:
             else:
                 conn.execute("DELETE FROM meta WHERE key = ?", (LIVE_AFTER_META + run_key,))
         return deleted > 0
+
+
+def _incidents(conn: sqlite3.Connection, run_key: str | None, limit: int) -> list[dict[str, Any]]:
+    where, args = ("WHERE run_key = ?", (run_key,)) if run_key is not None else ("", ())
+    rows = conn.execute(
+        f"SELECT id, run_key, at, data FROM incidents {where} ORDER BY id DESC LIMIT ?", (*args, limit)
+    ).fetchall()
+    with decoding("incidents"):
+        return [
+            {**json_object(data, "incident"), "incident_id": id_, "run_key": key, "recorded_at": at}
+            for id_, key, at, data in rows
+        ]
 
 
 FORGOTTEN_TABLES = ("runs", "series", "checks", "reviews", "crons")
