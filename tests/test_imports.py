@@ -47,16 +47,21 @@ def test_starting_the_server_loads_neither_heavy_libraries_nor_the_service():
     assert "mcp_training_check.service" not in loaded and "numpy" not in loaded
 
 
-def test_checking_a_local_log_does_not_load_heavy_libraries(tmp_path):
+def local_log_check(tmp_path, steps: int, check: str) -> str:
+    """Code that checks a fresh ``steps``-point local log with ``check`` (``{log}`` is its path) in its own
+    state directory."""
     log = tmp_path / "train.jsonl"
-    log.write_text("".join(json.dumps({"step": i, "loss": 3 / (1 + i / 50)}) + "\n" for i in range(200)))
-    code = (
-        "import os\n"
-        f"os.environ['TRAINING_CHECK_HOME'] = {str(tmp_path / 'home')!r}\n"
+    log.write_text("".join(json.dumps({"step": i, "loss": 3 / (1 + i / 50)}) + "\n" for i in range(steps)))
+    home = f"import os\nos.environ['TRAINING_CHECK_HOME'] = {str(tmp_path / 'home')!r}\n"
+    return home + check.format(log=repr(str(log)))
+
+
+def test_checking_a_local_log_does_not_load_heavy_libraries(tmp_path):
+    code = local_log_check(tmp_path, 200, (
         "from mcp_training_check.service import Monitor\n"
-        f"report = Monitor().check({str(log)!r})\n"
+        "report = Monitor().check({log})\n"
         "assert report.verdict is not None, report"
-    )
+    ))  # fmt: skip
     assert heavy_in(modules_loaded_by(code)) == []
 
 
@@ -78,14 +83,8 @@ LATER_STAGES = (
 
 
 def test_a_cold_cli_check_of_a_local_log_imports_no_later_stage_nor_wandb_reader(tmp_path):
-    log = tmp_path / "train.jsonl"
-    log.write_text("".join(json.dumps({"step": i, "loss": 3 / (1 + i / 50)}) + "\n" for i in range(300)))
-    code = (
-        "import os\n"
-        f"os.environ['TRAINING_CHECK_HOME'] = {str(tmp_path / 'home')!r}\n"
-        "from mcp_training_check.cli import main\n"
-        f"assert main(['check', {str(log)!r}, '--json']) == 0\n"
-    )
+    cli_check = "from mcp_training_check.cli import main\nassert main(['check', {log}, '--json']) == 0\n"
+    code = local_log_check(tmp_path, 300, cli_check)
     loaded = modules_loaded_by(code)
     assert "mcp_training_check.judge" in loaded  # the check did run
     assert sorted(m for m in loaded if any(m == name or m.startswith(name + ".") for name in LATER_STAGES)) == []
