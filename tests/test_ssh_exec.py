@@ -16,13 +16,12 @@ from mcp_training_check.config import parse_run
 from mcp_training_check.errors import RunNotFound
 from mcp_training_check.models import DataSource, RunKind, RunRef
 from mcp_training_check.service import Monitor
-from mcp_training_check.sources import LogFileSource, SshLogSource, log_tail
+from mcp_training_check.sources import SshLogSource, log_tail
 from mcp_training_check.sources import ssh as ssh_module
 
 from .sshd import Sshd, SshServer, running_sshd
-from .test_cli import write_formats
 from .test_first_check_logs import LIMITS, STEPS, assert_fill_in_matches_a_full_read, jsonl, write
-from .test_ssh_source import jsonl_rows, points
+from .test_ssh_source import assert_reads_like_local, jsonl_rows
 
 EXEC_NOTE = "read through an exec channel"
 
@@ -68,27 +67,7 @@ def test_a_host_with_sftp_says_nothing_about_the_transport(ssh_home: SshServer, 
 @pytest.mark.parametrize("fmt", ["jsonl", "csv", "hf", "printed"])
 def test_exec_reads_exactly_what_the_local_reader_reads(exec_home, tmp_path, fmt):
     """Same bytes, same cut mid-line: the same points, offsets and parser state, first and second read."""
-    (tmp_path / "all").mkdir()
-    full = write_formats(tmp_path / "all", steps=300)[fmt].read_bytes()
-    cut = full.index(b"\n", len(full) // 2) + 5  # a partial line at the end of the first read
-    suffix = {"jsonl": "jsonl", "csv": "csv", "hf": "log", "printed": "log"}[fmt]
-    local, remote = tmp_path / "local" / f"log.{suffix}", tmp_path / "remote" / f"log.{suffix}"
-    for path in (local, remote):
-        path.parent.mkdir()
-        path.write_bytes(full[:cut])
-    source_local, source_remote = LogFileSource(local), exec_source(remote)
-    first_local, first_remote = source_local.read(None), source_remote.read(None)
-    for path in (local, remote):
-        with path.open("ab") as handle:
-            handle.write(full[cut:])
-    second_local, second_remote = source_local.read(first_local.cursor), source_remote.read(first_remote.cursor)
-    for mine, theirs in ((first_remote, first_local), (second_remote, second_local)):
-        assert points(mine) == points(theirs) and points(mine)
-        assert mine.cursor["offset"] == theirs.cursor["offset"]
-        assert mine.cursor["parser"] == theirs.cursor["parser"]
-        assert not mine.restarted
-    assert first_remote.cursor["offset"] < cut, "the partial last line waits for its end"
-    assert second_remote.cursor["offset"] == len(full)
+    assert_reads_like_local(tmp_path, fmt, exec_source)
 
 
 def test_truncated_log_is_read_again_from_the_start(exec_home, tmp_path):

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -70,6 +72,12 @@ def test_growing_jsonl_log_is_read_incrementally_across_checks(ssh_home, tmp_pat
 @pytest.mark.parametrize("fmt", ["jsonl", "csv", "hf", "printed"])
 def test_ssh_reads_exactly_what_the_local_reader_reads(ssh_home, tmp_path, fmt):
     """Same bytes, same cut mid-line: the same points, offsets and parser state, first and second read."""
+    assert_reads_like_local(tmp_path, fmt, lambda remote: ssh_source(ssh_home, remote))
+
+
+def assert_reads_like_local(tmp_path: Path, fmt: str, remote_source: Callable[[Path], Any]) -> None:
+    """A log of ``fmt`` cut mid-line, then completed, read by `LogFileSource` and by ``remote_source`` (an SSH
+    reader of the same bytes): the same points, offsets and parser state at both reads."""
     (tmp_path / "all").mkdir()
     full = write_formats(tmp_path / "all", steps=300)[fmt].read_bytes()
     cut = full.index(b"\n", len(full) // 2) + 5  # a partial line at the end of the first read
@@ -77,7 +85,7 @@ def test_ssh_reads_exactly_what_the_local_reader_reads(ssh_home, tmp_path, fmt):
     for path in (local, remote):
         path.parent.mkdir()
         path.write_bytes(full[:cut])
-    source_local, source_remote = LogFileSource(local), ssh_source(ssh_home, remote)
+    source_local, source_remote = LogFileSource(local), remote_source(remote)
     first_local, first_remote = source_local.read(None), source_remote.read(None)
     for path in (local, remote):
         with path.open("ab") as handle:
