@@ -13,13 +13,13 @@ from pathlib import Path
 import anyio
 import pytest
 from mcp import Client
-from mcp.client.stdio import StdioServerParameters
 
 from mcp_training_check.config import load_config
 from mcp_training_check.errors import ConfigError
 from mcp_training_check.service import Monitor
 
 from .runs import default_sigint
+from .test_server import stdio_server
 
 LOG_LINES = 60
 SLEEPER = "import time\nprint('ready', flush=True)\ntime.sleep(600)\n"
@@ -49,12 +49,7 @@ def test_serve_forgets_a_removed_stop_table_and_learns_a_new_one(tmp_path):
     (tmp_path / "p.pid").write_text(str(proc.pid))
     with_stop = '[runs.r.stop]\npid_file = "p.pid"\ngrace_seconds = 5\n'
     _project(tmp_path, with_stop)
-    params = StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "mcp_training_check", "serve"],
-        env={"TRAINING_CHECK_HOME": str(tmp_path / "home"), "PATH": os.environ["PATH"]},
-        cwd=str(tmp_path),
-    )
+    params = stdio_server(tmp_path)
 
     async def go():
         async with Client(params) as client:

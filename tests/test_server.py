@@ -161,15 +161,20 @@ def test_stop_run_kills_a_live_process_and_keeps_evidence(tmp_path, healthy_run)
     assert (tmp_path / "notes.md").read_text() == notes
 
 
-def test_stdio_server_checks_a_log(tmp_path):
-    log = tmp_path / "train.log"
-    log.write_text("".join(f"step {i} | loss {3.0 / (1 + i / 50):.4f} | lr 3e-4\n" for i in range(300)))
-    params = StdioServerParameters(
+def stdio_server(tmp_path) -> StdioServerParameters:
+    """`python -m mcp_training_check serve` in ``tmp_path``, its state under ``tmp_path/home``."""
+    return StdioServerParameters(
         command=sys.executable,
         args=["-m", "mcp_training_check", "serve"],
         env={"TRAINING_CHECK_HOME": str(tmp_path / "home"), "PATH": os.environ["PATH"]},
         cwd=str(tmp_path),
     )
+
+
+def test_stdio_server_checks_a_log(tmp_path):
+    log = tmp_path / "train.log"
+    log.write_text("".join(f"step {i} | loss {3.0 / (1 + i / 50):.4f} | lr 3e-4\n" for i in range(300)))
+    params = stdio_server(tmp_path)
 
     async def go():
         async with Client(params) as client:
