@@ -380,6 +380,27 @@ def split_scores(results: Sequence[RunResult]) -> dict[str, dict[str, Any]]:
     }
 
 
+def counts_against(r: RunResult) -> bool:
+    """Whether a figure counts this run against the rule: a healthy run stopped or escalated, a bad run not
+    stopped within one check of its fault becoming visible, an ambiguous run never flagged."""
+    if r.run.label == "healthy":
+        return any(d is not Decision.CONTINUE for d in r.decisions)
+    if r.run.label == "bad":
+        return r.caught_at is None or r.caught_at - r.visible > 1
+    return not r.flagged_after_visible
+
+
+def print_details(table: Mapping[str, Sequence[RunResult]], *, split: str, misses_only: bool) -> None:
+    for name, results in table.items():
+        if misses_only and name != next(iter(table)):
+            continue
+        print(f"## {name}")
+        for r in results:
+            if (split != "all" and r.run.split != split) or (misses_only and not counts_against(r)):
+                continue
+            print(f"  {r.run.id} {r.run.label:9s} {r.run.fault:20s} {r.code()}")
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--corpus", type=Path, default=CORPUS)
@@ -387,7 +408,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--pipeline", choices=("fast", "monitor"), default="fast")
     parser.add_argument("--config", choices=("full", "hints"), default="full", dest="config_mode")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
-    parser.add_argument("--details", action="store_true", help="print every run's decisions per check")
+    parser.add_argument("--details", nargs="?", const="all", choices=("train", "holdout", "all"),
+                        help="print each run's decisions per check (of one split: tune on train only)")
+    parser.add_argument("--misses", action="store_true",
+                        help="with --details: only our runs a figure counts against")  # fmt: skip
     args = parser.parse_args(argv)
     if args.pipeline == "monitor" and args.config_mode == "full":
         args.config_mode = "hints"  # a JSONL log read by Monitor carries no training config
@@ -404,10 +428,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                          indent=2))  # fmt: skip
         return
     if args.details:
-        for name, results in table.items():
-            print(f"## {name}")
-            for r in results:
-                print(f"  {r.run.id} {r.run.label:9s} {r.run.fault:20s} {r.code()}")
+        print_details(table, split=args.details, misses_only=args.misses)
     print(markdown(scores))
     print("\nDelay on the same runs (all splits):\n")
     print(paired_markdown(table))
