@@ -17,26 +17,13 @@ from pydantic import Field
 from ..models import Direction, Severity, Signal, SignalKind
 from ..state import MetricSeries
 from .context import Detector, JudgeContext, signal
-from .stats import finite_xy, fmt, fmt_pct, fmt_step, theil_sen
+from .stats import finite_xy, fmt, fmt_pct, fmt_step, is_frozen, theil_sen
 
 
 def primary_eval(ctx: JudgeContext) -> tuple[MetricSeries, Direction] | None:
     """The eval with the most finite points (the one logged most regularly); the first such by name."""
     ranked = sorted(ctx.evals, key=lambda e: (-int(np.isfinite(e[0].values).sum()), e[0].name))
     return ranked[0] if ranked else None
-
-
-FROZEN_MIN_DIGITS = 4
-"""A value repeated exactly says "frozen" only when it carries this many significant digits: an accuracy of
-0.001 or a WER of 1.0 or 0.977 repeats whenever the model outputs the same nothing, an FID of 646.082 does not."""
-
-
-def significant_digits(value: float) -> int:
-    """The fewest significant digits that write ``value`` exactly (0.001 → 1, 646.082 → 6)."""
-    for digits in range(1, 17):
-        if float(f"{value:.{digits}g}") == value:
-            return digits
-    return 17
 
 
 def progress(values: np.ndarray, direction: Direction, baseline: float | None = None) -> float:
@@ -87,7 +74,7 @@ class EvalTrendDetector(Detector):
       moves. Its progress is measured on the way to the baseline (`progress`), and it is stuck below
       ``stuck_stop_fraction`` of it (the way being known, a slow start is not a warning).
     - ``frozen_min_evals``: an eval with a baseline, far below it, and identical to the last digit at every
-      one of its first 2 evals, to at least ``FROZEN_MIN_DIGITS`` significant digits, is frozen (the
+      one of its first 2 evals, to at least ``FROZEN_MIN_DIGITS`` (stats) significant digits, is frozen (the
       evaluation does not look at the model: an FID of 646.082 at every eval) and judged stuck at once; a
       learning model's eval never repeats itself exactly.
     - ``hopeless_fraction``: in a run with a train loss, an eval without a baseline is judged stuck (as
@@ -175,11 +162,7 @@ class EvalTrendDetector(Detector):
     ) -> list[Signal]:
         baseline = ctx.baselines.get(series.name)
         if baseline is not None:
-            frozen = (
-                values.size >= self.frozen_min_evals
-                and bool(np.all(values == values[0]))
-                and significant_digits(float(values[0])) >= FROZEN_MIN_DIGITS
-            )
+            frozen = values.size >= self.frozen_min_evals and is_frozen(values)
             enough = values.size >= self.stuck_baseline_min_evals or frozen
             if not enough or not self._far_below(values, d, baseline):
                 return []

@@ -193,3 +193,24 @@ def fmt_ratio(ratio: float) -> str:
 
 def fmt_pct(fraction: float) -> str:
     return f"{100 * fraction:.0f}%" if abs(fraction) >= 0.1 else f"{100 * fraction:.1f}%"
+
+
+FROZEN_MIN_DIGITS = 4
+"""A value repeated exactly says "frozen" only when it carries this many significant digits: an accuracy of
+0.001 or a WER of 1.0 or 0.977 repeats whenever the model outputs the same nothing, an FID of 646.082 or a
+loss of 14.5063 does not."""
+
+
+def significant_digits(value: float) -> int:
+    """The fewest significant digits that write ``value`` exactly (0.001 → 1, 646.082 → 6)."""
+    for digits in range(1, 17):
+        if float(f"{value:.{digits}g}") == value:
+            return digits
+    return 17
+
+
+def is_frozen(values: np.ndarray) -> bool:
+    """Every value identical to the last digit, and carrying ``FROZEN_MIN_DIGITS`` digits: what a metric of
+    a model whose output does not change logs (a learning model's loss or eval never repeats itself exactly)."""
+    repeated = values.size > 1 and bool(np.all(values == values[0]))
+    return repeated and significant_digits(float(values[0])) >= FROZEN_MIN_DIGITS

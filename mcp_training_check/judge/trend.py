@@ -21,6 +21,7 @@ from .stats import (
     fmt_pct,
     fmt_ratio,
     fmt_step,
+    is_frozen,
     positive_log,
     robust_sigma,
     rolling_median,
@@ -95,11 +96,19 @@ class TrendDetector(Detector):
       config states the class or vocabulary count N (``vocab_size``, ``num_labels``, ``num_classes``) and
       the loss's median is within ``stuck_drop_fraction`` of ln N or above it (the untrained model's
       loss), or an accuracy logged with it has been ≤ 0.001 at every point (never one prediction right;
-      0.001 is a 3-decimal log's 0.000, and 1/N of a 30k vocabulary is below it). With the loss not
-      falling over its points either (Theil–Sen, which needs 4: ``chance_min_points``), it is a warning
-      and critical when the next check (with points since) still sees it. A healthy run leaves ln N
-      within its first steps, and its accuracy leaves 0 with it (issue 9: a BERT loss at 11.17 =
-      ln 30k + ln 2 with MLM accuracy 0.000, a TF upgrade's silent failure).
+      0.001 is a 3-decimal log's 0.000, and 1/N of a 30k vocabulary is below it), or it is identical to
+      the last digit at its last 3 points (`is_frozen`, ≥ 4 significant digits: the model's output does
+      not change; a Keras classifier sure of one class logs 14.5063 every epoch, and no healthy run of
+      either corpus repeats a 4-digit loss three times). From its 3rd point (``chance_min_points``: when
+      "it does not move" is visible, as for a stuck eval), with its median less than
+      ``stuck_drop_fraction`` below its first point and not falling either (Theil–Sen from 4 points;
+      below that, not every point lower than the one before), it is a warning, and critical when the
+      next check still sees it, new points or not: the evidence is not noise that more points could
+      average away, and waiting for points a stalled run will not log only lets it hold its GPUs. A
+      healthy run leaves ln N within its first steps, and its accuracy leaves 0 with it; points inside a
+      stated warmup are not judged (issue 9: a BERT loss at 11.17 = ln 30k + ln 2 with MLM accuracy 0.000
+      from step 10 to 1,460, a TF upgrade's silent failure; a text recogniser at accuracy 0 after 10k
+      iterations).
     - ``confidence_z``: two-sided normal quantile of the Theil–Sen band (1.96 → 95 %), with the
       variance inflated for autocorrelation (Hamed–Rao effective sample size).
     """
@@ -123,7 +132,7 @@ class TrendDetector(Detector):
     flat_min_points: int = Field(default=200, ge=4)
     flat_min_drop_fraction: float = Field(default=0.15, gt=0, lt=1)
     stuck_drop_fraction: float = Field(default=0.05, gt=0, lt=1)
-    chance_min_points: int = Field(default=4, ge=4)
+    chance_min_points: int = Field(default=3, ge=3)
     zero_accuracy_fraction: float = Field(default=0.001, ge=0)
     confidence_z: float = Field(default=1.96, gt=0)
 
@@ -453,7 +462,8 @@ class TrendDetector(Detector):
         ]  # fmt: skip
 
     def _at_chance(self, ctx: JudgeContext, loss: MetricSeries, steps: np.ndarray, values: np.ndarray) -> list[Signal]:
-        """A loss at its untrained model's level, by the run's class count or a zero accuracy, not falling."""
+        """A loss at its untrained model's level (by the run's class count, a frozen value or a zero
+        accuracy), not falling."""
         if values.size < self.chance_min_points:
             return []
         y = positive_log(values)
@@ -465,13 +475,18 @@ class TrendDetector(Detector):
         if count is not None and level >= (1 - self.stuck_drop_fraction) * np.log(count):
             chance = fmt(float(np.log(count)))
             why = f"is at or above ln {count:,} = {chance}, the untrained model's loss for its class count"
+        elif is_frozen(values[-self.chance_min_points :]):
+            why = (
+                f"sits there identical to the last digit at its last {self.chance_min_points} points "
+                "(the model's output does not change)"
+            )
         else:
             zero = self._zero_accuracy(ctx)
             if zero is None:
                 return []
             zero_at = fmt(self.zero_accuracy_fraction)
             why = f"sits there with {zero} ≤ {zero_at} at every point (never one prediction right)"
-        critical = self._stuck_before(ctx, loss.name, int(steps[-1]))
+        critical = self._stuck_before(ctx, loss.name, int(steps[-1]), new_points=False)
         tail = "still there at a second check, so critical" if critical else "critical if the next check still sees it"
         msg = (
             f"{loss.name} is not learning: its median {fmt(level)} over {values.size} points up to step "
@@ -497,20 +512,24 @@ class TrendDetector(Detector):
         return None
 
     def _falling(self, steps: np.ndarray, y: np.ndarray) -> bool:
-        """Whether the loss falls over the whole run (a fine-tuning loss falling slowly is learning)."""
+        """Whether the loss falls over the whole run (a fine-tuning loss falling slowly is learning); below
+        Theil–Sen's 4 points, whether every point is below the one before (a start falling 3 % a log)."""
+        if y.size < 4:
+            return bool(y.size > 1 and np.all(np.diff(y) < 0))
         trend = theil_sen(steps, y, confidence_z=self.confidence_z)
         return trend is not None and trend.falling
 
     @staticmethod
-    def _stuck_before(ctx: JudgeContext, name: str, last_step: int) -> bool:
-        """The previous check (with points since) already found this loss not learning."""
+    def _stuck_before(ctx: JudgeContext, name: str, last_step: int, *, new_points: bool = True) -> bool:
+        """The previous check already found this loss not learning (with points since, unless ``new_points``
+        is False; no point since a critical finding is the same evidence, still critical)."""
         prev = ctx.previous_signal(SignalKind.FLAT, name)
         return (
             prev is not None
             and prev.severity in (Severity.WARNING, Severity.CRITICAL)
             and prev.step is not None
-            and (prev.step < last_step or prev.severity is Severity.CRITICAL)
-        )  # no point since a critical finding: the same evidence, still critical
+            and (prev.step < last_step or prev.severity is Severity.CRITICAL or not new_points)
+        )
 
     @staticmethod
     def _eval_drop(ctx: JudgeContext) -> float | None:
