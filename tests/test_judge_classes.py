@@ -457,6 +457,7 @@ def test_class2_a_real_rnnt_at_wer_1_for_12_epochs_is_flagged_once_and_never_sto
         "mlperf-v1.1-dlrm-nvidia-dgxa100-ngc21-09-m-r2",  # AUC 0.5
         "mlperf-v3.0-resnet-nvidia-dgxh100-n64-ngc23-r1",  # top-1 0.001 of 1,000 classes
         "mlperf-v1.1-maskrcnn-nvidia-dgxa100-n4-ngc21-0-r4",  # mAP 0 with a train loss
+        "issue-bert-855",  # no baseline: validation accuracy 3.6058 % at every epoch (was stopped 3 checks late)
     ],
 )
 def test_class3_real_runs_stuck_at_their_initial_value_are_unsure_then_stopped(real, run_id):
@@ -498,6 +499,19 @@ def test_a_loss_at_chance_is_confirmed_by_a_check_without_new_points_and_a_falli
     assert decisions(replay_cuts({"train/loss": flat, "train/mlm_accuracy": zeros}, [710, 715, 718])) == "uSS"
     falling = (steps, 11.17 * np.exp(-0.03 * np.arange(3)))
     assert decisions(replay_cuts({"train/loss": falling, "train/mlm_accuracy": zeros}, [710, 715])) == ".."
+
+
+def test_a_hopeless_eval_frozen_from_its_first_is_stuck_at_its_third_and_a_blank_phase_is_not():
+    """Without a baseline, an accuracy identical to the last digit from its first eval is unsure at its 3rd
+    eval and stopped at the next check; a WER that repeats 0.977391 after a different first eval (an RNN-T
+    emitting blanks before it learns) waits for the 6 evals a stuck eval needs."""
+    steps = every(1, 4)
+    loss = (steps, np.array([5.20, 5.09, 5.02, 5.01]))
+    frozen = (steps, np.full(4, 0.036057692))
+    verdicts = replay_cuts({"train/loss": loss, "eval/accuracy": frozen}, [2, 3, 4])
+    assert decisions(verdicts) == ".uS", [v.summary for v in verdicts]
+    blank = (steps, np.array([1.0, 0.977391, 0.977391, 0.977391]))
+    assert decisions(replay_cuts({"train/loss": loss, "eval/wer": blank}, [2, 3, 4])) == "..."
 
 
 def test_a_frozen_loss_is_stopped_only_at_its_initial_level_not_after_it_converged():

@@ -76,7 +76,10 @@ class EvalTrendDetector(Detector):
     - ``frozen_min_evals``: an eval with a baseline, far below it, and identical to the last digit at every
       one of its first 2 evals, to at least ``FROZEN_MIN_DIGITS`` (stats) significant digits, is frozen (the
       evaluation does not look at the model: an FID of 646.082 at every eval) and judged stuck at once; a
-      learning model's eval never repeats itself exactly.
+      learning model's eval never repeats itself exactly. Without a baseline, a hopeless eval (below)
+      frozen from its first eval is judged stuck from its 3rd (``stuck_baseline_min_evals``), not its
+      6th: a BERT classifier's validation accuracy at 3.6058 % at every epoch predicts one class. (A
+      healthy RNN-T's WER repeats 0.977391 while it outputs blanks, but not from its first eval on.)
     - ``hopeless_fraction``: in a run with a train loss, an eval without a baseline is judged stuck (as
       above) only when it is bounded in [0, 1] and its best is within 15 % of the worst end (accuracy ≤
       0.15, WER ≥ 0.85): a fine-tuning eval that starts near its best is normal, a WER stuck near 0.9
@@ -128,6 +131,11 @@ class EvalTrendDetector(Detector):
             return float(values.max()) <= self.hopeless_fraction
         return float(values.min()) >= 1 - self.hopeless_fraction
 
+    def _frozen_hopeless(self, values: np.ndarray, d: Direction) -> bool:
+        """Without a baseline: hopeless and identical to the last digit at every eval from the first, for
+        ``stuck_baseline_min_evals`` evals (a classifier predicting one class, eval after eval)."""
+        return values.size >= self.stuck_baseline_min_evals and is_frozen(values) and self._hopeless(values, d)
+
     def _trend(self, series: MetricSeries, d: Direction, steps: np.ndarray, values: np.ndarray) -> list[Signal]:
         xs, ys = steps[-self.trend_window_evals :], values[-self.trend_window_evals :]
         trend = theil_sen(xs, ys, confidence_z=self.slope_confidence_z)
@@ -166,7 +174,7 @@ class EvalTrendDetector(Detector):
             enough = values.size >= self.stuck_baseline_min_evals or frozen
             if not enough or not self._far_below(values, d, baseline):
                 return []
-        elif values.size < self.stuck_min_evals:
+        elif values.size < self.stuck_min_evals and not self._frozen_hopeless(values, d):
             return []
         gained = progress(values, d, baseline)
         # against a baseline the way is known: only a run that has not started on it is stuck (a BERT MLM
