@@ -348,6 +348,22 @@ def test_a_ten_to_hundredfold_blowup_in_a_long_noisy_log_is_unsure_then_stopped(
     assert code[visible:] == ".uSS", code
 
 
+def test_recurring_loss_explosions_in_a_real_detection_log_are_unsure_never_stopped(real):
+    """issue-tfod-tutorial-481 (train, ambiguous): a detection loss at 7e15, 3e15 and 9e15 on three of eight
+    logged batches, 0.05–0.09 between them. Huge spikes that keep coming back deserve a reviewer's look, not
+    a stop; before, the spike scan of a log shorter than its window saw only its last point, one watched
+    spike at a time, and every check said continue. One such spike alone (the others at the level between)
+    is still only watched."""
+    run = real["issue-tfod-tutorial-481"]
+    code, _, verdicts = replay_real(run)
+    assert "u" in code and "S" not in code, code
+    flagged = verdicts[code.index("u")]
+    assert "exploded 2 times" in flagged.summary, flagged.summary
+    steps, values = run.metrics["train/loss"]
+    once = np.where((steps > steps[0]) & (steps < steps[-1]), np.minimum(values, 0.1), values)
+    assert decisions(replay_cuts({"train/loss": (steps, once)}, checkpoints(run))) == "." * steps.size
+
+
 # --------------------------------------------------------------------------- 4. slow failures
 
 
