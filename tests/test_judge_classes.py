@@ -325,6 +325,45 @@ def test_a_real_blowup_cut_short_from_the_corpus_is_stopped_at_its_fourth_point(
     assert code == "....." + "uSSSSSS", code
 
 
+def test_a_real_blowup_in_a_noisy_detection_loss_is_stopped_within_one_check(real):
+    """issue-tf-models-8423 (train): a Faster R-CNN loss swinging 0.14–1.0 jumps to 25,238 at step 409 and
+    stays at 2e4–1.2e6. Its noise sizes the trend's rolling median wider than the whole log, so only the raw
+    points show the blow-up: three in a row at ≥ 100× its first points' median stop it at the check that
+    sees them, one after the check that sees its first point. Before, every check said continue."""
+    code, visible, verdicts = replay_real(real["issue-tf-models-8423"])
+    assert stopped_within_one_check(code, visible), code
+    assert "blew up" in verdicts[visible + 1].summary, verdicts[visible + 1].summary
+
+
+def test_a_ten_to_hundredfold_blowup_in_a_long_noisy_log_is_unsure_then_stopped(real):
+    """The same real log with its blow-up at ~19× the early median instead of 10⁵×: raw points read at any
+    length, but below 100× a blow-up is confirmed like any other, unsure at the check that sees three points
+    and stopped at the next (before, the smoothed rule never saw it)."""
+    run = real["issue-tf-models-8423"]
+    steps, values = run.metrics["train/loss"]
+    milder = np.where(steps >= run.fault_step, 6.0, values)
+    cuts = checkpoints(run)
+    visible = visible_check(run, cuts)
+    code = decisions(replay_cuts({"train/loss": (steps, milder)}, cuts))
+    assert code[visible:] == ".uSS", code
+
+
+def test_recurring_loss_explosions_in_a_real_detection_log_are_unsure_never_stopped(real):
+    """issue-tfod-tutorial-481 (train, ambiguous): a detection loss at 7e15, 3e15 and 9e15 on three of eight
+    logged batches, 0.05–0.09 between them. Huge spikes that keep coming back deserve a reviewer's look, not
+    a stop; before, the spike scan of a log shorter than its window saw only its last point, one watched
+    spike at a time, and every check said continue. One such spike alone (the others at the level between)
+    is still only watched."""
+    run = real["issue-tfod-tutorial-481"]
+    code, _, verdicts = replay_real(run)
+    assert "u" in code and "S" not in code, code
+    flagged = verdicts[code.index("u")]
+    assert "exploded 2 times" in flagged.summary, flagged.summary
+    steps, values = run.metrics["train/loss"]
+    once = np.where((steps > steps[0]) & (steps < steps[-1]), np.minimum(values, 0.1), values)
+    assert decisions(replay_cuts({"train/loss": (steps, once)}, checkpoints(run))) == "." * steps.size
+
+
 # --------------------------------------------------------------------------- 4. slow failures
 
 

@@ -11,7 +11,7 @@ from mcp_training_check.judge import JudgeSettings
 from mcp_training_check.models import SignalKind
 from tests.test_judge_helpers import decay_loss, kinds, make_series, run_judge
 
-UNITS = re.compile(r"_(points|ratio|z|fraction|margin|change|evals|checks|share|sigma|signals)$")
+UNITS = re.compile(r"_(points|ratio|z|fraction|margin|change|evals|checks|share|sigma|signals|spikes)$")
 
 
 def test_every_threshold_name_carries_its_unit():

@@ -52,6 +52,17 @@ def test_previous_median_mad_uses_only_earlier_points():
         assert mad[k] == pytest.approx(np.median(np.abs(before - np.median(before))))
 
 
+def test_previous_median_mad_with_a_min_window_scores_a_short_series_from_there():
+    """A series shorter than the window is scored from ``min_window`` on, each point against all before it."""
+    x = np.array([5.0, 1.0, 1.1, 6.0, 1.2, 0.9, 1.0, 7.0])
+    med, mad, start = previous_median_mad(x, 50, min_window=3)
+    assert start == 3 and med.size == 5
+    for k, i in enumerate(range(3, 8)):
+        assert med[k] == pytest.approx(np.median(x[:i]))
+        assert mad[k] == pytest.approx(np.median(np.abs(x[:i] - np.median(x[:i]))))
+    assert previous_median_mad(x, 50)[2] == 7  # without it: the last point only
+
+
 @pytest.mark.parametrize(("true_slope", "direction"), [(-0.01, "falling"), (0.0, "none"), (0.01, "rising")])
 def test_theil_sen_finds_the_slope_and_its_sign(true_slope, direction):
     x = np.arange(200.0)

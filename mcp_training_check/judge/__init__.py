@@ -4,7 +4,7 @@ One detector per module, each a small class whose thresholds are its keyword arg
 
 - ``nonfinite.NonFiniteDetector`` NaN/Inf in loss or grad norm; the HF Trainer traps
 - ``trend.TrendDetector``         divergence, blow-up, rising, flat, improving (on log loss)
-- ``spikes.SpikeDetector``        robust-z spikes, recovered (info) or persisting (warning)
+- ``spikes.SpikeDetector``        robust-z spikes, recovered (info), persisting (watch), recurring ≥ 10× (warning)
 - ``evals.EvalDetector``          eval vs baseline, vs its own best (overfitting), collapse
 - ``evaltrend.EvalTrendDetector`` a run without a train loss: its primary eval's trend, not learning
 - ``lr.LrDetector``               LR jumps outside warmup, dead LR, non-finite LR

@@ -1,4 +1,5 @@
-"""Loss spikes: far outside the recent noise, then either recovered (harmless) or persisting."""
+"""Loss spikes: far outside the recent noise, then either recovered (harmless) or persisting; huge ones
+that keep coming back are a warning."""
 
 from __future__ import annotations
 
@@ -28,18 +29,24 @@ class Scored:
     median: np.ndarray  # rolling median of log(loss) over the previous window
     sigma: np.ndarray  # robust σ of log(loss) over the previous window
     z: np.ndarray
+    before: np.ndarray  # how many points the median and σ of each scored point are over
 
 
-def score(series: MetricSeries, window: int, min_log_sigma: float, scan_points: int) -> Scored | None:
-    """Robust z of the last ``scan_points`` full-resolution log values against the points before each."""
+def score(
+    series: MetricSeries, window: int, min_log_sigma: float, scan_points: int, min_history: int | None = None
+) -> Scored | None:
+    """Robust z of the last ``scan_points`` full-resolution log values against the points before each (up to
+    ``window`` of them; from ``min_history`` on when the log's first points are in the scan)."""
     steps, values = finite_xy(series.raw_steps, series.raw_values)
+    whole = values.size <= scan_points + window  # the log's first points are in the scan: no history is cut off
     steps, values = steps[-(scan_points + window) :], values[-(scan_points + window) :]
     y = positive_log(values)
-    med, mad, start = previous_median_mad(y, window)
+    med, mad, start = previous_median_mad(y, window, min_history if whole else None)
     if med.size == 0:
         return None
     sigma = np.maximum(MAD_TO_SIGMA * mad, min_log_sigma)
-    return Scored(steps[start:], values[start:], med, sigma, (y[start:] - med) / sigma)
+    before = np.minimum(np.arange(start, y.size), window)
+    return Scored(steps[start:], values[start:], med, sigma, (y[start:] - med) / sigma, before)
 
 
 class SpikeDetector(Detector):
@@ -61,6 +68,16 @@ class SpikeDetector(Detector):
       restart's bump: info.
     - ``scan_points``: only the last 500 full-resolution points are scanned; an older spike has long
       been recovered or become divergence, and scanning all of a run costs n × window medians.
+    - ``min_history_points``: a log shorter than the window is scanned from its 4th point on, each point
+      against all the points before it (3: the fewest whose median one outlier among them cannot move).
+      Before, such a log was scored at its last point only, so a short pasted log never showed more
+      than one spike.
+    - ``recurring_ratio`` / ``recurring_spikes``: spikes each ≥ 10× the median before them (Megatron's
+      10×, the trend's blow-up line) that come back, 2 or more in the scanned points, are a warning — a
+      reviewer's look, never a stop on their own: the steps between them may train normally (issue 9: a
+      detection loss at 1e16 on 3 of 8 logged batches, 0.05–0.09 between, was a single watched spike
+      at every check). One such spike that recovers stays info; no healthy run of either corpus' train
+      split has a spike ≥ 10× its median at all (the largest is 7×, a single bad batch).
     """
 
     window_points: int = Field(default=50, ge=5)
@@ -71,19 +88,22 @@ class SpikeDetector(Detector):
     grad_z: float = Field(default=3.5, gt=0)
     restart_grace_points: int = Field(default=10, ge=0)
     scan_points: int = Field(default=500, ge=1)
+    min_history_points: int = Field(default=3, ge=1)
+    recurring_ratio: float = Field(default=10.0, gt=1)
+    recurring_spikes: int = Field(default=2, ge=2)
 
     def check(self, ctx: JudgeContext) -> list[Signal]:
         loss = ctx.train_loss
         if loss is None:
             return []
-        scored = score(loss, self.window_points, self.min_log_sigma, self.scan_points)
+        scored = score(loss, self.window_points, self.min_log_sigma, self.scan_points, self.min_history_points)
         if scored is None:
             return []
         episodes = self._episodes(scored)
         if not episodes:
             return []
         grad = (
-            score(ctx.grad_norm, self.window_points, self.min_log_sigma, self.scan_points)
+            score(ctx.grad_norm, self.window_points, self.min_log_sigma, self.scan_points, self.min_history_points)
             if ctx.grad_norm is not None
             else None
         )
@@ -94,7 +114,38 @@ class SpikeDetector(Detector):
             out.append(self._recovered(loss, scored, recovered, grad, len(scored.steps)))
         if last.recovered_after is None:
             out.append(self._persisting(ctx, loss, scored, last, grad))
+        huge = [e for e in episodes if self._ratio(scored, e) >= self.recurring_ratio]
+        if len(huge) >= self.recurring_spikes:
+            out.append(self._recurring(loss, scored, huge))
         return out
+
+    @staticmethod
+    def _ratio(s: Scored, e: Episode) -> float:
+        """The episode's peak over the median of the points before it."""
+        return float(s.values[e.peak] / np.exp(s.median[e.peak]))
+
+    def _recurring(self, loss: MetricSeries, s: Scored, huge: list[Episode]) -> Signal:
+        """Spikes ≥ ``recurring_ratio`` × their median that keep coming back: a warning (a reviewer's look),
+        never a stop on their own — the steps between them may be training normally."""
+        worst = max(huge, key=lambda e: self._ratio(s, e))
+        steps = ", ".join(fmt_step(int(s.steps[e.peak])) for e in huge[-5:])
+        msg = (
+            f"{loss.name} exploded {len(huge)} times in the last {len(s.steps)} points, each spike ≥ "
+            f"{fmt_ratio(self.recurring_ratio)} the median of the points before it (at steps {steps}; "
+            f"warning from {self.recurring_spikes}); largest: {self._describe(loss.name, s, worst)}. Spikes this "
+            f"large that keep coming back are worth a look (a bad shard, an overflow on some batches)."
+        )
+        return signal(
+            SignalKind.SPIKE,
+            Severity.WARNING,
+            msg,
+            metric=loss.name,
+            step=int(s.steps[huge[-1].peak]),
+            z=float(s.z[worst.peak]),
+            spikes=len(huge),
+            ratio=self._ratio(s, worst),
+            since_step=int(s.steps[huge[0].first]),
+        )
 
     def _episodes(self, s: Scored) -> list[Episode]:
         log_ratio = np.log(s.values) - s.median if np.all(s.values > 0) else s.z * s.sigma
@@ -124,7 +175,7 @@ class SpikeDetector(Detector):
         return (
             f"{name} {fmt(float(s.values[i]))} at step {fmt_step(int(s.steps[i]))} was "
             f"{fmt_ratio(float(s.values[i]) / median)} the median {fmt(median)} of the previous "
-            f"{self.window_points} points (z {s.z[i]:.1f}, threshold {self.z:g})"
+            f"{int(s.before[i])} points (z {s.z[i]:.1f}, threshold {self.z:g})"
         )
 
     def _recovered(

@@ -49,10 +49,15 @@ def rolling_median(x: np.ndarray, window: int) -> np.ndarray:
     return np.concatenate((np.full(w - 1, full[0]), full))
 
 
-def previous_median_mad(x: np.ndarray, window: int) -> tuple[np.ndarray, np.ndarray, int]:
+def previous_median_mad(
+    x: np.ndarray, window: int, min_window: int | None = None
+) -> tuple[np.ndarray, np.ndarray, int]:
     """Median and MAD of the ``window`` points *before* each point, for points ``start`` onwards.
 
-    Returns ``(median, mad, start)`` where ``median[k]`` belongs to ``x[start + k]``.
+    Returns ``(median, mad, start)`` where ``median[k]`` belongs to ``x[start + k]``. With ``min_window``,
+    the points from ``min_window`` on that have fewer than ``window`` points before them are scored too,
+    each against all the points before it (else a series shorter than the window is scored at its last
+    point only).
     """
     w = max(1, min(window, x.size - 1))
     if x.size <= w:
@@ -61,7 +66,12 @@ def previous_median_mad(x: np.ndarray, window: int) -> tuple[np.ndarray, np.ndar
     windows = sliding_window_view(x[:-1], w)  # windows[k] = x[k : k+w], the points before x[k+w]
     med = median_rows(windows)
     mad = median_rows(np.abs(windows - med[:, None]))
-    return med, mad, w
+    if min_window is None or min_window >= w:
+        return med, mad, w
+    start = max(1, min_window)
+    head_med = np.array([np.median(x[:i]) for i in range(start, w)])  # at most ``window`` short windows
+    head_mad = np.array([np.median(np.abs(x[:i] - m)) for i, m in zip(range(start, w), head_med, strict=True)])
+    return np.concatenate((head_med, med)), np.concatenate((head_mad, mad)), start
 
 
 def robust_sigma(x: np.ndarray) -> float:

@@ -59,7 +59,21 @@ class TrendDetector(Detector):
       climbing (a runaway) or has a cause (the policy: an LR jump, a grad-norm explosion). Large real
       runs have blow-ups that fall back within a check (a recommendation model's loss at 3× its early
       median in its first few dozen logged steps); the seed's rule confirms over several checkpoints.
-    - ``sustain_points``: smoothed points in a row above a threshold before it is reported (3).
+      The same 10× is also read on raw points, at any length of log: the last ``sustain_points`` raw
+      points in a row each ≥ 10× the median of the log's first ``early_window_points`` (at most its first
+      third, at least ``sustain_points``). A per-step loss whose noise sizes the rolling median to 25
+      points hides a blow-up shorter than half of that window however large it is (issue 9: a Faster
+      R-CNN loss swinging 0.14–1.0, then 25,238 and on to 1.2e6, was a "spike" at every check).
+    - ``blowup_stop_ratio``: those raw points each ≥ 100× the early median (``blowup_min_ratio``²: ten
+      times past the blow-up line at every point) are critical at once, without waiting for the next
+      check: two orders of magnitude past the untrained model's loss is weights thrown off, not a
+      transient — the recoverable blow-ups of issue 9 reach 3–4× the early median, the healthy runs of
+      both corpora' train splits stay below 1.3× at three points in a row (2× at any single point), and
+      a single 1e16 batch (a detection run's recurring explosions) is one point, never three in a row.
+      Between 10× and 100× the raw blow-up is confirmed like the smoothed one (a short pasted log at 12×,
+      70×, 83× is unsure, then stopped at the next check).
+    - ``sustain_points``: smoothed (or, for the raw blow-up, raw) points in a row above a threshold
+      before it is reported (3).
     - ``confirm_checks``: divergence seen alone (no LR jump, grad-norm explosion or eval collapse behind
       it, not a blow-up) becomes critical only when this many consecutive checks (3) saw the same episode
       and it is not falling: a corrupted shard lifts the train loss 3× for hundreds of steps and recovers.
@@ -121,6 +135,7 @@ class TrendDetector(Detector):
     divergence_z: float = Field(default=4.0, ge=0)
     blowup_early_ratio: float = Field(default=3.0, gt=1)
     blowup_min_ratio: float = Field(default=10.0, gt=1)
+    blowup_stop_ratio: float = Field(default=100.0, gt=1)
     early_window_points: int = Field(default=20, ge=1)
     sustain_points: int = Field(default=3, ge=1)
     confirm_checks: int = Field(default=3, ge=1)
@@ -143,14 +158,15 @@ class TrendDetector(Detector):
         _, warm_values = finite_after(loss, ctx.lr_events.warmup_end)
         steps, values = finite_after(loss, train_start(ctx))
         at_chance = self._at_chance(ctx, loss, steps, values)
+        raw = self._raw_blowup(ctx, loss, steps, values)
         if values.size < self.min_points:
-            short = at_chance or self._short_blowup(ctx, loss, steps, values)
+            short = at_chance or raw
             return short or [self._too_few(loss, values.size, ctx)]
         y = positive_log(values)
         window = self._smooth_points(y)
         smooth = self._smooth_tail(y, window)
         best = self._best_before(y, smooth.size)
-        out = self._blowup(ctx, loss, steps, y, smooth, best, warm_values)
+        out = self._blowup(ctx, loss, steps, y, smooth, best, warm_values) + raw  # the policy keeps the worse
         if not out:
             out = self._divergence(ctx, loss, steps, y, smooth, best, window)
         return at_chance + (out or self._slope(ctx, loss, steps, y))
@@ -432,33 +448,42 @@ class TrendDetector(Detector):
                    eval_drop=eval_drop, points=values.size)
         ]  # fmt: skip
 
-    def _short_blowup(
+    def _raw_blowup(
         self, ctx: JudgeContext, loss: MetricSeries, steps: np.ndarray, values: np.ndarray
     ) -> list[Signal]:
-        """A blow-up in a log too short to smooth (fewer than ``min_points``): its last ``sustain_points``
-        raw points in a row at ≥ ``blowup_min_ratio`` × the median of its first ``sustain_points``
-        (Megatron's 10×; raw points, so three in a row: one spike is not a blow-up). Confirmed like any:
-        a warning at the first check, critical when the previous check (with points since) saw it too."""
+        """A blow-up on raw points, at any length of log: its last ``sustain_points`` or more raw points in
+        a row each ≥ ``blowup_min_ratio`` × the median of its first points (Megatron's 10×; raw points, so
+        three in a row: one spike is not a blow-up). The smoothed rule cannot see it in a log whose noise
+        sizes the rolling median wider than the episode. A warning at the first check, critical when the
+        previous check (with points since) saw it too, or at once when every one of those points is
+        ≥ ``blowup_stop_ratio`` × that median."""
         k = self.sustain_points
         y = positive_log(values)
-        if y.size < 2 * k:
+        first = max(k, self._early_points(y.size))
+        if y.size < first + k:
             return []
-        reference = float(np.median(y[:k]))
+        reference = float(np.median(y[:first]))
         above = trailing_run(y > reference + np.log(self.blowup_min_ratio))
-        if above < k or y.size - above < k:
+        if above < k or y.size - above < first:
             return []
+        runaway = trailing_run(y > reference + np.log(self.blowup_stop_ratio)) >= k
         confirmed = self._rising_before(ctx, loss.name)
-        how = "still there at a second check, so confirmed" if confirmed else "critical if the next check still sees it"
-        level, first = float(np.median(values[-above:])), float(np.exp(reference))
+        if runaway:
+            how = f"each ≥ {fmt_ratio(self.blowup_stop_ratio)} it, too far out for a transient, so critical at once"
+        elif confirmed:
+            how = "still there at a second check, so confirmed"
+        else:
+            how = "critical if the next check still sees it"
+        level, start = float(np.median(values[-above:])), float(np.exp(reference))
         msg = (
             f"{loss.name} blew up: its last {above} points (median {fmt(level)}, up to step "
             f"{fmt_step(int(steps[-1]))}) "
-            f"are all ≥ {fmt_ratio(self.blowup_min_ratio)} the median {fmt(first)} of its first {k}; {how}."
+            f"are all ≥ {fmt_ratio(self.blowup_min_ratio)} the median {fmt(start)} of its first {first}; {how}."
         )
-        severity = Severity.CRITICAL if confirmed else Severity.WARNING
+        severity = Severity.CRITICAL if runaway or confirmed else Severity.WARNING
         return [
             signal(SignalKind.DIVERGENCE, severity, msg, metric=loss.name, step=int(steps[-1]), level=level,
-                   limit=first * self.blowup_min_ratio, points_above=above, since_step=int(steps[-above]))
+                   limit=start * self.blowup_min_ratio, points_above=above, since_step=int(steps[-above]))
         ]  # fmt: skip
 
     def _at_chance(self, ctx: JudgeContext, loss: MetricSeries, steps: np.ndarray, values: np.ndarray) -> list[Signal]:
