@@ -544,3 +544,33 @@ def test_class7_total_steps_do_not_end_a_run_a_watching_server_says_is_running()
     history.info = RunInfo(status=RunStatus.FINISHED, status_watched=True)
     ended = judge(history, roles_of(history, None), run_config=config)
     assert any(s.kind.value == "run_ended" for s in ended.signals), ended.signals
+
+
+# --------------------------------------------------------------------------- 4. slow failures in real logs
+
+
+@pytest.mark.parametrize(
+    ("run_id", "loss_ratio"),
+    [
+        ("issue-keras-8680", 1.1),  # Keras CIFAR: train loss 0.77 -> 0.87 over 90 epochs, val accuracy down
+        ("issue-distance-encoding-6", 2.0),  # DE-GNN: train loss doubles, accuracies swing down to 0.76
+    ],
+)
+def test_class4_real_slow_divergences_with_falling_eval_accuracy_are_stopped_within_one_check(real, run_id, loss_ratio):
+    """A train loss climbing back above its best over many epochs while the eval accuracy falls with it:
+    the model gets worse on held-out data, not only on its batches, so the episode is stopped without
+    waiting for three checks (the log has gaps: the next check with new points came 8 checks later)."""
+    code, visible, verdicts = replay_real(real[run_id])
+    assert stopped_within_one_check(code, visible), (code, visible)
+    first = code.index("S")
+    stop = next(s for s in verdicts[first].signals if s.severity.value == "critical")
+    assert stop.metric == "train/loss" and stop.evidence["ratio"] >= loss_ratio, stop.message
+    assert "accuracy fell with it" in stop.message
+
+
+def test_class4_a_noisy_shard_that_costs_the_eval_accuracy_for_three_evals_is_not_stopped():
+    """corpus/ h16: 60 % label noise over steps 1000–1300 lifts the train loss 2.5× and the eval accuracy
+    falls 5 % at the 3–4 evals it lasts; then both recover. Too few evals to witness a divergence."""
+    run = next(r for r in load_corpus(CORPUS) if r.id == "h16")
+    code = decisions(replay_fast(run, checkpoints(run)))
+    assert "S" not in code, code
