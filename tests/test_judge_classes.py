@@ -574,3 +574,16 @@ def test_class4_a_noisy_shard_that_costs_the_eval_accuracy_for_three_evals_is_no
     run = next(r for r in load_corpus(CORPUS) if r.id == "h16")
     code = decisions(replay_fast(run, checkpoints(run)))
     assert "S" not in code, code
+
+
+def test_class4_a_real_eval_only_accuracy_decaying_from_its_best_is_watched_then_stopped_within_one_check(real):
+    """MXNet Inception-BN (eval only): the top-1 peaks at 0.461 and then slides 1-2 points an epoch, within
+    the eval's own noise margin at first. Leaning down from its best it is watched (continue); once its
+    trend since the best is significant over 6 evals and ≥ 5 % below it, the previous check having seen it
+    lean, it is stopped: no longer five checks after the fault, when the gap reached 15 %."""
+    code, visible, verdicts = replay_real(real["issue-mxnet-1144"])
+    assert stopped_within_one_check(code, visible), (code, visible)
+    first = code.index("S")
+    assert code[:first] == "." * first, code  # watched, never escalated, before it
+    assert any(s.severity.value == "watch" for s in verdicts[first - 1].signals)
+    assert "decaying steadily" in verdicts[first].summary and "eval/accuracy" in verdicts[first].summary
