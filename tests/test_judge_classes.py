@@ -587,3 +587,18 @@ def test_class4_a_real_eval_only_accuracy_decaying_from_its_best_is_watched_then
     assert code[:first] == "." * first, code  # watched, never escalated, before it
     assert any(s.severity.value == "watch" for s in verdicts[first - 1].signals)
     assert "decaying steadily" in verdicts[first].summary and "eval/accuracy" in verdicts[first].summary
+
+
+def test_class4_a_real_large_overfit_is_flagged_then_stopped_and_a_mild_one_only_flagged(real):
+    """Keras AlexNet on 1,224 images: the train loss falls 0.85 -> 0.10 while the val loss climbs from its
+    best 2.23 (median of 3) to 2× it. Flagged at the first check past the eval's noise margin, stopped at the
+    next check with evals since (1.5× its best over ≥ 6 evals). The thread's log has a gap from epoch 43
+    to 76, so that check comes 16 checks after the fault is visible: not within one check, but stopped (it
+    never was). A mild overfit (val loss 1.25× its best by the median of 3, 3 evals after it, val
+    accuracy within a point) is flagged, not stopped."""
+    code, visible, verdicts = replay_real(real["issue-dli-alexnet-15"])
+    first = code.index("S")
+    assert first > visible and code[first - 1] == "u" and "S" not in code[:first], code
+    assert "large overfit" in verdicts[first].summary and "eval/loss" in verdicts[first].summary
+    mild, _, _ = replay_real(real["issue-tf2-30days-69-repro"])
+    assert "S" not in mild and "u" in mild, mild

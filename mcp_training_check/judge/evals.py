@@ -12,6 +12,7 @@ from .stats import (
     finite_xy,
     fmt,
     fmt_pct,
+    fmt_ratio,
     fmt_step,
     positive_log,
     robust_sigma,
@@ -82,6 +83,13 @@ class EvalDetector(Detector):
       epoch (an Inception-BN from 0.461 to 0.27, issue 9 class 4) stays inside it for five checks; the
       trend since the best tells a steady slide from noise sooner. The deepest dips of healthy MLPerf evals
       (a U-Net3D Dice at 70 % of its best) are back at the next eval and never make such a trend.
+    - ``overfit_stop_margin``: a lower-is-better eval degrading as above while the train loss fell
+      (overfitting), ≥ 50 % above its best (median of 3: 1.5× it) ≥ ``decay_min_evals`` evals after it, and
+      degrading at the previous check (with evals since) too, is a large overfit → critical. An
+      over-confident classifier's val loss creeps up by tens of percent while its accuracy holds (the mild
+      overfit of corpus_real: 1.25× its best by the median of 3, 3 evals after it: flagged only); a val loss
+      doubling while the train loss falls 70 % (an AlexNet memorising 1,224 images) is the model learning
+      its training set instead of the task, which the rest of the schedule will not undo.
     - ``collapse_loss_ratio``: a lower-is-better eval ≥ 3× its best has exploded (Megatron-style
       multiple of the best, not a relative margin).
     - ``collapse_drop_fraction``: a higher-is-better eval that lost ≥ 50 % of its best has collapsed
@@ -113,6 +121,7 @@ class EvalDetector(Detector):
     mild_overfit_margin: float = Field(default=0.02, gt=0)
     mild_overfit_evals: int = Field(default=6, ge=4)
     decay_min_evals: int = Field(default=6, ge=4)
+    overfit_stop_margin: float = Field(default=0.5, gt=0)
 
     def check(self, ctx: JudgeContext) -> list[Signal]:
         out: list[Signal] = []
@@ -290,6 +299,12 @@ class EvalDetector(Detector):
                 f"; still decaying since the previous check, {fmt_pct(gap)} below its best (critical from "
                 f"{fmt_pct(self.decay_stop_margin)} for a higher-is-better eval)."
             )
+        elif self._large_overfit(ctx, series.name, d, gap, since_best, train, int(steps[-1])):
+            severity = Severity.CRITICAL
+            msg = msg[:-1] + (
+                f"; a large overfit: ≥ {fmt_ratio(1 + self.overfit_stop_margin)} its best over ≥ "
+                f"{self.decay_min_evals} evals since, degrading at the previous check too, so critical."
+            )
         return [
             signal(
                 SignalKind.EVAL_DEGRADING,
@@ -389,6 +404,24 @@ class EvalDetector(Detector):
             and "mk_z" in prev.evidence
             and prev.step is not None
             and prev.step < last_step
+        )
+
+    def _large_overfit(
+        self, ctx: JudgeContext, name: str, d: Direction, gap: float, since_best: int, train: float | None, last: int
+    ) -> bool:
+        """A lower-is-better eval ≥ ``overfit_stop_margin`` above its best, ≥ ``decay_min_evals`` evals after it,
+        while the train loss fell, and degrading at the previous check (with evals since) too."""
+        if d is not Direction.LOWER or train is None or train >= 0:
+            return False
+        if gap < self.overfit_stop_margin or since_best < self.decay_min_evals:
+            return False
+        prev = ctx.previous_signal(SignalKind.EVAL_DEGRADING, name)
+        return (
+            prev is not None
+            and "collapsed_evals" not in prev.evidence
+            and prev.severity is not Severity.WATCH
+            and prev.step is not None
+            and prev.step < last
         )
 
     def _decaying(self, ctx: JudgeContext, name: str, d: Direction, gap: float, last_step: int) -> bool:
