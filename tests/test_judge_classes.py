@@ -346,12 +346,17 @@ def test_an_eval_accuracy_decaying_steadily_while_the_train_loss_looks_healthy_i
 
 
 def test_an_eval_loss_rising_several_fold_is_stopped_within_a_check_of_reaching_three_times_its_best():
+    """The val loss climbs from 1.05 to 4.2 while the train loss falls: flagged, then stopped at the next
+    check as a large overfit (1.5× its best over ≥ 6 evals), before it reaches 3× its best, and stopped at
+    every check after (the first eval at 3× is a one-eval collapse warning, not a step back to unsure)."""
     steps = every(500, 60)
     loss = np.where(steps <= 12000, 1.0 + 2.0 * np.exp(-steps / 3000), 1.05 * (1 + 3.0 * (steps - 12000) / 18000))
     verdicts = replay_cuts({"train/loss": _healthy_train(), "eval/loss": (steps, loss)}, list(range(3000, 30001, 3000)))
     code = decisions(verdicts)
     visible = next(i for i, cut in enumerate(range(3000, 30001, 3000)) if loss[steps <= cut].max() >= 3 * loss.min())
-    assert "S" not in code[:visible] and "S" in code[visible : visible + 2], code
+    flagged = next(i for i, c in enumerate(code) if c != ".")
+    assert 3000 * (flagged + 1) > 12000 and code[flagged] == "u", code  # nothing flagged before it rose
+    assert set(code[flagged + 1 :]) == {"S"} and flagged + 1 <= visible + 1, code  # stopped as a large overfit
 
 
 def test_a_word_error_rate_stuck_near_one_from_the_start_is_stopped_at_the_next_check():

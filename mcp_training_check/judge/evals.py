@@ -128,11 +128,18 @@ class EvalDetector(Detector):
         for series, direction in ctx.evals:
             collapse = self._collapse(ctx, series, direction)
             if collapse is not None:
-                out.append(collapse)
+                out += self._stronger_than(collapse, self._degrading(ctx, series, direction))
                 continue
             out += self._baseline(ctx, series, direction)
             out += self._degrading(ctx, series, direction)
         return out
+
+    @staticmethod
+    def _stronger_than(collapse: Signal, degrading: list[Signal]) -> list[Signal]:
+        """A collapse seen on one eval is a warning; a large overfit or decay already confirmed on the same
+        eval stays critical rather than falling back to that warning."""
+        critical = [s for s in degrading if s.severity is Severity.CRITICAL]
+        return critical if critical and collapse.severity is not Severity.CRITICAL else [collapse]
 
     def _best(self, series: MetricSeries, values: np.ndarray, steps: np.ndarray, d: Direction) -> tuple[float, int]:
         if d is Direction.LOWER and series.min_value is not None and series.min_step is not None:
