@@ -89,7 +89,9 @@ class EvalDetector(Detector):
       over-confident classifier's val loss creeps up by tens of percent while its accuracy holds (the mild
       overfit of corpus_real: 1.25× its best by the median of 3, 3 evals after it: flagged only); a val loss
       doubling while the train loss falls 70 % (an AlexNet memorising 1,224 images) is the model learning
-      its training set instead of the task, which the rest of the schedule will not undo.
+      its training set instead of the task, which the rest of the schedule will not undo. corpus/'s
+      ambiguous overfits (an MLP on 800 examples) end at 1.40× their best: flagged, not stopped (at 1.25×
+      they would be).
     - ``collapse_loss_ratio``: a lower-is-better eval ≥ 3× its best has exploded (Megatron-style
       multiple of the best, not a relative margin).
     - ``collapse_drop_fraction``: a higher-is-better eval that lost ≥ 50 % of its best has collapsed

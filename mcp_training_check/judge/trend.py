@@ -113,7 +113,8 @@ class TrendDetector(Detector):
       before it recovers; a slow divergence (issue 9, class 4: a Keras CIFAR run whose train loss climbs
       from 0.77 to 0.87 over 90 epochs, a DE-GNN whose train loss doubles while its accuracies swing to
       0.76) keeps the eval down for ≥ 8 evals, often with gaps in the log between checks that would
-      otherwise postpone the confirmation by many checks.
+      otherwise postpone the confirmation by many checks. (On the train splits, 4 evals would still stop no
+      healthy run, 3 would stop the noisy shard.)
     - ``slow_divergence_ratio``: a train loss climbing back above its best block median by ≥ 10 % (the
       slope's ``rising_min_change``) and ≥ ``divergence_z`` standard errors for ``sustain_points``
       smoothed points is a slow divergence — reported only when an eval accuracy fell with it (above); a
