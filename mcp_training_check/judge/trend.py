@@ -102,9 +102,9 @@ class TrendDetector(Detector):
       ln 30k + ln 2 with MLM accuracy 0.000, a TF upgrade's silent failure).
     - ``confidence_z``: two-sided normal quantile of the Theil–Sen band (1.96 → 95 %), with the
       variance inflated for autocorrelation (Hamed–Rao effective sample size).
-    - ``witness_evals`` / ``witness_drop_fraction``: a train-loss episode not yet confirmed (a divergence
-      or blow-up seen on too few checks, or a slow climb below) is critical at once when an eval accuracy
-      fell with it: the median of its evals since the episode began (the first raw point of the first
+    - ``witness_evals`` / ``witness_drop_fraction``: a train-loss episode not yet confirmed and not
+      falling back (a divergence seen on too few checks, or a slow climb below) is critical at once when
+      an eval accuracy fell with it: the median of its evals since the episode began (the first raw point of the first
       smoothed window above) ≥ 2 % (the eval detector's ``baseline_margin``: eval noise on typical eval
       sets) below the median of its last 5 evals before, with ≥ 5 evals on each side. Two detectors see
       one failure — the model got worse on held-out data, not only on its current batches — as the
