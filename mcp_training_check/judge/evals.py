@@ -12,6 +12,7 @@ from .stats import (
     finite_xy,
     fmt,
     fmt_pct,
+    fmt_ratio,
     fmt_step,
     positive_log,
     robust_sigma,
@@ -72,6 +73,25 @@ class EvalDetector(Detector):
       healthy: labels misaligned, a broken eval pipeline, severe overfitting). Three times
       ``degrade_margin``, and confirmed across two checks. A lower-is-better eval (a loss) may rise while
       the model still improves (an over-confident classifier), so it stops only when it collapses.
+    - ``decay_min_evals``: below that noise margin, a higher-is-better eval ≥ ``mild_overfit_margin`` (2 %)
+      below its best (median of 3) with a negative Theil–Sen slope over the evals since, the train loss not
+      rising, is ``watch`` (leaning down: continue, next check sooner); with the slope significant over ≥ 6
+      evals since the best (two ``patience_evals``: a single dip and its recovery never make a significant
+      trend that long) and the gap ≥ ``degrade_margin`` (5 %) it is decaying steadily — a warning at the
+      first check that sees it, critical when the previous check (with evals since) saw it leaning or
+      decaying already. The noise margin is measured on the whole series, so a top-1 sliding 1–2 points an
+      epoch (an Inception-BN from 0.461 to 0.27, issue 9 class 4) stays inside it for five checks; the
+      trend since the best tells a steady slide from noise sooner. The deepest dips of healthy MLPerf evals
+      (a U-Net3D Dice at 70 % of its best) are back at the next eval and never make such a trend.
+    - ``overfit_stop_margin``: a lower-is-better eval degrading as above while the train loss fell
+      (overfitting), ≥ 50 % above its best (median of 3: 1.5× it) ≥ ``decay_min_evals`` evals after it, and
+      degrading at the previous check (with evals since) too, is a large overfit → critical. An
+      over-confident classifier's val loss creeps up by tens of percent while its accuracy holds (the mild
+      overfit of corpus_real: 1.25× its best by the median of 3, 3 evals after it: flagged only); a val loss
+      doubling while the train loss falls 70 % (an AlexNet memorising 1,224 images) is the model learning
+      its training set instead of the task, which the rest of the schedule will not undo. corpus/'s
+      ambiguous overfits (an MLP on 800 examples) end at 1.40× their best: flagged, not stopped (at 1.25×
+      they would be).
     - ``collapse_loss_ratio``: a lower-is-better eval ≥ 3× its best has exploded (Megatron-style
       multiple of the best, not a relative margin).
     - ``collapse_drop_fraction``: a higher-is-better eval that lost ≥ 50 % of its best has collapsed
@@ -102,17 +122,26 @@ class EvalDetector(Detector):
     decay_stop_margin: float = Field(default=0.15, gt=0)
     mild_overfit_margin: float = Field(default=0.02, gt=0)
     mild_overfit_evals: int = Field(default=6, ge=4)
+    decay_min_evals: int = Field(default=6, ge=4)
+    overfit_stop_margin: float = Field(default=0.5, gt=0)
 
     def check(self, ctx: JudgeContext) -> list[Signal]:
         out: list[Signal] = []
         for series, direction in ctx.evals:
             collapse = self._collapse(ctx, series, direction)
             if collapse is not None:
-                out.append(collapse)
+                out += self._stronger_than(collapse, self._degrading(ctx, series, direction))
                 continue
             out += self._baseline(ctx, series, direction)
             out += self._degrading(ctx, series, direction)
         return out
+
+    @staticmethod
+    def _stronger_than(collapse: Signal, degrading: list[Signal]) -> list[Signal]:
+        """A collapse seen on one eval is a warning; a large overfit or decay already confirmed on the same
+        eval stays critical rather than falling back to that warning."""
+        critical = [s for s in degrading if s.severity is Severity.CRITICAL]
+        return critical if critical and collapse.severity is not Severity.CRITICAL else [collapse]
 
     def _best(self, series: MetricSeries, values: np.ndarray, steps: np.ndarray, d: Direction) -> tuple[float, int]:
         if d is Direction.LOWER and series.min_value is not None and series.min_step is not None:
@@ -255,7 +284,8 @@ class EvalDetector(Detector):
         if since_best < self.patience_evals or float(recent.min()) <= 0:
             return []
         if gap < margin:
-            return self._mild_overfit(ctx, series, d, steps[i:], values[i:], gap, best, best_step)
+            decay = self._steady_decay(ctx, series, d, steps[i:], values[i:], gap, best, best_step)
+            return decay or self._mild_overfit(ctx, series, d, steps[i:], values[i:], gap, best, best_step)
         train = self._train_change(ctx, best_step)
         with_train = train is not None and train >= self.degrade_margin
         if train is not None and train < 0:
@@ -277,6 +307,12 @@ class EvalDetector(Detector):
             msg = msg[:-1] + (
                 f"; still decaying since the previous check, {fmt_pct(gap)} below its best (critical from "
                 f"{fmt_pct(self.decay_stop_margin)} for a higher-is-better eval)."
+            )
+        elif self._large_overfit(ctx, series.name, d, gap, since_best, train, int(steps[-1])):
+            severity = Severity.CRITICAL
+            msg = msg[:-1] + (
+                f"; a large overfit: ≥ {fmt_ratio(1 + self.overfit_stop_margin)} its best over ≥ "
+                f"{self.decay_min_evals} evals since, degrading at the previous check too, so critical."
             )
         return [
             signal(
@@ -323,6 +359,79 @@ class EvalDetector(Detector):
             signal(SignalKind.EVAL_DEGRADING, Severity.WARNING, msg, metric=series.name, step=int(steps[-1]),
                    gap=gap, best=best, evals_since_best=values.size - 1, train_change=train)
         ]  # fmt: skip
+
+    def _steady_decay(
+        self,
+        ctx: JudgeContext,
+        series: MetricSeries,
+        d: Direction,
+        steps: np.ndarray,
+        values: np.ndarray,
+        gap: float,
+        best: float,
+        best_step: int,
+    ) -> list[Signal]:
+        """A higher-is-better eval sliding from its best within its noise margin, the train loss not rising:
+        ``watch`` while it only leans down (≥ ``mild_overfit_margin`` below its best, a negative Theil–Sen
+        slope over the evals since); decaying steadily once the slope is significant over ≥
+        ``decay_min_evals`` evals and the gap ≥ ``degrade_margin`` — a warning at the first check that sees
+        it, critical when the previous check (with evals since) saw it leaning or decaying already."""
+        if d is not Direction.HIGHER or gap < self.mild_overfit_margin:
+            return []
+        train = self._train_change(ctx, best_step)
+        trend = theil_sen(steps, values)
+        if (train is not None and train >= self.degrade_margin) or trend is None or trend.slope >= 0:
+            return []
+        steady = trend.falling and gap >= self.degrade_margin and values.size - 1 >= self.decay_min_evals
+        head = (
+            f"{series.name} at step {fmt_step(int(steps[-1]))} is {fmt_pct(gap)} below its best {fmt(best)} at "
+            f"step {fmt_step(best_step)} (median of 3) and falling over the {values.size - 1} evals since "
+            f"(Mann–Kendall z {trend.z:.1f})"
+        )
+        if not steady:
+            severity, tail = Severity.WATCH, f"{'significant' if trend.falling else 'not significant'} yet: watched"
+        elif self._leaning_before(ctx, series.name, int(steps[-1])):
+            severity, tail = Severity.CRITICAL, "decaying steadily, and the previous check saw it already: critical"
+        else:
+            severity, tail = Severity.WARNING, "decaying steadily: critical if the next check still sees it"
+        msg = (
+            f"{head}; {tail} (thresholds {fmt_pct(self.degrade_margin)} below the best, a significant trend over "
+            f"≥ {self.decay_min_evals} evals)."
+        )
+        return [
+            signal(SignalKind.EVAL_DEGRADING, severity, msg, metric=series.name, step=int(steps[-1]), gap=gap,
+                   best=best, evals_since_best=values.size - 1, train_change=train, mk_z=trend.z)
+        ]  # fmt: skip
+
+    @staticmethod
+    def _leaning_before(ctx: JudgeContext, name: str, last_step: int) -> bool:
+        """The previous check, with evals since, found this eval below its best and falling."""
+        prev = ctx.previous_signal(SignalKind.EVAL_DEGRADING, name)
+        return (
+            prev is not None
+            and "collapsed_evals" not in prev.evidence
+            and "mk_z" in prev.evidence
+            and prev.step is not None
+            and prev.step < last_step
+        )
+
+    def _large_overfit(
+        self, ctx: JudgeContext, name: str, d: Direction, gap: float, since_best: int, train: float | None, last: int
+    ) -> bool:
+        """A lower-is-better eval ≥ ``overfit_stop_margin`` above its best, ≥ ``decay_min_evals`` evals after it,
+        while the train loss fell, and degrading at the previous check (with evals since) too."""
+        if d is not Direction.LOWER or train is None or train >= 0:
+            return False
+        if gap < self.overfit_stop_margin or since_best < self.decay_min_evals:
+            return False
+        prev = ctx.previous_signal(SignalKind.EVAL_DEGRADING, name)
+        return (
+            prev is not None
+            and "collapsed_evals" not in prev.evidence
+            and prev.severity is not Severity.WATCH
+            and prev.step is not None
+            and prev.step < last
+        )
 
     def _decaying(self, ctx: JudgeContext, name: str, d: Direction, gap: float, last_step: int) -> bool:
         """A higher-is-better eval ≥ ``decay_stop_margin`` below its best that is further below it than at

@@ -125,6 +125,24 @@ class TrendDetector(Detector):
       iterations).
     - ``confidence_z``: two-sided normal quantile of the Theil–Sen band (1.96 → 95 %), with the
       variance inflated for autocorrelation (Hamed–Rao effective sample size).
+    - ``witness_evals`` / ``witness_drop_fraction``: a train-loss episode not yet confirmed and not
+      falling back (a divergence seen on too few checks, or a slow climb below) is critical at once when
+      an eval accuracy fell with it: the median of its evals since the episode began (the first raw point of the first
+      smoothed window above) ≥ 2 % (the eval detector's ``baseline_margin``: eval noise on typical eval
+      sets) below the median of its last 5 evals before, with ≥ 5 evals on each side. Two detectors see
+      one failure — the model got worse on held-out data, not only on its current batches — as the
+      policy's eval collapse or LR jump does for a divergence. 5 evals, not 3: a noisy shard (corpus/'s
+      ``noisy_shard`` runs) lifts the train loss 2.5× and costs the eval accuracy 5 % for the 3–4 evals
+      before it recovers; a slow divergence (issue 9, class 4: a Keras CIFAR run whose train loss climbs
+      from 0.77 to 0.87 over 90 epochs, a DE-GNN whose train loss doubles while its accuracies swing to
+      0.76) keeps the eval down for ≥ 8 evals, often with gaps in the log between checks that would
+      otherwise postpone the confirmation by many checks. (On the train splits, 4 evals would still stop no
+      healthy run, 3 would stop the noisy shard.)
+    - ``slow_divergence_ratio``: a train loss climbing back above its best block median by ≥ 10 % (the
+      slope's ``rising_min_change``) and ≥ ``divergence_z`` standard errors for ``sustain_points``
+      smoothed points is a slow divergence — reported only when an eval accuracy fell with it (above); a
+      rise alone is left to the slope's rising test (watch, then warning), since a rising train loss can
+      be a schedule's or a curriculum's doing.
     """
 
     min_points: int = Field(default=10, ge=4)
@@ -150,6 +168,9 @@ class TrendDetector(Detector):
     chance_min_points: int = Field(default=3, ge=3)
     zero_accuracy_fraction: float = Field(default=0.001, ge=0)
     confidence_z: float = Field(default=1.96, gt=0)
+    slow_divergence_ratio: float = Field(default=1.10, gt=1)
+    witness_evals: int = Field(default=5, ge=1)
+    witness_drop_fraction: float = Field(default=0.02, gt=0, lt=1)
 
     def check(self, ctx: JudgeContext) -> list[Signal]:
         loss = ctx.train_loss
@@ -169,7 +190,9 @@ class TrendDetector(Detector):
         out = self._blowup(ctx, loss, steps, y, smooth, best, warm_values) + raw  # the policy keeps the worse
         if not out:
             out = self._divergence(ctx, loss, steps, y, smooth, best, window)
-        return at_chance + (out or self._slope(ctx, loss, steps, y))
+        if not out:
+            out = self._slow_divergence(ctx, loss, steps, y, smooth, best, window)
+        return at_chance + (self._witnessed(ctx, out, steps, y, window) or self._slope(ctx, loss, steps, y))
 
     def _smooth_points(self, y: np.ndarray) -> int:
         """Fewest points whose median tells a ``divergence_ratio`` change from noise at ``divergence_z``."""
@@ -291,6 +314,94 @@ class TrendDetector(Detector):
                    step=int(steps[-1]), ratio=ratio,
                    reference=reference, points_above=above, since_step=since)
         ]  # fmt: skip
+
+    def _slow_divergence(
+        self,
+        ctx: JudgeContext,
+        loss: MetricSeries,
+        steps: np.ndarray,
+        y: np.ndarray,
+        smooth: np.ndarray,
+        best: np.ndarray,
+        window: int,
+    ) -> list[Signal]:
+        """A train loss climbing back above its best by less than ``divergence_ratio`` but by at least
+        ``slow_divergence_ratio`` and ``divergence_z`` standard errors, for ``sustain_points`` smoothed points.
+        Reported only when the eval accuracies fell with it (`_witnessed`); alone the slope's rising test
+        judges it."""
+        margin = max(float(np.log(self.slow_divergence_ratio)), self.divergence_z * self._gap_error(y, window))
+        above = trailing_run(smooth > best + margin)
+        if above < self.sustain_points:
+            return []
+        since, reference = int(steps[y.size - above]), float(np.exp(best[-above]))
+        ratio = float(np.exp(smooth[-1])) / reference
+        if self._eval_accuracy_drop(ctx, self._episode_start(steps, since, window)) is None:
+            return []
+        msg = (
+            f"{loss.name} {fmt(float(np.exp(y[-1])))} at step {fmt_step(int(steps[-1]))} is climbing back: recent "
+            f"median {fmt(float(np.exp(smooth[-1])))} is {fmt_ratio(ratio)} the best median {fmt(reference)} "
+            f"(threshold {fmt_ratio(float(np.exp(margin)))}) for {above} smoothed points since step {fmt_step(since)}."
+        )
+        return [
+            signal(SignalKind.DIVERGENCE, Severity.WATCH, msg, metric=loss.name, step=int(steps[-1]), ratio=ratio,
+                   reference=reference, points_above=above, since_step=since)
+        ]  # fmt: skip
+
+    @staticmethod
+    def _episode_start(steps: np.ndarray, since: int, window: int) -> int:
+        """The first raw point of an episode whose first smoothed point above is at ``since``: the start of
+        that point's smoothing window (the evals from there on were made by the worsening model)."""
+        i = int(np.searchsorted(steps, since, side="left"))
+        return int(steps[max(i - (window - 1), 0)])
+
+    def _witnessed(
+        self, ctx: JudgeContext, found: list[Signal], steps: np.ndarray, y: np.ndarray, window: int
+    ) -> list[Signal]:
+        """A train-loss episode not yet confirmed (``watch``) and not falling back becomes critical when an eval
+        accuracy fell with it."""
+        out = []
+        for s in found:
+            since = s.evidence.get("since_step")
+            drop = None
+            if since is not None and s.severity is Severity.WATCH and not self._falling_back(steps, y, int(since)):
+                start = self._episode_start(steps, int(since), window)
+                drop = self._eval_accuracy_drop(ctx, start)
+            if drop is not None:
+                name, share = drop
+                message = (
+                    f"{s.message.rstrip('.')}; {name} fell with it, its median since step {fmt_step(start)} "
+                    f"{fmt_pct(share)} below its median before (threshold {fmt_pct(self.witness_drop_fraction)}): "
+                    "the model got worse on held-out data too, so critical."
+                )
+                s = s.model_copy(update={"severity": Severity.CRITICAL, "message": message})
+            out.append(s)
+        return out
+
+    def _falling_back(self, steps: np.ndarray, y: np.ndarray, since: int) -> bool:
+        """The loss falls again since the episode began (Theil–Sen over its points, at most the last 50, as the
+        divergence test asks): a transient recovering, which is not stopped."""
+        start = max(int(np.searchsorted(steps, since, side="left")) - 1, y.size - 50)
+        trend = theil_sen(steps[start:], y[start:], confidence_z=self.confidence_z)
+        return trend is not None and trend.falling
+
+    def _eval_accuracy_drop(self, ctx: JudgeContext, since: int) -> tuple[str, float] | None:
+        """The higher-is-better eval that fell most since ``since``: the median of its evals since then
+        against the median of its last ``witness_evals`` before, when ≥ ``witness_drop_fraction`` lower."""
+        found: tuple[str, float] | None = None
+        for series, direction in ctx.evals:
+            if direction is not Direction.HIGHER:
+                continue
+            steps, values = finite_xy(series.steps, series.values)
+            before, after = values[steps < since][-self.witness_evals :], values[steps >= since]
+            if min(before.size, after.size) < self.witness_evals:
+                continue
+            level = float(np.median(before))
+            if level <= 0:
+                continue
+            drop = 1 - float(np.median(after)) / level
+            if drop >= self.witness_drop_fraction and (found is None or drop > found[1]):
+                found = (series.name, drop)
+        return found
 
     def _early_points(self, n: int) -> int:
         """The run's first ``early_window_points``, but no more than its first third: in a log of 40
