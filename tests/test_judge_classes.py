@@ -695,3 +695,25 @@ def test_class4_a_real_large_overfit_is_flagged_then_stopped_and_a_mild_one_only
     assert "large overfit" in verdicts[first].summary and "eval/loss" in verdicts[first].summary
     mild, _, _ = replay_real(real["issue-tf2-30days-69-repro"])
     assert "S" not in mild and "u" in mild, mild
+
+
+# --------------------------------------------------------------------------- train-loss classes, second pass
+
+
+def test_an_lr_excerpt_still_inside_its_warmup_is_not_above_its_peak(real):
+    """issue-megatron-llm-11 (train, healthy): Megatron iterations 122-125 and 182-185, the LR warming up
+    9.2e-6 -> 1.4e-5 at the same rate per step across the gap. Without a configured peak, the first logged
+    LR is no peak: an LR that rose at every logged point has not reached its own yet. Before, the last check
+    called the LR 1.5× "the peak reached after warmup" and escalated a healthy run. An LR that rose and came
+    down before rising 1.5× above where it started is still reported."""
+    run = real["issue-megatron-llm-11"]
+    code, _, verdicts = replay_real(run)
+    assert code == "." * len(code), code
+    assert not any(s.kind.value == "lr_anomaly" for v in verdicts for s in v.signals)
+    steps, lr = run.metrics["train/lr"]
+    dipped = lr.copy()
+    dipped[4] = lr[3] * 0.9  # came down from a peak once: the schedule has shown it
+    dipped[-1] = lr[0] * 1.6
+    metrics = {name: run.metrics[name] for name in ("train/loss", "train/grad_norm")} | {"train/lr": (steps, dipped)}
+    last = replay_cuts(metrics, [int(s) for s in steps])[-1]
+    assert any(s.kind.value == "lr_anomaly" and s.severity.value == "warning" for s in last.signals), last.summary

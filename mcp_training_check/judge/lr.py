@@ -42,7 +42,11 @@ class LrDetector(Detector):
     - ``above_peak_ratio``: the latest LR above this × the configured peak LR (without one: the LR at
       the end of warmup, or the first LR) → warning; 1.5 because schedules never exceed their peak, SGDR
       restarts return to it (≤ ``restart_peak_ratio``), and 50 % is far beyond rounding or per-group
-      scaling.
+      scaling. Without a configured peak, an LR that rose at every logged point has not shown its peak
+      yet: a log that starts inside a warmup too short to double in view (issue 9: a Megatron excerpt
+      ramping 9.2e-6 → 1.4e-5 at the same rate per step across a gap) is not judged against its first
+      point. A schedule with a peak has come down from it somewhere; an LR rising without end above a
+      configured peak is the runaway test's.
     - ``runaway_ratio``: with a peak LR in the run config, an LR that climbed at every logged point, from
       within the schedule (≤ ``restart_peak_ratio`` × the peak) after warmup, to ≥ 2× that peak is a
       runaway schedule → critical on its own, like a non-finite LR. After warmup no schedule rises
@@ -132,6 +136,8 @@ class LrDetector(Detector):
         if not peak:
             end = ctx.lr_events.warmup_end
             upto = int(np.searchsorted(steps, end, side="right")) if end is not None else 1
+            if lr.size > 1 and np.all(np.diff(lr) > 0):
+                return []  # still in a warmup: no peak to compare with yet
             peak, what = float(lr[: max(upto, 1)].max()), "the peak reached after warmup"
         if peak <= 0 or lr[-1] <= self.above_peak_ratio * peak:
             return []
