@@ -717,3 +717,31 @@ def test_an_lr_excerpt_still_inside_its_warmup_is_not_above_its_peak(real):
     metrics = {name: run.metrics[name] for name in ("train/loss", "train/grad_norm")} | {"train/lr": (steps, dipped)}
     last = replay_cuts(metrics, [int(s) for s in steps])[-1]
     assert any(s.kind.value == "lr_anomaly" and s.severity.value == "warning" for s in last.signals), last.summary
+
+
+def test_a_short_real_log_whose_loss_keeps_climbing_past_twice_its_start_is_flagged_not_stopped(real):
+    """issue-mar-35 (train, ambiguous): a MAR total loss 10.8 -> 45.3 -> 85.8 over 8 logged iterations while
+    its metric-learning term falls. Too short for the smoothed divergence (10 points), so raw points stand
+    in: three in a row ≥ 2× the median of its first three, still climbing at each, are a warning (unsure),
+    never a stop without a cause; levelled off, it is watched. Before, every check said continue."""
+    code, visible, verdicts = replay_real(real["issue-mar-35"])
+    assert "S" not in code and "u" in code[visible:], code
+    first = verdicts[code.index("u")]
+    assert "diverging" in first.summary and "still climbing" in first.summary, first.summary
+    assert code[-1] == ".", code  # 85.8 -> 84.9: no longer climbing, watched
+
+
+def test_a_short_real_log_at_twice_its_loss_with_its_grad_norm_exploding_is_stopped(real):
+    """issue-bevfusion-3103 (train, bad): a BEVFusion loss at 3.1-3.3, then 8.2-8.7 with its grad norm
+    3.5 -> 28-59, in a pasted log of 10 lines. The loss three points in a row at 2.6× its first points, with
+    its cause (the grad norm median ×8 over 5 points against the 3 before), is stopped at the check that
+    sees the third point; before, the log had to reach 10 points (the last check). Without the grad norm,
+    the same points are only watched: no cause, not climbing."""
+    run = real["issue-bevfusion-3103"]
+    code, _, verdicts = replay_real(run)
+    steps, _ = run.metrics["train/loss"]
+    third = int(np.searchsorted(checkpoints(run), steps[-3]))  # the check that sees 5,650
+    assert code.index("S") == third, code
+    assert "grad norm" in verdicts[third].summary and "diverging" in verdicts[third].summary
+    alone = decisions(replay_cuts({"train/loss": run.metrics["train/loss"]}, checkpoints(run)))
+    assert "S" not in alone[: third + 1], alone

@@ -17,7 +17,10 @@ class GradNormDetector(Detector):
     Thresholds:
     - ``sustain_points`` / ``window_points``: the median of the last 5 grad norms is compared with the
       median of the 50 before them; 5 points so a single clipped outlier (ZClip's z > 2.5 territory)
-      never counts as an explosion.
+      never counts as an explosion. A log shorter than that is judged once it has
+      ``min_before_points`` before its last 5 (3: the fewest whose median one outlier cannot move, as
+      the spike scan's history): a pasted excerpt of 8 lines whose grad norm goes 3.5 → 28–59 (issue 9,
+      BEVFusion) is an explosion before it has 10 points.
     - ``explode_ratio``: that ratio ≥ 5× → exploding (warning; the policy makes it critical when the
       loss rises too). Grad norms drift by tens of percent over a run, not 5× in a few points.
     - ``vanish_ratio`` / ``vanish_points``: the last 20 grad norms all ≤ 1e-3× the early median (first
@@ -29,6 +32,7 @@ class GradNormDetector(Detector):
 
     window_points: int = Field(default=50, ge=5)
     sustain_points: int = Field(default=5, ge=1)
+    min_before_points: int = Field(default=3, ge=1)
     explode_ratio: float = Field(default=5.0, gt=1)
     vanish_ratio: float = Field(default=1e-3, gt=0, lt=1)
     vanish_points: int = Field(default=20, ge=1)
@@ -71,7 +75,7 @@ class GradNormDetector(Detector):
         self, grad: MetricSeries, steps: np.ndarray, values: np.ndarray, clip: float | None
     ) -> list[Signal]:
         k = self.sustain_points
-        if values.size < k + 5:
+        if values.size < k + self.min_before_points:
             return []
         before = values[-k - self.window_points : -k]
         recent = float(np.median(values[-k:]))

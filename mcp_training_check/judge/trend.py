@@ -74,6 +74,15 @@ class TrendDetector(Detector):
       70×, 83× is unsure, then stopped at the next check).
     - ``sustain_points``: smoothed (or, for the raw blow-up, raw) points in a row above a threshold
       before it is reported (3).
+    - Raw divergence in a short log: below ``min_points`` the smoothed divergence cannot be measured, so
+      raw points stand in for it, as for the raw blow-up: the last ``sustain_points`` raw points in a row
+      each ≥ ``divergence_ratio`` × the median of the log's first points (at most its first third, at
+      least ``sustain_points``). Watch, like an unconfirmed divergence; a warning (a reviewer's look)
+      while it keeps climbing — each of those points above the one before — and critical at once only with
+      a cause (the policy: an LR jump, a grad-norm explosion). No healthy run of either corpus' train
+      split gets there: their short prefixes stay below 1.3× at three points in a row; issue 9's
+      BEVFusion loss at 2.6× with its grad norm ×15 and a MAR total loss climbing 10.8 → 85 (×4.4 the
+      median of its first three points) do.
     - ``confirm_checks``: divergence seen alone (no LR jump, grad-norm explosion or eval collapse behind
       it, not a blow-up) becomes critical only when this many consecutive checks (3) saw the same episode
       and it is not falling: a corrupted shard lifts the train loss 3× for hundreds of steps and recovers.
@@ -181,7 +190,7 @@ class TrendDetector(Detector):
         at_chance = self._at_chance(ctx, loss, steps, values)
         raw = self._raw_blowup(ctx, loss, steps, values)
         if values.size < self.min_points:
-            short = at_chance or raw
+            short = at_chance or raw or self._raw_divergence(loss, steps, values)
             return short or [self._too_few(loss, values.size, ctx)]
         y = positive_log(values)
         window = self._smooth_points(y)
@@ -595,6 +604,39 @@ class TrendDetector(Detector):
         return [
             signal(SignalKind.DIVERGENCE, severity, msg, metric=loss.name, step=int(steps[-1]), level=level,
                    limit=start * self.blowup_min_ratio, points_above=above, since_step=int(steps[-above]))
+        ]  # fmt: skip
+
+    def _raw_divergence(self, loss: MetricSeries, steps: np.ndarray, values: np.ndarray) -> list[Signal]:
+        """A log too short for the smoothed divergence whose last ``sustain_points`` or more raw points are
+        each ≥ ``divergence_ratio`` × the median of its first points: watch, a warning while still climbing;
+        the policy makes it critical when a cause is behind it."""
+        k = self.sustain_points
+        y = positive_log(values)
+        first = max(k, self._early_points(y.size))
+        if y.size < first + k:
+            return []
+        reference = float(np.median(y[:first]))
+        # points of the reference window are not counted: an episode begun there lifts the reference,
+        # which only understates the ratio
+        above = min(trailing_run(y > reference + np.log(self.divergence_ratio)), y.size - first)
+        if above < k:
+            return []
+        climbing = bool(np.all(np.diff(y[-k:]) > 0))
+        how = (
+            "still climbing at each of its last points, worth a look"
+            if climbing
+            else "critical at once only with a cause (an LR jump, a grad-norm explosion)"
+        )
+        level, start = float(np.median(values[-above:])), float(np.exp(reference))
+        msg = (
+            f"{loss.name} diverging: its last {above} points (median {fmt(level)}, up to step "
+            f"{fmt_step(int(steps[-1]))}) are all ≥ {fmt_ratio(self.divergence_ratio)} the median {fmt(start)} "
+            f"of its first {first}, in a log too short for the smoothed test; {how}."
+        )
+        severity = Severity.WARNING if climbing else Severity.WATCH
+        return [
+            signal(SignalKind.DIVERGENCE, severity, msg, metric=loss.name, step=int(steps[-1]), level=level,
+                   ratio=level / start, points_above=above, since_step=int(steps[-above]))
         ]  # fmt: skip
 
     def _at_chance(self, ctx: JudgeContext, loss: MetricSeries, steps: np.ndarray, values: np.ndarray) -> list[Signal]:
