@@ -745,3 +745,17 @@ def test_a_short_real_log_at_twice_its_loss_with_its_grad_norm_exploding_is_stop
     assert "grad norm" in verdicts[third].summary and "diverging" in verdicts[third].summary
     alone = decisions(replay_cuts({"train/loss": run.metrics["train/loss"]}, checkpoints(run)))
     assert "S" not in alone[: third + 1], alone
+
+
+def test_a_real_noisy_loss_still_rising_after_a_check_saw_it_rise_is_flagged(real):
+    """issue-deeplab-lfov-5 (train, bad; the labeller: ambiguous defensible): a per-step DeepLab loss swinging
+    0.4-3.3 climbs in stages, 0.85 over its first 20 steps to 1.5 over its last 31 (1.8× by those medians,
+    below the 2× divergence line). Its rise reaches z 3.0 at one check (watched) and 2.8 at the next: once a
+    check saw it rise, a rise still significant at the 95 % band is a warning (unsure), not dropped. Never a
+    stop: nothing shows a cause, and the first stretch's 0.59 rests on 9 noisy points. Judged once with no
+    check before it, the same log's "possibly rising" stays info."""
+    run = real["issue-deeplab-lfov-5"]
+    code, _, verdicts = replay_real(run)
+    assert "S" not in code and code[-1] == "u", code
+    assert "still rising after the previous check" in verdicts[-1].summary, verdicts[-1].summary
+    assert decisions(replay_cuts(dict(run.metrics), [checkpoints(run)[-1]])) == ".", "a first sight is only info"

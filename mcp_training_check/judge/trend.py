@@ -101,7 +101,12 @@ class TrendDetector(Detector):
       bad batch or clipping lifts 100 points once; a drift goes on); between
       the ``confidence_z`` band and 3 it is info ("possibly rising"), which an LR jump or a grad-norm
       explosion before it still turns critical. Noisy, autocorrelated healthy curves reach z ≈ 2.2 over a
-      100-point window; real divergence shows z ≥ 4.
+      100-point window; real divergence shows z ≥ 4. Once the previous check (with points since) saw it
+      rising or diverging, "possibly rising" is enough for the warning, with the same ≥
+      ``rising_min_change`` above the best: the drift is established, and its continuation only has to
+      be significant at ``confidence_z``, not to reach z 3 again at every check (hysteresis, as an alarm
+      that needs more to start than to go on). A noisy per-step loss climbing 0.85 → 1.5 in stages
+      (issue 9: DeepLab-LargeFOV, z 3.0 at one check, 2.8 at the next) was watched once and then dropped.
     - ``plateau_window_points``: without a significant move over the trend window, the slope over the
       last 200 points tells "still improving" from "no clear trend" (both info).
     - ``flat_min_points`` / ``flat_min_drop_fraction``: after at least 200 points, a best level less than 15 % below
@@ -501,17 +506,21 @@ class TrendDetector(Detector):
         if trend.rising and min(change, last / first - 1) >= self.rising_min_change:
             best = float(np.exp(self._best_before(y, 1)[-1]))
             above_best = last / best - 1 if np.isfinite(best) else 0.0
-            strong = trend.z >= self.rising_z and above_best >= self.rising_min_change
+            above = above_best >= self.rising_min_change
+            strong = trend.z >= self.rising_z and above
+            before = self._rising_before(ctx, name)
             word = "rising" if strong else "possibly rising"
             msg = (
                 f"{name} {word}: {moved}, +{fmt_pct(change)} by the slope (threshold "
                 f"+{fmt_pct(self.rising_min_change)}) {span}, Mann–Kendall z {trend.z:.1f} (warning at "
                 f"{self.rising_z:g}), {fmt_pct(above_best)} above the best median {fmt(best)}."
             )
-            if not strong:
-                severity = Severity.INFO
-            elif self._rising_before(ctx, name):
+            if strong and before:
                 severity, msg = Severity.WARNING, msg[:-1] + "; rising at the previous check too."
+            elif above and before:
+                severity, msg = Severity.WARNING, msg[:-1] + "; still rising after the previous check saw it rise."
+            elif not strong:
+                severity = Severity.INFO
             else:
                 severity, msg = Severity.WATCH, msg[:-1] + "; first seen at this check, watched."
             rising = signal(SignalKind.DIVERGENCE, severity, msg, metric=name, step=step, since_step=int(xs[0]), **ev)
