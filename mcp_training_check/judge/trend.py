@@ -78,8 +78,9 @@ class TrendDetector(Detector):
       raw points stand in for it, as for the raw blow-up: the last ``sustain_points`` raw points in a row
       each ≥ ``divergence_ratio`` × the median of the log's first points (at most its first third, at
       least ``sustain_points``). Watch, like an unconfirmed divergence; a warning (a reviewer's look)
-      while it keeps climbing — each of those points above the one before — and critical at once only with
-      a cause (the policy: an LR jump, a grad-norm explosion). No healthy run of either corpus' train
+      while it keeps climbing — each of those points above the one before — or when the previous check
+      (with points since) saw it rising or diverging too, and critical at once only with a cause (the
+      policy: an LR jump, a grad-norm explosion). No healthy run of either corpus' train
       split gets there: their short prefixes stay below 1.3× at three points in a row; issue 9's
       BEVFusion loss at 2.6× with its grad norm ×15 and a MAR total loss climbing 10.8 → 85 (×4.4 the
       median of its first three points) do.
@@ -195,7 +196,7 @@ class TrendDetector(Detector):
         at_chance = self._at_chance(ctx, loss, steps, values)
         raw = self._raw_blowup(ctx, loss, steps, values)
         if values.size < self.min_points:
-            short = at_chance or raw or self._raw_divergence(loss, steps, values)
+            short = at_chance or raw or self._raw_divergence(ctx, loss, steps, values)
             return short or [self._too_few(loss, values.size, ctx)]
         y = positive_log(values)
         window = self._smooth_points(y)
@@ -615,10 +616,12 @@ class TrendDetector(Detector):
                    limit=start * self.blowup_min_ratio, points_above=above, since_step=int(steps[-above]))
         ]  # fmt: skip
 
-    def _raw_divergence(self, loss: MetricSeries, steps: np.ndarray, values: np.ndarray) -> list[Signal]:
+    def _raw_divergence(
+        self, ctx: JudgeContext, loss: MetricSeries, steps: np.ndarray, values: np.ndarray
+    ) -> list[Signal]:
         """A log too short for the smoothed divergence whose last ``sustain_points`` or more raw points are
-        each ≥ ``divergence_ratio`` × the median of its first points: watch, a warning while still climbing;
-        the policy makes it critical when a cause is behind it."""
+        each ≥ ``divergence_ratio`` × the median of its first points: watch, a warning while still climbing
+        or still there at a second check; the policy makes it critical when a cause is behind it."""
         k = self.sustain_points
         y = positive_log(values)
         first = max(k, self._early_points(y.size))
@@ -631,18 +634,21 @@ class TrendDetector(Detector):
         if above < k:
             return []
         climbing = bool(np.all(np.diff(y[-k:]) > 0))
-        how = (
-            "still climbing at each of its last points, worth a look"
-            if climbing
-            else "critical at once only with a cause (an LR jump, a grad-norm explosion)"
-        )
+        again = self._rising_before(ctx, loss.name)
+        if climbing:
+            how = "still climbing at each of its last points, worth a look"
+        elif again:
+            how = "still there at a second check, worth a look"
+        else:
+            how = "watched; a cause behind it (an LR jump, a grad-norm explosion) makes it critical"
+
         level, start = float(np.median(values[-above:])), float(np.exp(reference))
         msg = (
             f"{loss.name} diverging: its last {above} points (median {fmt(level)}, up to step "
             f"{fmt_step(int(steps[-1]))}) are all ≥ {fmt_ratio(self.divergence_ratio)} the median {fmt(start)} "
             f"of its first {first}, in a log too short for the smoothed test; {how}."
         )
-        severity = Severity.WARNING if climbing else Severity.WATCH
+        severity = Severity.WARNING if climbing or again else Severity.WATCH
         return [
             signal(SignalKind.DIVERGENCE, severity, msg, metric=loss.name, step=int(steps[-1]), level=level,
                    ratio=level / start, points_above=above, since_step=int(steps[-above]))
