@@ -695,3 +695,20 @@ def test_class4_a_real_large_overfit_is_flagged_then_stopped_and_a_mild_one_only
     assert "large overfit" in verdicts[first].summary and "eval/loss" in verdicts[first].summary
     mild, _, _ = replay_real(real["issue-tf2-30days-69-repro"])
     assert "S" not in mild and "u" in mild, mild
+
+
+@pytest.mark.parametrize(
+    ("run_id", "reason"),
+    [
+        ("issue-gstarx-3", "to the last digit"),  # eval accuracy 0.5298 at every epoch, train loss flat at ~ln 2
+        ("issue-piaic-16", "to the last digit"),  # Keras binary model frozen at the 0.9983 majority share
+        ("issue-rwf2000-19", "ln 2"),  # two-class video model: val loss at ln 2 from its first epoch
+    ],
+)
+def test_class3_real_evals_showing_an_unchanged_model_are_stopped_within_one_check(real, run_id, reason):
+    """Class 3: an eval frozen to the last digit from its first eval while the train loss does not fall, or an
+    eval loss at ln of the config's class count, is unsure from its 3rd eval and stopped at the next check."""
+    code, visible, verdicts = replay_real(real[run_id])
+    assert stopped_within_one_check(code, visible), (code, visible)
+    first_stop = verdicts[code.index("S")]
+    assert any(reason in s.message and "not learning" in s.message for s in first_stop.signals), first_stop.summary
