@@ -712,3 +712,14 @@ def test_class3_real_evals_showing_an_unchanged_model_are_stopped_within_one_che
     assert stopped_within_one_check(code, visible), (code, visible)
     first_stop = verdicts[code.index("S")]
     assert any(reason in s.message and "not learning" in s.message for s in first_stop.signals), first_stop.summary
+
+
+def test_class3_a_real_loss_at_ln_n_with_its_accuracy_at_1_over_n_is_stopped_without_a_class_count(real):
+    """Class 3: a fine-tuned classifier whose thread states no class count, its train loss at 2.30 = ln 10 and
+    its accuracy at ~0.09 ≈ 1/10 (fp16 run_classifier): the two together name the class count, and the loss at
+    its untrained level is unsure from its 3rd point and stopped at the next check."""
+    run = real["issue-transformers-566"]
+    assert "num_classes" not in run.config
+    code, visible, verdicts = replay_real(run)
+    assert stopped_within_one_check(code, visible), (code, visible)
+    assert "ln 10" in verdicts[code.index("S")].summary and "implies" in verdicts[code.index("S")].summary
