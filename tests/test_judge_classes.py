@@ -723,3 +723,14 @@ def test_class3_a_real_loss_at_ln_n_with_its_accuracy_at_1_over_n_is_stopped_wit
     code, visible, verdicts = replay_real(run)
     assert stopped_within_one_check(code, visible), (code, visible)
     assert "ln 10" in verdicts[code.index("S")].summary and "implies" in verdicts[code.index("S")].summary
+
+
+def test_class4_a_real_wer_worse_than_an_empty_output_is_stopped_within_one_check(real):
+    """Class 4: a wav2letter dev WER at 452-460 % for its first three evals (more errors than reference words:
+    worse than saying nothing) is stuck from its 3rd eval and stopped at the next check, while a healthy
+    RNN-T whose first WER is 11.5 and back at 1.0 at its second is never stopped."""
+    code, visible, verdicts = replay_real(real["issue-wav2letter-728"])
+    assert stopped_within_one_check(code, visible), (code, visible)
+    assert "eval/wer is not learning" in verdicts[code.index("S")].summary
+    healthy, _, _ = replay_real(real["mlperf-v1.1-rnnt-inspur-nf5488a5-pytorch-r9"])
+    assert "S" not in healthy, healthy

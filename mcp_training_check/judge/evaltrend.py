@@ -20,6 +20,14 @@ from ..state import MetricSeries
 from .context import Detector, JudgeContext, signal
 from .stats import finite_xy, fmt, fmt_pct, fmt_step, is_frozen, positive_log, rolling_median, theil_sen
 
+EDIT_RATE_TOKENS = frozenset({"wer", "cer"})
+"""Word and character error rates: edit distances over the reference length, the only evals that exceed 1."""
+
+EMPTY_OUTPUT_RATE = 1.0
+"""An edit-distance error rate of an empty output (every reference word deleted). Above it the model does
+worse than saying nothing: it inserts garbage. A healthy MLPerf RNN-T's first eval is at 11.5 and its second
+back at 1.0; a wav2letter model at 4.5 for three evals in a row has learned nothing."""
+
 
 def primary_eval(ctx: JudgeContext) -> tuple[MetricSeries, Direction] | None:
     """The eval with the most finite points (the one logged most regularly); the first such by name."""
@@ -81,6 +89,9 @@ class EvalTrendDetector(Detector):
       frozen from its first eval is judged stuck from its 3rd (``stuck_baseline_min_evals``), not its
       6th: a BERT classifier's validation accuracy at 3.6058 % at every epoch predicts one class. (A
       healthy RNN-T's WER repeats 0.977391 while it outputs blanks, but not from its first eval on.)
+    - A word or character error rate above 1 (`EMPTY_OUTPUT_RATE`) at every eval, for at least 3 evals
+      (``stuck_baseline_min_evals``) is worse than an empty output and judged stuck from its 3rd eval, as a
+      frozen hopeless eval is (progress measured against its first value).
     - ``hopeless_fraction``: in a run with a train loss, an eval without a baseline is judged stuck (as
       above) only when it is bounded in [0, 1] and its best is within 15 % of the worst end (accuracy ≤
       0.15, WER ≥ 0.85): a fine-tuning eval that starts near its best is normal, a WER stuck near 0.9
@@ -121,7 +132,11 @@ class EvalTrendDetector(Detector):
             steps, values = finite_xy(series.steps, series.values)
             if primary is not None and series.name == primary[0].name:
                 out += self._primary(ctx, series, direction, steps, values)
-            elif self._hopeless(values, direction) or series.name in ctx.baselines:
+            elif (
+                self._hopeless(values, direction)
+                or self._beyond_empty(series, values, direction)
+                or series.name in ctx.baselines
+            ):
                 out += self._stuck(ctx, series, direction, steps, values)
             elif ctx.train_loss is not None:
                 out += self._unchanged(ctx, series, direction, steps, values)
@@ -217,6 +232,16 @@ class EvalTrendDetector(Detector):
             return float(values.max()) <= self.hopeless_fraction
         return float(values.min()) >= 1 - self.hopeless_fraction
 
+    def _beyond_empty(self, series: MetricSeries, values: np.ndarray, d: Direction) -> bool:
+        """A word or character error rate above `EMPTY_OUTPUT_RATE` at every eval, for at least
+        ``stuck_baseline_min_evals`` evals: worse than an empty output, judged stuck from its 3rd eval."""
+        return (
+            d is Direction.LOWER
+            and bool(EDIT_RATE_TOKENS.intersection(tokenize(series.name)))
+            and values.size >= self.stuck_baseline_min_evals
+            and float(values.min()) > EMPTY_OUTPUT_RATE
+        )
+
     def _frozen_hopeless(self, values: np.ndarray, d: Direction) -> bool:
         """Without a baseline: hopeless and identical to the last digit at every eval from the first, for
         ``stuck_baseline_min_evals`` evals (a classifier predicting one class, eval after eval)."""
@@ -260,7 +285,9 @@ class EvalTrendDetector(Detector):
             enough = values.size >= self.stuck_baseline_min_evals or frozen
             if not enough or not self._far_below(values, d, baseline):
                 return []
-        elif values.size < self.stuck_min_evals and not self._frozen_hopeless(values, d):
+        elif values.size < self.stuck_min_evals and not (
+            self._frozen_hopeless(values, d) or self._beyond_empty(series, values, d)
+        ):
             return []
         gained = progress(values, d, baseline)
         # against a baseline the way is known: only a run that has not started on it is stuck (a BERT MLM
