@@ -734,3 +734,14 @@ def test_class4_a_real_wer_worse_than_an_empty_output_is_stopped_within_one_chec
     assert "eval/wer is not learning" in verdicts[code.index("S")].summary
     healthy, _, _ = replay_real(real["mlperf-v1.1-rnnt-inspur-nf5488a5-pytorch-r9"])
     assert "S" not in healthy, healthy
+
+
+def test_class4_a_real_memorised_training_set_with_held_out_accuracy_far_below_is_flagged_never_stopped(real):
+    """Class 4 (ambiguous): an RNN text classifier at 0.99 train accuracy with its validation accuracy at
+    0.64-0.70 for ten epochs, not rising: overfitting with nothing left to learn, flagged for review (unsure)
+    from its 4th eval, never stopped (the task's ceiling is not in the log)."""
+    code, _, verdicts = replay_real(real["issue-rmdl-14"])
+    assert "S" not in code and "u" in code, code
+    assert "memorised" in verdicts[code.index("u")].summary
+    healthy, _, _ = replay_real(real["issue-snn-83"])  # train and val accuracy rising together
+    assert set(healthy) == {"."}, healthy
