@@ -120,7 +120,7 @@ class EvalDetector(Detector):
     - ``collapse_zero_fraction``: a higher-is-better eval at ≤ 0.1 % of its best is at zero (a Dice of
       1e-10, an mAP of 0: the model outputs nothing), which no eval noise reaches — critical at once, as a
       NaN is. The deepest healthy dip among the MLPerf runs of issue 9 is to 40 % of the best.
-    - ``memorised_train_accuracy`` / ``memorised_gap`` / ``memorised_min_evals``: an eval accuracy whose
+    - ``memorised_accuracy_fraction`` / ``memorised_gap_fraction`` / ``memorised_min_evals``: an eval accuracy whose
       median of its last 3 evals is ≥ 0.2 (absolute) below the train accuracy's, that train accuracy at ≥ 0.95
       (the training set memorised), with no significant rise (Theil–Sen, 95 %) over ≥ 4 evals, is overfitting
       with nothing left to learn from the training set → warning (a flag for review, never a stop: whether
@@ -147,8 +147,8 @@ class EvalDetector(Detector):
     mild_overfit_evals: int = Field(default=6, ge=4)
     decay_min_evals: int = Field(default=6, ge=4)
     overfit_stop_margin: float = Field(default=0.5, gt=0)
-    memorised_train_accuracy: float = Field(default=0.95, gt=0, le=1)
-    memorised_gap: float = Field(default=0.2, gt=0, le=1)
+    memorised_accuracy_fraction: float = Field(default=0.95, gt=0, le=1)
+    memorised_gap_fraction: float = Field(default=0.2, gt=0, le=1)
     memorised_min_evals: int = Field(default=4, ge=4)
 
     def check(self, ctx: JudgeContext) -> list[Signal]:
@@ -173,7 +173,7 @@ class EvalDetector(Detector):
         if values.size < self.memorised_min_evals or train is None or train[1].size < 3:
             return []
         train_level, level = float(np.median(train[1][-3:])), float(np.median(values[-3:]))
-        if train_level < self.memorised_train_accuracy or train_level - level < self.memorised_gap:
+        if train_level < self.memorised_accuracy_fraction or train_level - level < self.memorised_gap_fraction:
             return []
         trend = theil_sen(steps, values)
         if trend is None or trend.rising:
@@ -181,8 +181,8 @@ class EvalDetector(Detector):
         msg = (
             f"{series.name} {fmt(level)} (median of the last 3 evals, step {fmt_step(int(steps[-1]))}) is "
             f"{fmt(train_level - level)} below {train[0]} {fmt(train_level)} and not rising over {values.size} evals: "
-            f"the training set is memorised (≥ {fmt(self.memorised_train_accuracy)}) while held-out accuracy "
-            f"stays ≥ {fmt(self.memorised_gap)} below it (overfitting; a flag, not a stop)."
+            f"the training set is memorised (≥ {fmt(self.memorised_accuracy_fraction)}) while held-out accuracy "
+            f"stays ≥ {fmt(self.memorised_gap_fraction)} below it (overfitting; a flag, not a stop)."
         )
         return [
             signal(SignalKind.EVAL_DEGRADING, Severity.WARNING, msg, metric=series.name, step=int(steps[-1]),
