@@ -745,3 +745,20 @@ def test_class4_a_real_memorised_training_set_with_held_out_accuracy_far_below_i
     assert "memorised" in verdicts[code.index("u")].summary
     healthy, _, _ = replay_real(real["issue-snn-83"])  # train and val accuracy rising together
     assert set(healthy) == {"."}, healthy
+
+
+def test_class3_guards_a_frozen_eval_beside_a_falling_train_loss_and_a_loss_at_ln_n_with_a_learnt_accuracy():
+    """The class-3 rules need both halves: an eval accuracy repeating 0.9983 while the train loss keeps falling
+    is a model still learning on its training set (no flag), and a loss at 2.30 = ln 10 beside an accuracy of
+    0.5 (five times 1/10) names no class count, so without a config count it is not at chance."""
+    steps = np.arange(1, 9, dtype=np.int64)
+    falling = make_series("train/loss", 0.05 * 0.8 ** np.arange(8), steps)
+    frozen = make_series("eval/accuracy", np.full(8, 0.9983), steps)
+    verdict = run_judge(falling, frozen)
+    assert not any(s.metric == "eval/accuracy" and s.kind.value == "flat" for s in verdict.signals), verdict.summary
+    flat_loss = make_series("train/loss", 2.30 + 0.002 * np.arange(8), steps)
+    learnt = make_series("train/accuracy", np.full(8, 0.5) + 0.001 * np.arange(8), steps)
+    verdict = run_judge(flat_loss, learnt)
+    assert not any("ln 10" in s.message for s in verdict.signals), verdict.summary
+    verdict = run_judge(flat_loss, make_series("train/accuracy", 0.1 - 0.001 * np.arange(8), steps))
+    assert any("ln 10" in s.message and "implies" in s.message for s in verdict.signals), verdict.summary
