@@ -759,3 +759,70 @@ def test_a_real_noisy_loss_still_rising_after_a_check_saw_it_rise_is_flagged(rea
     assert "S" not in code and code[-1] == "u", code
     assert "still rising after the previous check" in verdicts[-1].summary, verdicts[-1].summary
     assert decisions(replay_cuts(dict(run.metrics), [checkpoints(run)[-1]])) == ".", "a first sight is only info"
+
+
+@pytest.mark.parametrize(
+    ("run_id", "reason"),
+    [
+        ("issue-gstarx-3", "to the last digit"),  # eval accuracy 0.5298 at every epoch, train loss flat at ~ln 2
+        ("issue-piaic-16", "to the last digit"),  # Keras binary model frozen at the 0.9983 majority share
+        ("issue-rwf2000-19", "ln 2"),  # two-class video model: val loss at ln 2 from its first epoch
+    ],
+)
+def test_class3_real_evals_showing_an_unchanged_model_are_stopped_within_one_check(real, run_id, reason):
+    """Class 3: an eval frozen to the last digit from its first eval while the train loss does not fall, or an
+    eval loss at ln of the config's class count, is unsure from its 3rd eval and stopped at the next check."""
+    code, visible, verdicts = replay_real(real[run_id])
+    assert stopped_within_one_check(code, visible), (code, visible)
+    first_stop = verdicts[code.index("S")]
+    assert any(reason in s.message and "not learning" in s.message for s in first_stop.signals), first_stop.summary
+
+
+def test_class3_a_real_loss_at_ln_n_with_its_accuracy_at_1_over_n_is_stopped_without_a_class_count(real):
+    """Class 3: a fine-tuned classifier whose thread states no class count, its train loss at 2.30 = ln 10 and
+    its accuracy at ~0.09 ≈ 1/10 (fp16 run_classifier): the two together name the class count, and the loss at
+    its untrained level is unsure from its 3rd point and stopped at the next check."""
+    run = real["issue-transformers-566"]
+    assert "num_classes" not in run.config
+    code, visible, verdicts = replay_real(run)
+    assert stopped_within_one_check(code, visible), (code, visible)
+    assert "ln 10" in verdicts[code.index("S")].summary and "implies" in verdicts[code.index("S")].summary
+
+
+def test_class4_a_real_wer_worse_than_an_empty_output_is_stopped_within_one_check(real):
+    """Class 4: a wav2letter dev WER at 452-460 % for its first three evals (more errors than reference words:
+    worse than saying nothing) is stuck from its 3rd eval and stopped at the next check, while a healthy
+    RNN-T whose first WER is 11.5 and back at 1.0 at its second is never stopped."""
+    code, visible, verdicts = replay_real(real["issue-wav2letter-728"])
+    assert stopped_within_one_check(code, visible), (code, visible)
+    assert "eval/wer is not learning" in verdicts[code.index("S")].summary
+    healthy, _, _ = replay_real(real["mlperf-v1.1-rnnt-inspur-nf5488a5-pytorch-r9"])
+    assert "S" not in healthy, healthy
+
+
+def test_class4_a_real_memorised_training_set_with_held_out_accuracy_far_below_is_flagged_never_stopped(real):
+    """Class 4 (ambiguous): an RNN text classifier at 0.99 train accuracy with its validation accuracy at
+    0.64-0.70 for ten epochs, not rising: overfitting with nothing left to learn, flagged for review (unsure)
+    from its 4th eval, never stopped (the task's ceiling is not in the log)."""
+    code, _, verdicts = replay_real(real["issue-rmdl-14"])
+    assert "S" not in code and "u" in code, code
+    assert "memorised" in verdicts[code.index("u")].summary
+    healthy, _, _ = replay_real(real["issue-snn-83"])  # train and val accuracy rising together
+    assert set(healthy) == {"."}, healthy
+
+
+def test_class3_guards_a_frozen_eval_beside_a_falling_train_loss_and_a_loss_at_ln_n_with_a_learnt_accuracy():
+    """The class-3 rules need both halves: an eval accuracy repeating 0.9983 while the train loss keeps falling
+    is a model still learning on its training set (no flag), and a loss at 2.30 = ln 10 beside an accuracy of
+    0.5 (five times 1/10) names no class count, so without a config count it is not at chance."""
+    steps = np.arange(1, 9, dtype=np.int64)
+    falling = make_series("train/loss", 0.05 * 0.8 ** np.arange(8), steps)
+    frozen = make_series("eval/accuracy", np.full(8, 0.9983), steps)
+    verdict = run_judge(falling, frozen)
+    assert not any(s.metric == "eval/accuracy" and s.kind.value == "flat" for s in verdict.signals), verdict.summary
+    flat_loss = make_series("train/loss", 2.30 + 0.002 * np.arange(8), steps)
+    learnt = make_series("train/accuracy", np.full(8, 0.5) + 0.001 * np.arange(8), steps)
+    verdict = run_judge(flat_loss, learnt)
+    assert not any("ln 10" in s.message for s in verdict.signals), verdict.summary
+    verdict = run_judge(flat_loss, make_series("train/accuracy", 0.1 - 0.001 * np.arange(8), steps))
+    assert any("ln 10" in s.message and "implies" in s.message for s in verdict.signals), verdict.summary

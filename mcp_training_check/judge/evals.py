@@ -5,8 +5,10 @@ from __future__ import annotations
 import numpy as np
 from pydantic import Field
 
-from ..models import Direction, Severity, Signal, SignalKind
+from ..models import Direction, MetricRole, Severity, Signal, SignalKind
+from ..roles import TRAIN_SPLIT_TOKENS, tokenize
 from ..state import MetricSeries
+from .chance import ACCURACY_TOKENS
 from .context import Detector, JudgeContext, finite_after, signal
 from .stats import (
     finite_xy,
@@ -27,6 +29,19 @@ def worse_by(value: np.ndarray | float, reference: float, direction: Direction) 
     scale = abs(reference) if reference != 0 else 1.0
     diff = np.asarray(value, dtype=np.float64) - reference
     return (diff if direction is Direction.LOWER else -diff) / scale
+
+
+def _train_accuracy(ctx: JudgeContext) -> tuple[str, np.ndarray] | None:
+    """The name and finite values of an accuracy logged on the training set (``train/accuracy``)."""
+    for name, info in ctx.roles.items():
+        if info.role is not MetricRole.OTHER or info.direction is not Direction.HIGHER:
+            continue
+        tokens = tokenize(name)
+        on_train = ACCURACY_TOKENS.intersection(tokens) and TRAIN_SPLIT_TOKENS.intersection(tokens)
+        if on_train and name in ctx.history.metrics:
+            series = ctx.history.metrics[name]
+            return name, finite_xy(series.steps, series.values)[1]
+    return None
 
 
 def _relative_noise(values: np.ndarray, reference: float) -> float:
@@ -105,6 +120,14 @@ class EvalDetector(Detector):
     - ``collapse_zero_fraction``: a higher-is-better eval at ≤ 0.1 % of its best is at zero (a Dice of
       1e-10, an mAP of 0: the model outputs nothing), which no eval noise reaches — critical at once, as a
       NaN is. The deepest healthy dip among the MLPerf runs of issue 9 is to 40 % of the best.
+    - ``memorised_accuracy_fraction`` / ``memorised_gap_fraction`` / ``memorised_min_evals``: an eval accuracy whose
+      median of its last 3 evals is ≥ 0.2 (absolute) below the train accuracy's, that train accuracy at ≥ 0.95
+      (the training set memorised), with no significant rise (Theil–Sen, 95 %) over ≥ 4 evals, is overfitting
+      with nothing left to learn from the training set → warning (a flag for review, never a stop: whether
+      0.70 held-out is the task's ceiling is not in the log). Healthy runs of both corpora that log both
+      accuracies end within 0.01 of each other; a CIFAR ResNet ends at 1.00 against 0.95, an ImageNet one
+      at 0.80 against 0.76: 0.2 is four times those gaps. (An RNN text classifier at 0.99 train and 0.64–0.70
+      held-out for ten epochs.)
     """
 
     baseline_margin: float = Field(default=0.02, ge=0)
@@ -124,6 +147,9 @@ class EvalDetector(Detector):
     mild_overfit_evals: int = Field(default=6, ge=4)
     decay_min_evals: int = Field(default=6, ge=4)
     overfit_stop_margin: float = Field(default=0.5, gt=0)
+    memorised_accuracy_fraction: float = Field(default=0.95, gt=0, le=1)
+    memorised_gap_fraction: float = Field(default=0.2, gt=0, le=1)
+    memorised_min_evals: int = Field(default=4, ge=4)
 
     def check(self, ctx: JudgeContext) -> list[Signal]:
         out: list[Signal] = []
@@ -133,8 +159,35 @@ class EvalDetector(Detector):
                 out += self._stronger_than(collapse, self._degrading(ctx, series, direction))
                 continue
             out += self._baseline(ctx, series, direction)
-            out += self._degrading(ctx, series, direction)
+            degrading = self._degrading(ctx, series, direction)
+            flagged = any(sig.severity in (Severity.WARNING, Severity.CRITICAL) for sig in degrading)
+            out += degrading if flagged else degrading + self._memorised(ctx, series, direction)
         return out
+
+    def _memorised(self, ctx: JudgeContext, series: MetricSeries, d: Direction) -> list[Signal]:
+        """An eval accuracy far below a memorised train accuracy, and not rising: overfitting (a warning)."""
+        if d is not Direction.HIGHER or not ACCURACY_TOKENS.intersection(tokenize(series.name)):
+            return []
+        steps, values = finite_xy(series.steps, series.values)
+        train = _train_accuracy(ctx)
+        if values.size < self.memorised_min_evals or train is None or train[1].size < 3:
+            return []
+        train_level, level = float(np.median(train[1][-3:])), float(np.median(values[-3:]))
+        if train_level < self.memorised_accuracy_fraction or train_level - level < self.memorised_gap_fraction:
+            return []
+        trend = theil_sen(steps, values)
+        if trend is None or trend.rising:
+            return []
+        msg = (
+            f"{series.name} {fmt(level)} (median of the last 3 evals, step {fmt_step(int(steps[-1]))}) is "
+            f"{fmt(train_level - level)} below {train[0]} {fmt(train_level)} and not rising over {values.size} evals: "
+            f"the training set is memorised (≥ {fmt(self.memorised_accuracy_fraction)}) while held-out accuracy "
+            f"stays ≥ {fmt(self.memorised_gap_fraction)} below it (overfitting; a flag, not a stop)."
+        )
+        return [
+            signal(SignalKind.EVAL_DEGRADING, Severity.WARNING, msg, metric=series.name, step=int(steps[-1]),
+                   gap=train_level - level, train_accuracy=train_level)
+        ]  # fmt: skip
 
     @staticmethod
     def _stronger_than(collapse: Signal, degrading: list[Signal]) -> list[Signal]:

@@ -15,9 +15,18 @@ import numpy as np
 from pydantic import Field
 
 from ..models import Direction, Severity, Signal, SignalKind
+from ..roles import tokenize
 from ..state import MetricSeries
 from .context import Detector, JudgeContext, signal
-from .stats import finite_xy, fmt, fmt_pct, fmt_step, is_frozen, theil_sen
+from .stats import finite_xy, fmt, fmt_pct, fmt_step, is_frozen, positive_log, rolling_median, theil_sen
+
+EDIT_RATE_TOKENS = frozenset({"wer", "cer"})
+"""Word and character error rates: edit distances over the reference length, the only evals that exceed 1."""
+
+EMPTY_OUTPUT_RATE = 1.0
+"""An edit-distance error rate of an empty output (every reference word deleted). Above it the model does
+worse than saying nothing: it inserts garbage. A healthy MLPerf RNN-T's first eval is at 11.5 and its second
+back at 1.0; a wav2letter model at 4.5 for three evals in a row has learned nothing."""
 
 
 def primary_eval(ctx: JudgeContext) -> tuple[MetricSeries, Direction] | None:
@@ -80,12 +89,28 @@ class EvalTrendDetector(Detector):
       frozen from its first eval is judged stuck from its 3rd (``stuck_baseline_min_evals``), not its
       6th: a BERT classifier's validation accuracy at 3.6058 % at every epoch predicts one class. (A
       healthy RNN-T's WER repeats 0.977391 while it outputs blanks, but not from its first eval on.)
+    - A word or character error rate above 1 (`EMPTY_OUTPUT_RATE`) at every eval, for at least 3 evals
+      (``stuck_baseline_min_evals``) is worse than an empty output and judged stuck from its 3rd eval, as a
+      frozen hopeless eval is (progress measured against its first value).
     - ``hopeless_fraction``: in a run with a train loss, an eval without a baseline is judged stuck (as
       above) only when it is bounded in [0, 1] and its best is within 15 % of the worst end (accuracy ≤
       0.15, WER ≥ 0.85): a fine-tuning eval that starts near its best is normal, a WER stuck near 0.9
       from the start is not.
       (Judged against its headroom, an accuracy climbing from 0.001 to 0.12 gained little; its significant
       trend keeps it from being called stuck.)
+    - Any other eval of a run with a train loss is judged not learning from its 3rd eval
+      (``stuck_baseline_min_evals``) when it shows the model's output has not changed: with the train loss not
+      falling either (Theil–Sen from 4 points at ``slope_confidence_z``; below that, not every point lower than
+      the one before), it is identical to the last digit at every eval from its first (`is_frozen`, ≥ 4
+      significant digits: a graph classifier's accuracy at 0.5298 for 20 epochs, a Keras model's at the
+      0.9983 majority share, each predicting one class; a learning model's eval never repeats itself
+      exactly, and a converged one was not frozen from its first eval), or it is an eval loss at its
+      untrained level: its median within ``chance_drop_fraction`` of ln N or above it for the config's class
+      count N, its best (median of 3) less than that below its first eval, and not falling (a two-class
+      video model at ln 2 = 0.693 for 7 epochs). A warning, and critical when the next check still sees it,
+      new evals or not — the train loss's ``_at_chance`` rule, on the held-out side.
+    - ``chance_drop_fraction``: 5 %, the trend detector's ``stuck_drop_fraction``: within it of ln N the loss
+      is the uniform predictor's.
     """
 
     min_evals: int = Field(default=4, ge=4)
@@ -98,6 +123,7 @@ class EvalTrendDetector(Detector):
     stuck_far_fraction: float = Field(default=0.25, gt=0)
     frozen_min_evals: int = Field(default=2, ge=2)
     hopeless_fraction: float = Field(default=0.15, gt=0, lt=0.5)
+    chance_drop_fraction: float = Field(default=0.05, gt=0, lt=1)
 
     def check(self, ctx: JudgeContext) -> list[Signal]:
         primary = primary_eval(ctx) if ctx.train_loss is None else None
@@ -106,9 +132,84 @@ class EvalTrendDetector(Detector):
             steps, values = finite_xy(series.steps, series.values)
             if primary is not None and series.name == primary[0].name:
                 out += self._primary(ctx, series, direction, steps, values)
-            elif self._hopeless(values, direction) or series.name in ctx.baselines:
+            elif (
+                self._hopeless(values, direction)
+                or self._beyond_empty(series, values, direction)
+                or series.name in ctx.baselines
+            ):
                 out += self._stuck(ctx, series, direction, steps, values)
+            elif ctx.train_loss is not None:
+                out += self._unchanged(ctx, series, direction, steps, values)
         return out
+
+    def _unchanged(
+        self, ctx: JudgeContext, series: MetricSeries, d: Direction, steps: np.ndarray, values: np.ndarray
+    ) -> list[Signal]:
+        """An eval showing the model's output has not changed: frozen while the train loss does not fall
+        either, or an eval loss at ln N not falling."""
+        if values.size < self.stuck_baseline_min_evals or ctx.train_loss is None:
+            return []
+        loss_steps, loss = finite_xy(ctx.train_loss.steps, ctx.train_loss.values)
+        loss_still = loss.size > 0 and not self._falling(loss_steps, positive_log(loss))
+        why = self._frozen_why(values) if loss_still else None
+        why = why or self._chance_why(ctx, series, d, steps, values)
+        if why is None:
+            return []
+        also = f", and {ctx.train_loss.name} is not falling either" if loss_still else ""
+        critical = self._seen_before(ctx, series.name, int(steps[-1]))
+        tail = "still so at a second check, so critical" if critical else "critical if the next check still sees it"
+        msg = (
+            f"{series.name} is not learning: over {values.size} evals up to step {fmt_step(int(steps[-1]))} it "
+            f"{why}{also}; {tail}."
+        )
+        severity = Severity.CRITICAL if critical else Severity.WARNING
+        return [
+            signal(SignalKind.FLAT, severity, msg, metric=series.name, step=int(steps[-1]), points=values.size,
+                   since_step=int(steps[0]))
+        ]  # fmt: skip
+
+    @staticmethod
+    def _frozen_why(values: np.ndarray) -> str | None:
+        if not is_frozen(values):
+            return None
+        return f"is {float(values[0]):.8g} to the last digit at every eval from its first (the output does not change)"
+
+    def _chance_why(
+        self, ctx: JudgeContext, series: MetricSeries, d: Direction, steps: np.ndarray, values: np.ndarray
+    ) -> str | None:
+        count = ctx.config.class_count
+        if count is None or d is not Direction.LOWER or "loss" not in tokenize(series.name):
+            return None
+        chance = float(np.log(count))
+        level = float(np.median(values))
+        y = positive_log(values)
+        drop = -np.expm1(float(np.min(rolling_median(y, 3))) - float(y[0]))
+        if level < (1 - self.chance_drop_fraction) * chance or drop >= self.chance_drop_fraction:
+            return None
+        if self._falling(steps, y):
+            return None
+        return (
+            f"sits at a median {fmt(level)}, at or above ln {count:,} = {fmt(chance)}, the untrained model's loss for "
+            f"its class count, not falling"
+        )
+
+    def _falling(self, steps: np.ndarray, y: np.ndarray) -> bool:
+        """Theil–Sen falling from 4 points; below that, every point lower than the one before."""
+        if y.size < 4:
+            return bool(y.size > 1 and np.all(np.diff(y) < 0))
+        trend = theil_sen(steps, y, confidence_z=self.slope_confidence_z)
+        return trend is not None and trend.falling
+
+    @staticmethod
+    def _seen_before(ctx: JudgeContext, name: str, last_step: int) -> bool:
+        """The previous check found this eval not learning too (new evals or not: evals can be hours apart)."""
+        prev = ctx.previous_signal(SignalKind.FLAT, name)
+        return (
+            prev is not None
+            and prev.severity in (Severity.WARNING, Severity.CRITICAL)
+            and prev.step is not None
+            and prev.step <= last_step
+        )
 
     def _primary(
         self, ctx: JudgeContext, series: MetricSeries, d: Direction, steps: np.ndarray, values: np.ndarray
@@ -130,6 +231,16 @@ class EvalTrendDetector(Detector):
         if d is Direction.HIGHER:
             return float(values.max()) <= self.hopeless_fraction
         return float(values.min()) >= 1 - self.hopeless_fraction
+
+    def _beyond_empty(self, series: MetricSeries, values: np.ndarray, d: Direction) -> bool:
+        """A word or character error rate above `EMPTY_OUTPUT_RATE` at every eval, for at least
+        ``stuck_baseline_min_evals`` evals: worse than an empty output, judged stuck from its 3rd eval."""
+        return (
+            d is Direction.LOWER
+            and bool(EDIT_RATE_TOKENS.intersection(tokenize(series.name)))
+            and values.size >= self.stuck_baseline_min_evals
+            and float(values.min()) > EMPTY_OUTPUT_RATE
+        )
 
     def _frozen_hopeless(self, values: np.ndarray, d: Direction) -> bool:
         """Without a baseline: hopeless and identical to the last digit at every eval from the first, for
@@ -174,7 +285,9 @@ class EvalTrendDetector(Detector):
             enough = values.size >= self.stuck_baseline_min_evals or frozen
             if not enough or not self._far_below(values, d, baseline):
                 return []
-        elif values.size < self.stuck_min_evals and not self._frozen_hopeless(values, d):
+        elif values.size < self.stuck_min_evals and not (
+            self._frozen_hopeless(values, d) or self._beyond_empty(series, values, d)
+        ):
             return []
         gained = progress(values, d, baseline)
         # against a baseline the way is known: only a run that has not started on it is stuck (a BERT MLM

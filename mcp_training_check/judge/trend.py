@@ -14,6 +14,7 @@ from pydantic import Field
 from ..models import Direction, MetricRole, Severity, Signal, SignalKind
 from ..roles import tokenize
 from ..state import MetricSeries
+from .chance import implied_class_count
 from .context import Detector, JudgeContext, finite_after, signal, train_start
 from .stats import (
     finite_xy,
@@ -124,8 +125,10 @@ class TrendDetector(Detector):
       run's start, in a short excerpt (a log pasted from step 690 on), when its chance level is known: the
       config states the class or vocabulary count N (``vocab_size``, ``num_labels``, ``num_classes``) and
       the loss's median is within ``stuck_drop_fraction`` of ln N or above it (the untrained model's
-      loss), or an accuracy logged with it has been ≤ 0.001 at every point (never one prediction right;
-      0.001 is a 3-decimal log's 0.000, and 1/N of a 30k vocabulary is below it), or it is identical to
+      loss; without a count in the config, N = round(e^loss) when an accuracy logged with it sits at
+      1/N: `chance.implied_class_count`), or an accuracy logged with it has been ≤ 0.001 at every point
+      (never one prediction right; 0.001 is a 3-decimal log's 0.000, and 1/N of a 30k vocabulary is
+      below it), or it is identical to
       the last digit at its last 3 points (`is_frozen`, ≥ 4 significant digits: the model's output does
       not change; a Keras classifier sure of one class logs 14.5063 every epoch, and no healthy run of
       either corpus repeats a 4-digit loss three times). From its 3rd point (``chance_min_points``: when
@@ -664,10 +667,12 @@ class TrendDetector(Detector):
         if self._falling(steps, y) or drop >= self.stuck_drop_fraction:
             return []
         level = float(np.median(values))
-        count = ctx.config.class_count
+        count = ctx.config.class_count or implied_class_count(ctx, level)  # from an accuracy at 1/N (chance.py)
         if count is not None and level >= (1 - self.stuck_drop_fraction) * np.log(count):
             chance = fmt(float(np.log(count)))
-            why = f"is at or above ln {count:,} = {chance}, the untrained model's loss for its class count"
+            implied = f"the {count} classes its accuracy at 1/{count} implies"
+            whose = "its class count" if ctx.config.class_count else implied
+            why = f"is at or above ln {count:,} = {chance}, the untrained model's loss for {whose}"
         elif is_frozen(values[-self.chance_min_points :]):
             why = (
                 f"sits there identical to the last digit at its last {self.chance_min_points} points "
