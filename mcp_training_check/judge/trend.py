@@ -581,6 +581,17 @@ class TrendDetector(Detector):
                    eval_drop=eval_drop, points=values.size)
         ]  # fmt: skip
 
+    def _raw_episode(self, y: np.ndarray, ratio: float) -> tuple[int, float, int] | None:
+        """The raw-point rules' reference (the median of the log's first points: at least
+        ``sustain_points``, at most its first third) and how many of its last log points in a row are
+        ≥ ``ratio`` × it: (points in the reference, the reference's log, the run); None when the log is
+        too short to hold both."""
+        first = max(self.sustain_points, self._early_points(y.size))
+        if y.size < first + self.sustain_points:
+            return None
+        reference = float(np.median(y[:first]))
+        return first, reference, trailing_run(y > reference + np.log(ratio))
+
     def _raw_blowup(
         self, ctx: JudgeContext, loss: MetricSeries, steps: np.ndarray, values: np.ndarray
     ) -> list[Signal]:
@@ -592,11 +603,10 @@ class TrendDetector(Detector):
         ≥ ``blowup_stop_ratio`` × that median."""
         k = self.sustain_points
         y = positive_log(values)
-        first = max(k, self._early_points(y.size))
-        if y.size < first + k:
+        episode = self._raw_episode(y, self.blowup_min_ratio)
+        if episode is None:
             return []
-        reference = float(np.median(y[:first]))
-        above = trailing_run(y > reference + np.log(self.blowup_min_ratio))
+        first, reference, above = episode
         if above < k or y.size - above < first:
             return []
         runaway = trailing_run(y > reference + np.log(self.blowup_stop_ratio)) >= k
@@ -627,13 +637,13 @@ class TrendDetector(Detector):
         or still there at a second check; the policy makes it critical when a cause is behind it."""
         k = self.sustain_points
         y = positive_log(values)
-        first = max(k, self._early_points(y.size))
-        if y.size < first + k:
+        episode = self._raw_episode(y, self.divergence_ratio)
+        if episode is None:
             return []
-        reference = float(np.median(y[:first]))
+        first, reference, above = episode
         # points of the reference window are not counted: an episode begun there lifts the reference,
         # which only understates the ratio
-        above = min(trailing_run(y > reference + np.log(self.divergence_ratio)), y.size - first)
+        above = min(above, y.size - first)
         if above < k:
             return []
         climbing = bool(np.all(np.diff(y[-k:]) > 0))
