@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from pydantic import Field
 
@@ -48,6 +50,18 @@ def _relative_noise(values: np.ndarray, reference: float) -> float:
     """Robust σ of the evals' point-to-point noise, as a fraction of ``reference``."""
     scale = abs(reference) if reference != 0 else 1.0
     return robust_sigma(values) / scale
+
+
+class SinceBest(NamedTuple):
+    """An eval from its best on (median of 3), as the rules for a slow worsening read it."""
+
+    series: MetricSeries
+    direction: Direction
+    steps: np.ndarray
+    values: np.ndarray
+    gap: float  # how far the latest level is from the best, relative to it
+    best: float
+    best_step: int
 
 
 class EvalDetector(Detector):
@@ -337,8 +351,8 @@ class EvalDetector(Detector):
         if since_best < self.patience_evals or float(recent.min()) <= 0:
             return []
         if gap < margin:
-            decay = self._steady_decay(ctx, series, d, steps[i:], values[i:], gap, best, best_step)
-            return decay or self._mild_overfit(ctx, series, d, steps[i:], values[i:], gap, best, best_step)
+            since = SinceBest(series, d, steps[i:], values[i:], gap, best, best_step)
+            return self._steady_decay(ctx, since) or self._mild_overfit(ctx, since)
         train = self._train_change(ctx, best_step)
         with_train = train is not None and train >= self.degrade_margin
         if train is not None and train < 0:
@@ -381,20 +395,11 @@ class EvalDetector(Detector):
             )
         ]
 
-    def _mild_overfit(
-        self,
-        ctx: JudgeContext,
-        series: MetricSeries,
-        d: Direction,
-        steps: np.ndarray,
-        values: np.ndarray,
-        gap: float,
-        best: float,
-        best_step: int,
-    ) -> list[Signal]:
+    def _mild_overfit(self, ctx: JudgeContext, since: SinceBest) -> list[Signal]:
         """An eval worsening too little for the degrade margin but steadily (a significant trend since its
         best over ≥ ``mild_overfit_evals`` evals, ≥ ``mild_overfit_margin`` below it) while the train loss
         fell: mild overfitting, a warning."""
+        series, d, steps, values, gap, best, best_step = since
         if gap < self.mild_overfit_margin or values.size < self.mild_overfit_evals:
             return []
         trend = theil_sen(steps, values)
@@ -413,22 +418,13 @@ class EvalDetector(Detector):
                    gap=gap, best=best, evals_since_best=values.size - 1, train_change=train)
         ]  # fmt: skip
 
-    def _steady_decay(
-        self,
-        ctx: JudgeContext,
-        series: MetricSeries,
-        d: Direction,
-        steps: np.ndarray,
-        values: np.ndarray,
-        gap: float,
-        best: float,
-        best_step: int,
-    ) -> list[Signal]:
+    def _steady_decay(self, ctx: JudgeContext, since: SinceBest) -> list[Signal]:
         """A higher-is-better eval sliding from its best within its noise margin, the train loss not rising:
         ``watch`` while it only leans down (≥ ``mild_overfit_margin`` below its best, a negative Theil–Sen
         slope over the evals since); decaying steadily once the slope is significant over ≥
         ``decay_min_evals`` evals and the gap ≥ ``degrade_margin`` — a warning at the first check that sees
         it, critical when the previous check (with evals since) saw it leaning or decaying already."""
+        series, d, steps, values, gap, best, best_step = since
         if d is not Direction.HIGHER or gap < self.mild_overfit_margin:
             return []
         train = self._train_change(ctx, best_step)
