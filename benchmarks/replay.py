@@ -87,8 +87,7 @@ def visible_check(run: Run, cuts: Sequence[int]) -> int:
     """Index of the first check whose data include a point at or after ``fault_step`` (0 without one)."""
     if not run.fault_step:
         return 0
-    # the train loss when the run logs one; an eval-only run (corpus_real/) shows its fault in its evals
-    series = [run.metrics["train/loss"]] if "train/loss" in run.metrics else list(run.metrics.values())
+    series = list(run.metrics.values())  # a fault can show first in an eval (a NaN eval loss) or the grad norm
     after = [int(steps[steps >= run.fault_step][0]) for steps, _ in series if (steps >= run.fault_step).any()]
     if not after:
         return len(cuts)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 
+import numpy as np
 import pytest
 
 from benchmarks.replay import (
@@ -61,6 +62,21 @@ def test_visible_is_the_first_check_holding_a_point_at_or_after_the_fault(corpus
     v = visible_check(run, cuts)
     assert cuts[v] >= 1200 > cuts[v - 1]
     assert visible_check(corpus["a01"], cuts) == 0  # ambiguous from step 0
+
+
+def test_a_fault_first_seen_in_an_eval_is_visible_at_the_check_holding_that_eval():
+    """A NaN eval loss at step 100 between train-loss points at 95 and 105 is visible where the eval is, not
+    where the next train-loss point lands (a stop at the eval's check was counted as an early stop)."""
+    steps = np.arange(5, 110, 10, dtype=np.int64)
+    run = Run(
+        id="eval-nan", label="bad", fault="nan_loss", fault_step=100, config={}, baselines={},
+        metrics={
+            "train/loss": (steps, np.linspace(2.0, 1.0, steps.size)),
+            "eval/loss": (np.array([50, 100], dtype=np.int64), np.array([1.5, np.nan])),
+        },
+    )  # fmt: skip
+    cuts = [25, 50, 75, 100, 105]
+    assert visible_check(run, cuts) == 3
 
 
 def test_score_counts_what_the_docstring_says(corpus):
