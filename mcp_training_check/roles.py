@@ -72,6 +72,16 @@ PLAIN_LOSS_QUALIFIERS = (
     | {"ema", "reduced", "global"}
 )
 PREFERRED_TRAIN_LOSS = ("loss", "train/loss", "train_loss", "training_loss", "loss/train")
+# A GAN's reconstruction terms: CycleGAN's ``cycle_A`` and ``idt_A``, pix2pix's ``G_L1``, an
+# autoencoder-GAN's ``rec``. Unlike its adversarial losses (``D_A``, ``G_A``: they swing around a balance
+# point and do not fall in a healthy run, pytorch-CycleGAN-and-pix2pix's FAQ), these fall as the generator
+# learns, so they stand in for the train loss. Their names hold no ``loss`` token, so they count as one
+# only in a log that also holds a discriminator metric (DISCRIMINATOR_TOKENS: ``D_A``, ``loss_D``), where
+# the words cannot mean a cycle count or an identity matrix.
+RECONSTRUCTION_TOKENS = frozenset(
+    {"cycle", "cyc", "idt", "identity", "rec", "recon", "reconstruction", "l1", "pixel"}
+)
+DISCRIMINATOR_TOKENS = frozenset({"d", "dis", "disc", "discriminator"})
 
 OVERRIDE_ROLES: dict[str, RoleInfo | None] = {
     "train_loss": RoleInfo(MetricRole.TRAIN_LOSS, Direction.LOWER),
@@ -186,7 +196,18 @@ def assign_roles(names: Iterable[str], overrides: Mapping[str, str] | None = Non
         if key == "ignore":
             continue
         result[name] = infer_role(name) if key is None else _override_info(name, key)
+    if any(DISCRIMINATOR_TOKENS.intersection(tokenize(name)) for name in result):
+        for name, info in result.items():
+            if name not in checked and _is_reconstruction_loss(info, tokenize(name)):
+                result[name] = RoleInfo(MetricRole.TRAIN_LOSS, Direction.LOWER)
     return result
+
+
+def _is_reconstruction_loss(info: RoleInfo, tokens: tuple[str, ...]) -> bool:
+    """An unrecognised GAN metric named by a reconstruction term (see RECONSTRUCTION_TOKENS)."""
+    if info.role is not MetricRole.OTHER or EVAL_SPLIT_TOKENS.intersection(tokens):
+        return False
+    return bool(RECONSTRUCTION_TOKENS.intersection(tokens)) and not MODIFIER_TOKENS.intersection(tokens)
 
 
 def _train_loss_rank(name: str, position: int) -> tuple[int, int, int, int, int]:

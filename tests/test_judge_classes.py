@@ -826,3 +826,14 @@ def test_class3_guards_a_frozen_eval_beside_a_falling_train_loss_and_a_loss_at_l
     assert not any("ln 10" in s.message for s in verdict.signals), verdict.summary
     verdict = run_judge(flat_loss, make_series("train/accuracy", 0.1 - 0.001 * np.arange(8), steps))
     assert any("ln 10" in s.message and "implies" in s.message for s in verdict.signals), verdict.summary
+
+
+@pytest.mark.parametrize("run_id", ["issue-cyclegan-pix2pix-510", "issue-cyclegan-pix2pix-1380"])
+def test_class2_a_real_cyclegan_log_is_judged_from_its_cycle_loss_not_unsure_at_every_check(real, run_id):
+    """A CycleGAN log names its losses D_A, G_A, cycle_A, idt_A (no ``loss`` word): its cycle loss stands in
+    for the train loss, so a healthy start (cycle_A 4.7 -> 1.4) and a healthy late stretch (0.4-0.9 around
+    a level) are judged, never sent to a reviewer as 'no train loss among 8 metrics' at every check."""
+    code, _, verdicts = replay_real(real[run_id])
+    assert code == "." * len(code), code
+    assert all("no train-loss" not in v.summary for v in verdicts)
+    assert "train/cycle_a" in verdicts[-1].summary

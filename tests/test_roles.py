@@ -245,3 +245,22 @@ def test_parse_baselines_errors_quote_the_item_and_show_the_form(item: str, expe
         parse_baselines([item])
     assert expected_in_message in str(info.value)
     assert "eval_accuracy=0.82" in str(info.value)
+
+
+def test_a_gan_logs_reconstruction_terms_are_train_losses_only_beside_a_discriminator():
+    """CycleGAN's cycle_A / idt_A (pix2pix's G_L1) fall in a healthy run while its adversarial D_A and G_A
+    do not: beside a discriminator metric they are train losses; without one the same words stay unjudged."""
+    gan = assign_roles(["train/d_a", "train/g_a", "train/cycle_a", "train/idt_a"])
+    assert gan["train/cycle_a"].role is MetricRole.TRAIN_LOSS
+    assert gan["train/idt_a"].role is MetricRole.TRAIN_LOSS
+    assert assign_roles(["G_GAN", "G_L1", "D_real"])["G_L1"].role is MetricRole.TRAIN_LOSS
+    assert gan["train/d_a"].role is MetricRole.OTHER
+    assert gan["train/g_a"].role is MetricRole.OTHER
+    assert primary_train_loss(gan) == "train/cycle_a"
+    plain = assign_roles(["train/cycle", "identity", "loss"])
+    assert plain["train/cycle"].role is MetricRole.OTHER
+    assert plain["identity"].role is MetricRole.OTHER
+    assert primary_train_loss(plain) == "loss"
+    overridden = assign_roles(["D", "cycle_time", "rec"], {"rec": "other"})
+    assert overridden["rec"].role is MetricRole.OTHER
+    assert overridden["cycle_time"].role is MetricRole.OTHER
