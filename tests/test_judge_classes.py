@@ -837,3 +837,12 @@ def test_class2_a_real_cyclegan_log_is_judged_from_its_cycle_loss_not_unsure_at_
     assert code == "." * len(code), code
     assert all("no train-loss" not in v.summary for v in verdicts)
     assert "train/cycle_a" in verdicts[-1].summary
+
+
+def test_a_real_lr_doubling_between_its_first_two_points_is_a_warmup_not_a_jump(real):
+    """SpeechBrain's Conformer logs its LR once an epoch, warming up 3.6e-5 -> 7.2e-5 -> 1.1e-4: with two
+    points the rise is where a warmup would be, judged as it is once the third point arrives (healthy:
+    train loss 306 -> 41, valid accuracy 0.18 -> 0.92), never escalated as a jump outside warmup."""
+    code, _, verdicts = replay_real(real["issue-speechbrain-1892"])
+    assert "u" not in code and "S" not in code, code
+    assert all("jumped" not in v.summary for v in verdicts)

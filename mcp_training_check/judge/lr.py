@@ -18,8 +18,14 @@ from .stats import finite_xy, fmt, fmt_pct, fmt_ratio, fmt_step, runs, trailing_
 
 
 def _inferred_warmup_end(steps: np.ndarray, lr: np.ndarray) -> int | None:
-    """The step where an initial strictly rising LR first stops rising, if it at least doubled."""
-    if lr.size < 3:
+    """The step where an initial strictly rising LR first stops rising, if it at least doubled.
+
+    From its second point on: a log whose LR doubled from its first point to its second has shown no
+    schedule before that rise, so it is where a warmup would be, judged as the same log will be once a
+    third point shows where the rise ended (issue 9: a SpeechBrain Conformer warming up 3.6e-5 → 7.2e-5
+    between its first two epochs, in proportion to its steps, was a "jump outside warmup" until its third).
+    """
+    if lr.size < 2:
         return None
     not_rising = np.flatnonzero(np.diff(lr) <= 0)
     peak = int(not_rising[0]) if not_rising.size else lr.size - 1
