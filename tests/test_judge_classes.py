@@ -826,3 +826,17 @@ def test_class3_guards_a_frozen_eval_beside_a_falling_train_loss_and_a_loss_at_l
     assert not any("ln 10" in s.message for s in verdict.signals), verdict.summary
     verdict = run_judge(flat_loss, make_series("train/accuracy", 0.1 - 0.001 * np.arange(8), steps))
     assert any("ln 10" in s.message and "implies" in s.message for s in verdict.signals), verdict.summary
+
+
+def test_a_real_eval_decay_once_stopped_stays_stopped_while_the_eval_is_still_down(real):
+    """issue-timm-58 (train, bad): a timm fine-tune's eval loss jumps from its best 0.30 to 0.42-0.51 for 12
+    epochs while top-1 falls 0.90 -> 0.80-0.85. Stopped as a large overfit (1.5× its best over 6 evals since);
+    the jump itself raises the eval's noise margin, so before, a later eval a little better (0.42, 35 % above
+    the best) turned the next check back to continue. A confirmed degradation stays critical while the eval
+    is still ≥ 5 % worse than its best. The same run cut before its stop is not stopped by this rule."""
+    code, visible, verdicts = replay_real(real["issue-timm-58"])
+    first = code.index("S")
+    assert first > visible and "S" not in code[:visible], code
+    assert set(code[first:]) == {"S"}, code
+    kept = verdicts[first + 1]
+    assert "still critical" in kept.summary and "eval/loss" in kept.summary, kept.summary

@@ -121,6 +121,12 @@ class EvalDetector(Detector):
       its training set instead of the task, which the rest of the schedule will not undo. corpus/'s
       ambiguous overfits (an MLP on 800 examples) end at 1.40× their best: flagged, not stopped (at 1.25×
       they would be).
+    - Once critical (a large overfit, a steady decay), an eval stays critical at later checks while it is
+      still ≥ ``degrade_margin`` worse than its best with none of its last ``patience_evals`` evals back at
+      it, even when the stop rule's own margin (1.5× the best, 15 % below it) or the noise margin is no
+      longer met: the degradation itself drives the noise margin up (a timm fine-tune's eval loss jumping
+      0.30 → 0.42–0.51 makes its robust σ a third of the best), so one eval a little better would otherwise
+      turn a stopped run's next check back to continue while the eval is still 35 % above its best.
     - ``collapse_loss_ratio``: a lower-is-better eval ≥ 3× its best has exploded (Megatron-style
       multiple of the best, not a relative margin).
     - ``collapse_drop_fraction``: a higher-is-better eval that lost ≥ 50 % of its best has collapsed
@@ -350,11 +356,12 @@ class EvalDetector(Detector):
         margin = max(self.degrade_margin, self.degrade_noise_z * _relative_noise(values, best))
         if since_best < self.patience_evals or float(recent.min()) <= 0:
             return []
-        if gap < margin:
-            since = SinceBest(series, d, steps[i:], values[i:], gap, best, best_step)
-            return self._steady_decay(ctx, since) or self._mild_overfit(ctx, since)
         train = self._train_change(ctx, best_step)
         with_train = train is not None and train >= self.degrade_margin
+        still_down = not with_train and self._still_down(ctx, series.name, gap, int(steps[-1]))
+        if gap < margin and not still_down:
+            since = SinceBest(series, d, steps[i:], values[i:], gap, best, best_step)
+            return self._steady_decay(ctx, since) or self._mild_overfit(ctx, since)
         if train is not None and train < 0:
             why = f" while the train loss fell {fmt_pct(-train)} (overfitting)"
         elif train is not None and with_train:
@@ -380,6 +387,12 @@ class EvalDetector(Detector):
             msg = msg[:-1] + (
                 f"; a large overfit: ≥ {fmt_ratio(1 + self.overfit_stop_margin)} its best over ≥ "
                 f"{self.decay_min_evals} evals since, degrading at the previous check too, so critical."
+            )
+        elif still_down:
+            severity = Severity.CRITICAL
+            msg = msg[:-1] + (
+                f"; the previous check found it critical and it is still ≥ {fmt_pct(self.degrade_margin)} below "
+                "its best with none of its last evals back at it, so still critical."
             )
         return [
             signal(
@@ -462,6 +475,19 @@ class EvalDetector(Detector):
             and "mk_z" in prev.evidence
             and prev.step is not None
             and prev.step < last_step
+        )
+
+    def _still_down(self, ctx: JudgeContext, name: str, gap: float, last_step: int) -> bool:
+        """The previous check found this eval degrading critically (a large overfit or a steady decay, not a
+        collapse, which has its own confirmation), and it is still ≥ ``degrade_margin`` from its best."""
+        prev = ctx.previous_signal(SignalKind.EVAL_DEGRADING, name)
+        return (
+            gap >= self.degrade_margin
+            and prev is not None
+            and prev.severity is Severity.CRITICAL
+            and "collapsed_evals" not in prev.evidence
+            and prev.step is not None
+            and prev.step <= last_step
         )
 
     def _large_overfit(
