@@ -857,3 +857,20 @@ def test_a_real_gcn_predicting_the_same_on_train_and_val_while_its_losses_fall_i
     moving = train_acc + 1e-4 * (np.arange(train_acc.size) % 3)
     metrics = dict(run.metrics) | {"train/accuracy": (steps, moving)}
     assert "u" not in decisions(replay_cuts(metrics, checkpoints(run)))
+
+
+def test_a_real_val_loss_far_above_a_falling_train_loss_and_rising_is_flagged_never_stopped(real):
+    """issue-nanogpt-97 (train, ambiguous): GPT-2 XL fine-tuned on Shakespeare evaluates twice: val loss 3.75
+    then 3.90 while the train loss falls 0.93 -> 0.65 (median of its last 5 points at each eval). An eval
+    loss ≥ 3× the train loss and worse than the eval before while the train loss fell is a deep, growing
+    overfit: unsure at the check that sees the second eval, never stopped. Before, every check said continue.
+    The same run with its second eval a little better (3.70) is not flagged: the gap alone is no flag."""
+    run = real["issue-nanogpt-97"]
+    code, _, verdicts = replay_real(run)
+    assert "S" not in code and code[-1] == "u", code
+    assert "deep, growing overfit" in verdicts[-1].summary, verdicts[-1].summary
+    steps, val = run.metrics["eval/loss"]
+    better = val.copy()
+    better[-1] = 3.70
+    metrics = dict(run.metrics) | {"eval/loss": (steps, better)}
+    assert "u" not in decisions(replay_cuts(metrics, checkpoints(run)))
