@@ -152,9 +152,9 @@ class EvalDetector(Detector):
       points up to it) and worse than the eval before, while that train level fell between the two evals, is a
       deep, growing overfit → warning (a flag, never a stop; it needs only two evals, so it sees a run that
       evaluates rarely). Of the train-split runs of both corpora that log an eval loss beside a train loss,
-      the healthy ones peak at 2.0× (a MatConvNet ImageNet run) and 2.4× (a corpus/ MLP at its first eval,
-      before its train loss has fallen); a GPT-2 XL fine-tuned on Shakespeare has its val loss at 3.75 then
-      3.90 while its train loss falls 0.93 → 0.65 (6×).
+      the healthy ones peak at 2.0× (a MatConvNet ImageNet run) and 2.4× (a corpus/ MLP whose noisy per-step
+      train loss dips at an eval 2 % worse than the one before: the closest a healthy run comes); a GPT-2 XL
+      fine-tuned on Shakespeare has its val loss at 3.75 then 3.90 while its train loss falls 0.93 → 0.65 (6×).
     """
 
     baseline_margin: float = Field(default=0.02, ge=0)
