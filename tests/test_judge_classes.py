@@ -846,3 +846,51 @@ def test_a_real_lr_doubling_between_its_first_two_points_is_a_warmup_not_a_jump(
     code, _, verdicts = replay_real(real["issue-speechbrain-1892"])
     assert "u" not in code and "S" not in code, code
     assert all("jumped" not in v.summary for v in verdicts)
+
+
+def test_a_real_eval_decay_once_stopped_stays_stopped_while_the_eval_is_still_down(real):
+    """issue-timm-58 (train, bad): a timm fine-tune's eval loss jumps from its best 0.30 to 0.42-0.51 for 12
+    epochs while top-1 falls 0.90 -> 0.80-0.85. Stopped as a large overfit (1.5× its best over 6 evals since);
+    the jump itself raises the eval's noise margin, so before, a later eval a little better (0.42, 35 % above
+    the best) turned the next check back to continue. A confirmed degradation stays critical while the eval
+    is still ≥ 5 % worse than its best. The same run cut before its stop is not stopped by this rule."""
+    code, visible, verdicts = replay_real(real["issue-timm-58"])
+    first = code.index("S")
+    assert first > visible and "S" not in code[:visible], code
+    assert set(code[first:]) == {"S"}, code
+    kept = verdicts[first + 1]
+    assert "still critical" in kept.summary and "eval/loss" in kept.summary, kept.summary
+
+
+def test_a_real_gcn_predicting_the_same_on_train_and_val_while_its_losses_fall_is_flagged_never_stopped(real):
+    """issue-tkipf-gcn-38 (train, ambiguous): a GCN's train accuracy at 0.62857 and its val accuracy at 0.51 at
+    every epoch while both losses still fall (1.32 -> 1.20, 1.46 -> 1.42). A train accuracy frozen to the last
+    digit beside an eval accuracy repeated exactly is a model predicting the same on both sets: unsure from its
+    3rd eval (the check where it is visible), never a stop (the losses may still move the predictions).
+    The same run with its train accuracy moving in the 4th digit is not flagged: 0.51 alone, 51 of 100 nodes,
+    repeats by chance."""
+    run = real["issue-tkipf-gcn-38"]
+    code, visible, verdicts = replay_real(run)
+    assert "S" not in code and code[visible:] == "u" * (len(code) - visible), (code, visible)
+    assert "predictions do not change" in verdicts[visible].summary, verdicts[visible].summary
+    steps, train_acc = run.metrics["train/accuracy"]
+    moving = train_acc + 1e-4 * (np.arange(train_acc.size) % 3)
+    metrics = dict(run.metrics) | {"train/accuracy": (steps, moving)}
+    assert "u" not in decisions(replay_cuts(metrics, checkpoints(run)))
+
+
+def test_a_real_val_loss_far_above_a_falling_train_loss_and_rising_is_flagged_never_stopped(real):
+    """issue-nanogpt-97 (train, ambiguous): GPT-2 XL fine-tuned on Shakespeare evaluates twice: val loss 3.75
+    then 3.90 while the train loss falls 0.93 -> 0.65 (median of its last 5 points at each eval). An eval
+    loss ≥ 3× the train loss and worse than the eval before while the train loss fell is a deep, growing
+    overfit: unsure at the check that sees the second eval, never stopped. Before, every check said continue.
+    The same run with its second eval a little better (3.70) is not flagged: the gap alone is no flag."""
+    run = real["issue-nanogpt-97"]
+    code, _, verdicts = replay_real(run)
+    assert "S" not in code and code[-1] == "u", code
+    assert "deep, growing overfit" in verdicts[-1].summary, verdicts[-1].summary
+    steps, val = run.metrics["eval/loss"]
+    better = val.copy()
+    better[-1] = 3.70
+    metrics = dict(run.metrics) | {"eval/loss": (steps, better)}
+    assert "u" not in decisions(replay_cuts(metrics, checkpoints(run)))

@@ -121,6 +121,12 @@ class EvalDetector(Detector):
       its training set instead of the task, which the rest of the schedule will not undo. corpus/'s
       ambiguous overfits (an MLP on 800 examples) end at 1.40× their best: flagged, not stopped (at 1.25×
       they would be).
+    - Once critical (a large overfit, a steady decay), an eval stays critical at later checks while it is
+      still ≥ ``degrade_margin`` worse than its best with none of its last ``patience_evals`` evals back at
+      it, even when the stop rule's own margin (1.5× the best, 15 % below it) or the noise margin is no
+      longer met: the degradation itself drives the noise margin up (a timm fine-tune's eval loss jumping
+      0.30 → 0.42–0.51 makes its robust σ a third of the best), so one eval a little better would otherwise
+      turn a stopped run's next check back to continue while the eval is still 35 % above its best.
     - ``collapse_loss_ratio``: a lower-is-better eval ≥ 3× its best has exploded (Megatron-style
       multiple of the best, not a relative margin).
     - ``collapse_drop_fraction``: a higher-is-better eval that lost ≥ 50 % of its best has collapsed
@@ -142,6 +148,13 @@ class EvalDetector(Detector):
       accuracies end within 0.01 of each other; a CIFAR ResNet ends at 1.00 against 0.95, an ImageNet one
       at 0.80 against 0.76: 0.2 is four times those gaps. (An RNN text classifier at 0.99 train and 0.64–0.70
       held-out for ten epochs.)
+    - ``overfit_gap_ratio``: an eval loss ≥ 3× the train loss at its step (median of the train loss's last 5
+      points up to it) and worse than the eval before, while that train level fell between the two evals, is a
+      deep, growing overfit → warning (a flag, never a stop; it needs only two evals, so it sees a run that
+      evaluates rarely). Of the train-split runs of both corpora that log an eval loss beside a train loss,
+      the healthy ones peak at 2.0× (a MatConvNet ImageNet run) and 2.4× (a corpus/ MLP whose noisy per-step
+      train loss dips at an eval 2 % worse than the one before: the closest a healthy run comes); a GPT-2 XL
+      fine-tuned on Shakespeare has its val loss at 3.75 then 3.90 while its train loss falls 0.93 → 0.65 (6×).
     """
 
     baseline_margin: float = Field(default=0.02, ge=0)
@@ -164,6 +177,7 @@ class EvalDetector(Detector):
     memorised_accuracy_fraction: float = Field(default=0.95, gt=0, le=1)
     memorised_gap_fraction: float = Field(default=0.2, gt=0, le=1)
     memorised_min_evals: int = Field(default=4, ge=4)
+    overfit_gap_ratio: float = Field(default=3.0, gt=1)
 
     def check(self, ctx: JudgeContext) -> list[Signal]:
         out: list[Signal] = []
@@ -176,7 +190,38 @@ class EvalDetector(Detector):
             degrading = self._degrading(ctx, series, direction)
             flagged = any(sig.severity in (Severity.WARNING, Severity.CRITICAL) for sig in degrading)
             out += degrading if flagged else degrading + self._memorised(ctx, series, direction)
+            out += [] if flagged else self._far_above_train(ctx, series, direction)
         return out
+
+    def _far_above_train(self, ctx: JudgeContext, series: MetricSeries, d: Direction) -> list[Signal]:
+        """An eval loss ≥ ``overfit_gap_ratio`` × the train loss and worse than at the eval before, while the
+        train loss fell between the two: a deep, growing overfit (a warning)."""
+        if d is not Direction.LOWER or "loss" not in tokenize(series.name) or ctx.train_loss is None:
+            return []
+        steps, values = finite_xy(series.steps, series.values)
+        if values.size < 2 or values[-1] <= values[-2]:
+            return []
+        train_steps, train = finite_xy(ctx.train_loss.steps, ctx.train_loss.values)
+        before, now = (self._train_level(train_steps, train, int(s)) for s in steps[-2:])
+        if now is None or before is None or now >= before or values[-1] < self.overfit_gap_ratio * now:
+            return []
+        msg = (
+            f"{series.name} {fmt(float(values[-1]))} at step {fmt_step(int(steps[-1]))} is "
+            f"{fmt_ratio(float(values[-1]) / now)} the train loss there ({fmt(now)}, median of 5; threshold "
+            f"{fmt_ratio(self.overfit_gap_ratio)}) and worse than its eval before ({fmt(float(values[-2]))}) while "
+            f"the train loss fell from {fmt(before)}: a deep, growing overfit (a flag, not a stop)."
+        )
+        return [
+            signal(SignalKind.EVAL_DEGRADING, Severity.WARNING, msg, metric=series.name, step=int(steps[-1]),
+                   train_ratio=float(values[-1]) / now)
+        ]  # fmt: skip
+
+    @staticmethod
+    def _train_level(steps: np.ndarray, values: np.ndarray, at: int) -> float | None:
+        """The train loss's level at an eval: the median of its last 5 finite points up to that step (> 0)."""
+        k = int(np.searchsorted(steps, at, side="right"))
+        level = float(np.median(values[max(0, k - 5) : k])) if k else 0.0
+        return level if level > 0 else None
 
     def _memorised(self, ctx: JudgeContext, series: MetricSeries, d: Direction) -> list[Signal]:
         """An eval accuracy far below a memorised train accuracy, and not rising: overfitting (a warning)."""
@@ -350,11 +395,12 @@ class EvalDetector(Detector):
         margin = max(self.degrade_margin, self.degrade_noise_z * _relative_noise(values, best))
         if since_best < self.patience_evals or float(recent.min()) <= 0:
             return []
-        if gap < margin:
-            since = SinceBest(series, d, steps[i:], values[i:], gap, best, best_step)
-            return self._steady_decay(ctx, since) or self._mild_overfit(ctx, since)
         train = self._train_change(ctx, best_step)
         with_train = train is not None and train >= self.degrade_margin
+        still_down = not with_train and self._still_down(ctx, series.name, gap, int(steps[-1]))
+        if gap < margin and not still_down:
+            since = SinceBest(series, d, steps[i:], values[i:], gap, best, best_step)
+            return self._steady_decay(ctx, since) or self._mild_overfit(ctx, since)
         if train is not None and train < 0:
             why = f" while the train loss fell {fmt_pct(-train)} (overfitting)"
         elif train is not None and with_train:
@@ -380,6 +426,12 @@ class EvalDetector(Detector):
             msg = msg[:-1] + (
                 f"; a large overfit: ≥ {fmt_ratio(1 + self.overfit_stop_margin)} its best over ≥ "
                 f"{self.decay_min_evals} evals since, degrading at the previous check too, so critical."
+            )
+        elif still_down:
+            severity = Severity.CRITICAL
+            msg = msg[:-1] + (
+                f"; the previous check found it critical and it is still ≥ {fmt_pct(self.degrade_margin)} below "
+                "its best with none of its last evals back at it, so still critical."
             )
         return [
             signal(
@@ -462,6 +514,19 @@ class EvalDetector(Detector):
             and "mk_z" in prev.evidence
             and prev.step is not None
             and prev.step < last_step
+        )
+
+    def _still_down(self, ctx: JudgeContext, name: str, gap: float, last_step: int) -> bool:
+        """The previous check found this eval degrading critically (a large overfit or a steady decay, not a
+        collapse, which has its own confirmation), and it is still ≥ ``degrade_margin`` from its best."""
+        prev = ctx.previous_signal(SignalKind.EVAL_DEGRADING, name)
+        return (
+            gap >= self.degrade_margin
+            and prev is not None
+            and prev.severity is Severity.CRITICAL
+            and "collapsed_evals" not in prev.evidence
+            and prev.step is not None
+            and prev.step <= last_step
         )
 
     def _large_overfit(

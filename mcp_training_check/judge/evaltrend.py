@@ -17,7 +17,9 @@ from pydantic import Field
 from ..models import Direction, Severity, Signal, SignalKind
 from ..roles import tokenize
 from ..state import MetricSeries
+from .chance import ACCURACY_TOKENS
 from .context import Detector, JudgeContext, signal
+from .evals import _train_accuracy
 from .stats import finite_xy, fmt, fmt_pct, fmt_step, is_frozen, positive_log, rolling_median, theil_sen
 
 EDIT_RATE_TOKENS = frozenset({"wer", "cer"})
@@ -109,6 +111,13 @@ class EvalTrendDetector(Detector):
       count N, its best (median of 3) less than that below its first eval, and not falling (a two-class
       video model at ln 2 = 0.693 for 7 epochs). A warning, and critical when the next check still sees it,
       new evals or not — the train loss's ``_at_chance`` rule, on the held-out side.
+    - An eval accuracy repeated exactly from its first eval (any number of digits) beside a train accuracy
+      frozen to the last digit from its first point (`is_frozen`), both over ≥ ``stuck_baseline_min_evals``
+      points, predicts the same on both sets: a warning (flagged for a look, never a stop), whether or not
+      the losses fall — a GCN at 0.62857 train and 0.51 validation accuracy for 11 epochs while both losses
+      still fall 10 % and 3 %. The train accuracy's ≥ 4 digits repeated are what a learning model never
+      logs; a held-out accuracy on a small set (51 of 100 nodes) repeats by chance, so alone it is not
+      enough, and with the losses moving the model may yet change its predictions.
     - ``chance_drop_fraction``: 5 %, the trend detector's ``stuck_drop_fraction``: within it of ln N the loss
       is the uniform predictor's.
     """
@@ -153,11 +162,16 @@ class EvalTrendDetector(Detector):
         loss_still = loss.size > 0 and not self._falling(loss_steps, positive_log(loss))
         why = self._frozen_why(values) if loss_still else None
         why = why or self._chance_why(ctx, series, d, steps, values)
+        flag_only = why is None
+        why = why or self._same_predictions_why(ctx, series, values)
         if why is None:
             return []
-        also = f", and {ctx.train_loss.name} is not falling either" if loss_still else ""
-        critical = self._seen_before(ctx, series.name, int(steps[-1]))
-        tail = "still so at a second check, so critical" if critical else "critical if the next check still sees it"
+        also = f", and {ctx.train_loss.name} is not falling either" if loss_still and not flag_only else ""
+        critical = not flag_only and self._seen_before(ctx, series.name, int(steps[-1]))
+        if flag_only:
+            tail = "a flag, not a stop (the losses may still move the predictions)"
+        else:
+            tail = "still so at a second check, so critical" if critical else "critical if the next check still sees it"
         msg = (
             f"{series.name} is not learning: over {values.size} evals up to step {fmt_step(int(steps[-1]))} it "
             f"{why}{also}; {tail}."
@@ -173,6 +187,23 @@ class EvalTrendDetector(Detector):
         if not is_frozen(values):
             return None
         return f"is {float(values[0]):.8g} to the last digit at every eval from its first (the output does not change)"
+
+    def _same_predictions_why(self, ctx: JudgeContext, series: MetricSeries, values: np.ndarray) -> str | None:
+        """An eval accuracy repeated exactly from its first eval beside a train accuracy frozen to the last digit
+        (`is_frozen`) from its first point, both over ≥ ``stuck_baseline_min_evals`` points: the model predicts
+        the same on both sets however its losses move."""
+        train = _train_accuracy(ctx)
+        if not ACCURACY_TOKENS.intersection(tokenize(series.name)) or train is None:
+            return None
+        name, train_values = train
+        enough = min(values.size, train_values.size) >= self.stuck_baseline_min_evals
+        if not enough or not np.all(values == values[0]) or not is_frozen(train_values):
+            return None
+        return (
+            f"repeats {fmt(float(values[0]))} exactly from its first eval while {name} is "
+            f"{float(train_values[0]):.8g} to the last digit at every point "
+            "(the predictions do not change on either set)"
+        )
 
     def _chance_why(
         self, ctx: JudgeContext, series: MetricSeries, d: Direction, steps: np.ndarray, values: np.ndarray
