@@ -879,6 +879,23 @@ def test_a_real_gcn_predicting_the_same_on_train_and_val_while_its_losses_fall_i
     assert "u" not in decisions(replay_cuts(metrics, checkpoints(run)))
 
 
+def test_a_real_gcn_settling_on_one_class_after_its_first_epoch_is_flagged_never_stopped(real):
+    """issue-keras-gcn-62 (train, ambiguous): keras-gcn on Cora, train accuracy 0.30 then 0.2929 and val
+    accuracy 0.3433 then 0.35 at every epoch while both losses fall 1.935 -> 1.82. Repeated from the second
+    epoch on (the first is logged before the model settled on one class), it predicts the same on both sets:
+    unsure from the check where that is visible (3 repeated evals), never a stop. Before, every check said
+    continue (the rule wanted the accuracies repeated from their first point). The same run with its train
+    accuracy moving in the 4th digit after its first epoch is not flagged."""
+    run = real["issue-keras-gcn-62"]
+    code, visible, verdicts = replay_real(run)
+    assert "S" not in code and code[visible:] == "u" * (len(code) - visible), (code, visible)
+    assert "predictions do not change" in verdicts[visible].summary, verdicts[visible].summary
+    steps, train_acc = run.metrics["train/accuracy"]
+    moving = train_acc + 1e-4 * (np.arange(train_acc.size) % 3)
+    metrics = dict(run.metrics) | {"train/accuracy": (steps, moving)}
+    assert "u" not in decisions(replay_cuts(metrics, checkpoints(run)))
+
+
 def test_a_real_val_loss_far_above_a_falling_train_loss_and_rising_is_flagged_never_stopped(real):
     """issue-nanogpt-97 (train, ambiguous): GPT-2 XL fine-tuned on Shakespeare evaluates twice: val loss 3.75
     then 3.90 while the train loss falls 0.93 -> 0.65 (median of its last 5 points at each eval). An eval

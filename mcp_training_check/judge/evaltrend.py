@@ -118,6 +118,11 @@ class EvalTrendDetector(Detector):
       still fall 10 % and 3 %. The train accuracy's ≥ 4 digits repeated are what a learning model never
       logs; a held-out accuracy on a small set (51 of 100 nodes) repeats by chance, so alone it is not
       enough, and with the losses moving the model may yet change its predictions.
+    - ``settle_evals``: the same holds when both are repeated from their second point on (≥
+      ``stuck_baseline_min_evals`` points after it): the first point is logged after one epoch, before a
+      model collapsing to one class has settled on it (a keras-gcn on Cora at 0.30 then 0.2929 train and
+      0.3433 then 0.35 val accuracy for 11 epochs while both losses fall 6 %). 1, not more: a run whose
+      accuracies moved for several evals and then repeat to the last digit is a finding of its own, not this.
     - ``chance_drop_fraction``: 5 %, the trend detector's ``stuck_drop_fraction``: within it of ln N the loss
       is the uniform predictor's.
     """
@@ -132,6 +137,7 @@ class EvalTrendDetector(Detector):
     stuck_far_fraction: float = Field(default=0.25, gt=0)
     frozen_min_evals: int = Field(default=2, ge=2)
     hopeless_fraction: float = Field(default=0.15, gt=0, lt=0.5)
+    settle_evals: int = Field(default=1, ge=0, le=1)
     chance_drop_fraction: float = Field(default=0.05, gt=0, lt=1)
 
     def check(self, ctx: JudgeContext) -> list[Signal]:
@@ -196,14 +202,22 @@ class EvalTrendDetector(Detector):
         if not ACCURACY_TOKENS.intersection(tokenize(series.name)) or train is None:
             return None
         name, train_values = train
+        values, train_values = self._settled(values), self._settled(train_values)
         enough = min(values.size, train_values.size) >= self.stuck_baseline_min_evals
         if not enough or not np.all(values == values[0]) or not is_frozen(train_values):
             return None
         return (
-            f"repeats {fmt(float(values[0]))} exactly from its first eval while {name} is "
-            f"{float(train_values[0]):.8g} to the last digit at every point "
+            f"repeats {fmt(float(values[0]))} exactly over its last {values.size} evals while {name} is "
+            f"{float(train_values[0]):.8g} to the last digit at each of its last {train_values.size} points "
             "(the predictions do not change on either set)"
         )
+
+    def _settled(self, values: np.ndarray) -> np.ndarray:
+        """The values from the first on, or when those are not all the same, from the one after the first
+        ``settle_evals`` points: a model collapsing to one class shows it from its second epoch."""
+        if values.size == 0 or np.all(values == values[0]):
+            return values
+        return values[self.settle_evals :]
 
     def _chance_why(
         self, ctx: JudgeContext, series: MetricSeries, d: Direction, steps: np.ndarray, values: np.ndarray
