@@ -41,14 +41,20 @@ EVAL_SPLIT_TOKENS = frozenset({"eval", "evaluation", "val", "valid", "validation
 # Tokens that put a metric on the training split (they never make it an eval metric).
 TRAIN_SPLIT_TOKENS = frozenset({"train", "training", "trn"})
 # Quality words where smaller is better / larger is better. A token matches a word exactly or the word
-# followed by digits (``rouge1``, ``bleu4``, ``top5``).
+# followed by digits (``rouge1``, ``bleu4``, ``top5``). ``ter`` is a token (wav2letter) or translation edit
+# rate, lower like WER; ``hit``/``hits`` a recommender's hit rate (``hit_rate``, ``HR@10``'s ``hits@10``),
+# the share of users whose item is in the top k, higher like recall.
 LOWER_TOKENS = frozenset(
-    {"loss", "ppl", "perplexity", "wer", "cer", "error", "err", "mse", "mae", "rmse", "nll", "bpb", "bpc", "fid"}
-)
+    {
+        "loss", "ppl", "perplexity", "wer", "cer", "ter", "error", "err", "mse", "mae", "rmse", "nll", "bpb",
+        "bpc", "fid",
+    }
+)  # fmt: skip
 HIGHER_TOKENS = frozenset(
     {
         "acc", "accuracy", "bleu", "rouge", "rougel", "rougelsum", "f1", "map", "auc", "auroc",
         "precision", "recall", "exact", "em", "top", "score", "reward", "iou", "miou", "ndcg", "mrr", "pass",
+        "hit", "hits",
     }
 )  # fmt: skip
 # Words that turn a quality metric into a setting or a count of something else: ``loss_scale``,

@@ -19,7 +19,8 @@ import pytest
 from benchmarks.corpus_runs import CORPUS, Run, load_corpus
 from benchmarks.replay import checkpoints, replay_fast, visible_check
 from mcp_training_check.judge import judge
-from mcp_training_check.models import Decision, RunInfo, RunStatus, Verdict
+from mcp_training_check.models import Decision, Direction, MetricRole, RunInfo, RunStatus, Verdict
+from mcp_training_check.roles import RoleInfo, infer_role
 from tests.runs import train
 from tests.test_cli import cli, healthy_loss
 from tests.test_judge_helpers import ar1, decay_loss, make_history, make_series, roles_of, run_judge
@@ -894,6 +895,19 @@ def test_a_real_gcn_settling_on_one_class_after_its_first_epoch_is_flagged_never
     moving = train_acc + 1e-4 * (np.arange(train_acc.size) % 3)
     metrics = dict(run.metrics) | {"train/accuracy": (steps, moving)}
     assert "u" not in decisions(replay_cuts(metrics, checkpoints(run)))
+
+
+def test_a_real_recommenders_hit_rate_is_read_higher_is_better(real):
+    """issue-tf-models-5161-b (train, healthy): an NCF on MovieLens logs only HR and NDCG after every epoch,
+    HR 0.57 -> 0.636 then settling at 0.63. ``hit_rate`` was read lower-is-better (no quality word), so its
+    rise looked like a degrading eval: unsure at the last 3 checks. A hit rate is the share of users whose
+    item is in the top k, higher-is-better like recall: continue at every check. A token error rate (a
+    wav2letter ``eval/ter``) is an eval, lower-is-better, like WER."""
+    assert infer_role("eval/hit_rate") == RoleInfo(MetricRole.EVAL, Direction.HIGHER)
+    assert infer_role("eval/ter") == RoleInfo(MetricRole.EVAL, Direction.LOWER)
+    run = real["issue-tf-models-5161-b"]
+    code, _, _ = replay_real(run)
+    assert code == "." * len(code), code
 
 
 def test_a_real_val_loss_far_above_a_falling_train_loss_and_rising_is_flagged_never_stopped(real):
