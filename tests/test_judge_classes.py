@@ -894,3 +894,20 @@ def test_a_real_val_loss_far_above_a_falling_train_loss_and_rising_is_flagged_ne
     better[-1] = 3.70
     metrics = dict(run.metrics) | {"eval/loss": (steps, better)}
     assert "u" not in decisions(replay_cuts(metrics, checkpoints(run)))
+
+
+def test_a_real_short_log_climbing_past_every_earlier_point_is_flagged_never_stopped(real):
+    """issue-tf2-custom-detector-6 (train, bad): a TF2 detector's loss 1.19-1.44 over six points, then 1.77,
+    2.16, 2.37 (1.76x the median of its first three): too short for the smoothed test and below the raw
+    divergence's 2x, so every check said continue. Three raw points each above the one before and above every
+    earlier point, the last >= 1.5x the start, are a warning (unsure) at the check that sees the third, never a
+    stop on their own. The same log with its last point back at 1.40 (the climb broken) is not flagged."""
+    run = real["issue-tf2-custom-detector-6"]
+    code, _, verdicts = replay_real(run)
+    assert "S" not in code and code[-1] == "u", code
+    assert "climbing" in verdicts[-1].summary, verdicts[-1].summary
+    steps, loss = run.metrics["train/loss"]
+    broken = loss.copy()
+    broken[-1] = 1.40
+    metrics = dict(run.metrics) | {"train/loss": (steps, broken)}
+    assert "u" not in decisions(replay_cuts(metrics, checkpoints(run)))

@@ -85,6 +85,12 @@ class TrendDetector(Detector):
       split gets there: their short prefixes stay below 1.3× at three points in a row; issue 9's
       BEVFusion loss at 2.6× with its grad norm ×15 and a MAR total loss climbing 10.8 → 85 (×4.4 the
       median of its first three points) do.
+    - ``raw_climb_ratio``: a short log's climb below the raw divergence's 2×: its last ``sustain_points``
+      raw points each above the one before and above every earlier point, the last ≥ 1.5× the median of
+      its first points, is a warning (never a stop on its own: three points are too few to confirm).
+      1.5: between the healthy short prefixes' 1.3× at three points in a row
+      and the divergence ratio's 2× (issue 9: a TF2 detector's loss 1.19–1.44 for six points, then
+      1.77, 2.16, 2.37 — 1.76× the median of its first three — was continue at every check).
     - ``confirm_checks``: divergence seen alone (no LR jump, grad-norm explosion or eval collapse behind
       it, not a blow-up) becomes critical only when this many consecutive checks (3) saw the same episode
       and it is not falling: a corrupted shard lifts the train loss 3× for hundreds of steps and recovers.
@@ -187,6 +193,7 @@ class TrendDetector(Detector):
     zero_accuracy_fraction: float = Field(default=0.001, ge=0)
     confidence_z: float = Field(default=1.96, gt=0)
     slow_divergence_ratio: float = Field(default=1.10, gt=1)
+    raw_climb_ratio: float = Field(default=1.5, gt=1)
     witness_evals: int = Field(default=5, ge=1)
     witness_drop_fraction: float = Field(default=0.02, gt=0, lt=1)
 
@@ -645,7 +652,7 @@ class TrendDetector(Detector):
         # which only understates the ratio
         above = min(above, y.size - first)
         if above < k:
-            return []
+            return self._raw_climb(loss, steps, values, y, first, reference)
         climbing = bool(np.all(np.diff(y[-k:]) > 0))
         again = self._rising_before(ctx, loss.name)
         if climbing:
@@ -665,6 +672,32 @@ class TrendDetector(Detector):
         return [
             signal(SignalKind.DIVERGENCE, severity, msg, metric=loss.name, step=int(steps[-1]), level=level,
                    ratio=level / start, points_above=above, since_step=int(steps[-above]))
+        ]  # fmt: skip
+
+    def _raw_climb(
+        self, loss: MetricSeries, steps: np.ndarray, values: np.ndarray, y: np.ndarray, first: int, reference: float
+    ) -> list[Signal]:
+        """A short log whose last ``sustain_points`` raw points each rose above the one before and above
+        every point before them, the last ≥ ``raw_climb_ratio`` × the median of its first points: a
+        warning (a reviewer's look, never a stop on its own), below the raw divergence's 2×."""
+        k = self.sustain_points
+        if y.size - k < first:
+            return []
+        tail, before = y[-k:], y[:-k]
+        climbing = bool(np.all(np.diff(tail) > 0)) and float(tail[0]) > float(np.max(before))
+        ratio = float(np.exp(tail[-1] - reference))
+        if not climbing or ratio < self.raw_climb_ratio:
+            return []
+        start = float(np.exp(reference))
+        msg = (
+            f"{loss.name} climbing: its last {k} points (up to {fmt(float(values[-1]))} at step "
+            f"{fmt_step(int(steps[-1]))}) each rose above every point before them, the last "
+            f"{fmt_ratio(ratio)} the median {fmt(start)} of its first {first}, in a log too short for the "
+            "smoothed test; worth a look."
+        )
+        return [
+            signal(SignalKind.DIVERGENCE, Severity.WARNING, msg, metric=loss.name, step=int(steps[-1]),
+                   level=float(values[-1]), ratio=ratio, points_above=k, since_step=int(steps[-k]))
         ]  # fmt: skip
 
     def _at_chance(self, ctx: JudgeContext, loss: MetricSeries, steps: np.ndarray, values: np.ndarray) -> list[Signal]:
