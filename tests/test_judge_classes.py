@@ -911,3 +911,22 @@ def test_a_real_short_log_climbing_past_every_earlier_point_is_flagged_never_sto
     broken[-1] = 1.40
     metrics = dict(run.metrics) | {"train/loss": (steps, broken)}
     assert "u" not in decisions(replay_cuts(metrics, checkpoints(run)))
+
+
+def test_a_real_log_from_its_start_never_below_its_first_point_is_flagged_never_stopped(real):
+    """issue-fairseq-311 (train, ambiguous): a fairseq pointer-generator's loss 10.52-10.72 over updates 11-81,
+    never below its first 10.519, while its grad norm falls. A log holding the run's start whose loss never
+    went below its first point over 8 points is a warning (unsure), never a stop; before, every check said
+    continue. The same log one point lower than its first (10.40 at update 51) is learning, and the same
+    values as an excerpt from update 1011 on (not the run's start) say nothing about the initial loss."""
+    run = real["issue-fairseq-311"]
+    code, _, verdicts = replay_real(run)
+    assert "S" not in code and code[-1] == "u", code
+    assert "not learning from its start" in verdicts[-1].summary, verdicts[-1].summary
+    assert decisions(replay_cuts(dict(run.metrics), checkpoints(run)))[-1] == "u"  # the controls' own replay
+    steps, loss = run.metrics["train/loss"]
+    lower = loss.copy()
+    lower[4] = 10.40
+    assert "u" not in decisions(replay_cuts(dict(run.metrics) | {"train/loss": (steps, lower)}, checkpoints(run)))
+    later = {name: (s + 1000, v) for name, (s, v) in run.metrics.items()}
+    assert "u" not in decisions(replay_cuts(later, [c + 1000 for c in checkpoints(run)]))

@@ -91,6 +91,13 @@ class TrendDetector(Detector):
       1.5: between the healthy short prefixes' 1.3× at three points in a row
       and the divergence ratio's 2× (issue 9: a TF2 detector's loss 1.19–1.44 for six points, then
       1.77, 2.16, 2.37 — 1.76× the median of its first three — was continue at every check).
+    - ``start_min_points``: a log holding the run's start (its first step within two logging intervals)
+      whose loss never went below its first point over ≥ 8 points and is not falling has not moved from
+      its initial loss: a warning (never a stop; its chance level is unknown and an unstated warmup keeps a
+      start flat too). A healthy start falls below its first point within a few logging intervals (no
+      healthy log of either corpus' train split that holds its start gets there; an excerpt from epoch 95
+      of a converged diffusion run would, which is why the start must be in the log); issue 9: a fairseq
+      pointer-generator at 10.52–10.72 for 81 updates, never below its first 10.519, was continue.
     - ``confirm_checks``: divergence seen alone (no LR jump, grad-norm explosion or eval collapse behind
       it, not a blow-up) becomes critical only when this many consecutive checks (3) saw the same episode
       and it is not falling: a corrupted shard lifts the train loss 3× for hundreds of steps and recovers.
@@ -194,6 +201,7 @@ class TrendDetector(Detector):
     confidence_z: float = Field(default=1.96, gt=0)
     slow_divergence_ratio: float = Field(default=1.10, gt=1)
     raw_climb_ratio: float = Field(default=1.5, gt=1)
+    start_min_points: int = Field(default=8, ge=3)
     witness_evals: int = Field(default=5, ge=1)
     witness_drop_fraction: float = Field(default=0.02, gt=0, lt=1)
 
@@ -724,7 +732,7 @@ class TrendDetector(Detector):
         else:
             zero = self._zero_accuracy(ctx)
             if zero is None:
-                return []
+                return self._never_below_start(loss, steps, values, y)
             zero_at = fmt(self.zero_accuracy_fraction)
             why = f"sits there with {zero} ≤ {zero_at} at every point (never one prediction right)"
         critical = self._stuck_before(ctx, loss.name, int(steps[-1]), new_points=False)
@@ -737,6 +745,31 @@ class TrendDetector(Detector):
         return [
             signal(SignalKind.FLAT, severity, msg, metric=loss.name, step=int(steps[-1]), level=level,
                    class_count=count, points=values.size)
+        ]  # fmt: skip
+
+    def _never_below_start(
+        self, loss: MetricSeries, steps: np.ndarray, values: np.ndarray, y: np.ndarray
+    ) -> list[Signal]:
+        """A log holding the run's start (its first step within two of its logging intervals, the median
+        step between points, so unit-free: updates or epochs) whose loss, over at least ``start_min_points``
+        points, never went below its first point and is not falling: the model has not moved from its
+        initial loss. A warning, never a stop: its chance level is unknown, and a warmup the config does
+        not state keeps a start flat too."""
+        if values.size < self.start_min_points:
+            return []
+        if float(steps[0]) > 2 * float(np.median(np.diff(steps))):
+            return []
+        if float(np.min(y[1:])) < float(y[0]):
+            return []
+        msg = (
+            f"{loss.name} is not learning from its start: over its first {values.size} points (steps "
+            f"{fmt_step(int(steps[0]))}–{fmt_step(int(steps[-1]))}) it never went below its first value "
+            f"{fmt(float(values[0]))} and is not falling; worth a look (a warmup the config does not state "
+            "would explain it)."
+        )
+        return [
+            signal(SignalKind.FLAT, Severity.WARNING, msg, metric=loss.name, step=int(steps[-1]),
+                   level=float(np.median(values)), points=values.size)
         ]  # fmt: skip
 
     def _zero_accuracy(self, ctx: JudgeContext) -> str | None:
