@@ -925,3 +925,39 @@ def test_a_real_val_loss_far_above_a_falling_train_loss_and_rising_is_flagged_ne
     better[-1] = 3.70
     metrics = dict(run.metrics) | {"eval/loss": (steps, better)}
     assert "u" not in decisions(replay_cuts(metrics, checkpoints(run)))
+
+
+def test_a_real_short_log_climbing_past_every_earlier_point_is_flagged_never_stopped(real):
+    """issue-tf2-custom-detector-6 (train, bad): a TF2 detector's loss 1.19-1.44 over six points, then 1.77,
+    2.16, 2.37 (1.76x the median of its first three): too short for the smoothed test and below the raw
+    divergence's 2x, so every check said continue. Three raw points each above the one before and above every
+    earlier point, the last >= 1.5x the start, are a warning (unsure) at the check that sees the third, never a
+    stop on their own. The same log with its last point back at 1.40 (the climb broken) is not flagged."""
+    run = real["issue-tf2-custom-detector-6"]
+    code, _, verdicts = replay_real(run)
+    assert "S" not in code and code[-1] == "u", code
+    assert "climbing" in verdicts[-1].summary, verdicts[-1].summary
+    steps, loss = run.metrics["train/loss"]
+    broken = loss.copy()
+    broken[-1] = 1.40
+    metrics = dict(run.metrics) | {"train/loss": (steps, broken)}
+    assert "u" not in decisions(replay_cuts(metrics, checkpoints(run)))
+
+
+def test_a_real_log_from_its_start_never_below_its_first_point_is_flagged_never_stopped(real):
+    """issue-fairseq-311 (train, ambiguous): a fairseq pointer-generator's loss 10.52-10.72 over updates 11-81,
+    never below its first 10.519, while its grad norm falls. A log holding the run's start whose loss never
+    went below its first point over 8 points is a warning (unsure), never a stop; before, every check said
+    continue. The same log one point lower than its first (10.40 at update 51) is learning, and the same
+    values as an excerpt from update 1011 on (not the run's start) say nothing about the initial loss."""
+    run = real["issue-fairseq-311"]
+    code, _, verdicts = replay_real(run)
+    assert "S" not in code and code[-1] == "u", code
+    assert "not learning from its start" in verdicts[-1].summary, verdicts[-1].summary
+    assert decisions(replay_cuts(dict(run.metrics), checkpoints(run)))[-1] == "u"  # the controls' own replay
+    steps, loss = run.metrics["train/loss"]
+    lower = loss.copy()
+    lower[4] = 10.40
+    assert "u" not in decisions(replay_cuts(dict(run.metrics) | {"train/loss": (steps, lower)}, checkpoints(run)))
+    later = {name: (s + 1000, v) for name, (s, v) in run.metrics.items()}
+    assert "u" not in decisions(replay_cuts(later, [c + 1000 for c in checkpoints(run)]))

@@ -85,6 +85,23 @@ class TrendDetector(Detector):
       split gets there: their short prefixes stay below 1.3× at three points in a row; issue 9's
       BEVFusion loss at 2.6× with its grad norm ×15 and a MAR total loss climbing 10.8 → 85 (×4.4 the
       median of its first three points) do.
+    - ``raw_climb_ratio``: a short log's climb below the raw divergence's 2×: its last ``sustain_points``
+      raw points each above the one before and above every earlier point, the last ≥ 1.5× the median of
+      its first points, is a warning (never a stop on its own: three points are too few to confirm).
+      1.5: between the healthy short prefixes' 1.3× at three points in a row
+      and the divergence ratio's 2× (issue 9: a TF2 detector's loss 1.19–1.44 for six points, then
+      1.77, 2.16, 2.37 — 1.76× the median of its first three — was continue at every check).
+    - ``start_min_points``: a log holding the run's start (its first step within two logging intervals)
+      whose loss never went below its first point over ≥ 8 points and is not falling has not moved from
+      its initial loss: a warning (never a stop; its chance level is unknown and an unstated warmup keeps a
+      start flat too). The later points' median must sit ``rising_z`` errors (of the point noise) above the
+      first point, so a slow noisy decay whose first point happened to be low is not flagged, and less
+      than ``rising_min_change`` above it, so a climb is left to the divergence rules.
+      A healthy start falls below its first point within a few logging intervals (no
+      healthy log of either corpus' train split that holds its start gets there; an excerpt from epoch 95
+      of a converged diffusion run would, which is why the start must be in the log); issue 9: a fairseq
+      pointer-generator at 10.52–10.72 for 81 updates, never below its first 10.519 and its median 3.1
+      errors above it, was continue; the synthetic slow decay of tests/test_judge_trend.py (9 points) is 1.7.
     - ``confirm_checks``: divergence seen alone (no LR jump, grad-norm explosion or eval collapse behind
       it, not a blow-up) becomes critical only when this many consecutive checks (3) saw the same episode
       and it is not falling: a corrupted shard lifts the train loss 3× for hundreds of steps and recovers.
@@ -187,6 +204,8 @@ class TrendDetector(Detector):
     zero_accuracy_fraction: float = Field(default=0.001, ge=0)
     confidence_z: float = Field(default=1.96, gt=0)
     slow_divergence_ratio: float = Field(default=1.10, gt=1)
+    raw_climb_ratio: float = Field(default=1.5, gt=1)
+    start_min_points: int = Field(default=8, ge=3)
     witness_evals: int = Field(default=5, ge=1)
     witness_drop_fraction: float = Field(default=0.02, gt=0, lt=1)
 
@@ -645,7 +664,7 @@ class TrendDetector(Detector):
         # which only understates the ratio
         above = min(above, y.size - first)
         if above < k:
-            return []
+            return self._raw_climb(loss, steps, values, y, first, reference)
         climbing = bool(np.all(np.diff(y[-k:]) > 0))
         again = self._rising_before(ctx, loss.name)
         if climbing:
@@ -665,6 +684,32 @@ class TrendDetector(Detector):
         return [
             signal(SignalKind.DIVERGENCE, severity, msg, metric=loss.name, step=int(steps[-1]), level=level,
                    ratio=level / start, points_above=above, since_step=int(steps[-above]))
+        ]  # fmt: skip
+
+    def _raw_climb(
+        self, loss: MetricSeries, steps: np.ndarray, values: np.ndarray, y: np.ndarray, first: int, reference: float
+    ) -> list[Signal]:
+        """A short log whose last ``sustain_points`` raw points each rose above the one before and above
+        every point before them, the last ≥ ``raw_climb_ratio`` × the median of its first points: a
+        warning (a reviewer's look, never a stop on its own), below the raw divergence's 2×."""
+        k = self.sustain_points
+        if y.size - k < first:
+            return []
+        tail, before = y[-k:], y[:-k]
+        climbing = bool(np.all(np.diff(tail) > 0)) and float(tail[0]) > float(np.max(before))
+        ratio = float(np.exp(tail[-1] - reference))
+        if not climbing or ratio < self.raw_climb_ratio:
+            return []
+        start = float(np.exp(reference))
+        msg = (
+            f"{loss.name} climbing: its last {k} points (up to {fmt(float(values[-1]))} at step "
+            f"{fmt_step(int(steps[-1]))}) each rose above every point before them, the last "
+            f"{fmt_ratio(ratio)} the median {fmt(start)} of its first {first}, in a log too short for the "
+            "smoothed test; worth a look."
+        )
+        return [
+            signal(SignalKind.DIVERGENCE, Severity.WARNING, msg, metric=loss.name, step=int(steps[-1]),
+                   level=float(values[-1]), ratio=ratio, points_above=k, since_step=int(steps[-k]))
         ]  # fmt: skip
 
     def _at_chance(self, ctx: JudgeContext, loss: MetricSeries, steps: np.ndarray, values: np.ndarray) -> list[Signal]:
@@ -691,7 +736,7 @@ class TrendDetector(Detector):
         else:
             zero = self._zero_accuracy(ctx)
             if zero is None:
-                return []
+                return self._never_below_start(loss, steps, values, y)
             zero_at = fmt(self.zero_accuracy_fraction)
             why = f"sits there with {zero} ≤ {zero_at} at every point (never one prediction right)"
         critical = self._stuck_before(ctx, loss.name, int(steps[-1]), new_points=False)
@@ -704,6 +749,36 @@ class TrendDetector(Detector):
         return [
             signal(SignalKind.FLAT, severity, msg, metric=loss.name, step=int(steps[-1]), level=level,
                    class_count=count, points=values.size)
+        ]  # fmt: skip
+
+    def _never_below_start(
+        self, loss: MetricSeries, steps: np.ndarray, values: np.ndarray, y: np.ndarray
+    ) -> list[Signal]:
+        """A log holding the run's start (its first step within two of its logging intervals, the median
+        step between points, so unit-free: updates or epochs) whose loss, over at least ``start_min_points``
+        points, never went below its first point, sits above it by ≥ ``rising_z`` errors of the point noise
+        (not a slow decay whose first point happened to be low) but < ``rising_min_change`` (a larger rise
+        is the divergence rules' business), and is not falling: the model has not moved from its initial
+        loss. A warning, never a stop: its chance level is unknown, and a warmup the config does not state
+        keeps a start flat too."""
+        if values.size < self.start_min_points:
+            return []
+        if float(steps[0]) > 2 * float(np.median(np.diff(steps))):
+            return []
+        rest, first = y[1:], float(y[0])
+        gap = float(np.median(rest)) - first
+        error = robust_sigma(y) * float(np.sqrt(1 + MEDIAN_SE**2 / rest.size))
+        if float(np.min(rest)) < first or gap >= np.log1p(self.rising_min_change) or gap < self.rising_z * error:
+            return []
+        msg = (
+            f"{loss.name} is not learning from its start: over its first {values.size} points (steps "
+            f"{fmt_step(int(steps[0]))}–{fmt_step(int(steps[-1]))}) it never went below its first value "
+            f"{fmt(float(values[0]))} and is not falling; worth a look (a warmup the config does not state "
+            "would explain it)."
+        )
+        return [
+            signal(SignalKind.FLAT, Severity.WARNING, msg, metric=loss.name, step=int(steps[-1]),
+                   level=float(np.median(values)), points=values.size)
         ]  # fmt: skip
 
     def _zero_accuracy(self, ctx: JudgeContext) -> str | None:
