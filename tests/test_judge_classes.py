@@ -44,6 +44,14 @@ def stopped_within_one_check(code: str, visible: int) -> bool:
     return "S" not in code[:visible] and "S" in code[visible : visible + 2]
 
 
+def with_point(run: Run, name: str, index: int, value: float) -> dict[str, Series]:
+    """The run's metrics with one point of ``name`` changed: the control a class test runs beside the real run."""
+    steps, values = run.metrics[name]
+    changed = values.copy()
+    changed[index] = value
+    return dict(run.metrics) | {name: (steps, changed)}
+
+
 # --------------------------------------------------------------------------- 5. a finished run ending in NaN
 
 
@@ -920,11 +928,8 @@ def test_a_real_val_loss_far_above_a_falling_train_loss_and_rising_is_flagged_ne
     code, _, verdicts = replay_real(run)
     assert "S" not in code and code[-1] == "u", code
     assert "deep, growing overfit" in verdicts[-1].summary, verdicts[-1].summary
-    steps, val = run.metrics["eval/loss"]
-    better = val.copy()
-    better[-1] = 3.70
-    metrics = dict(run.metrics) | {"eval/loss": (steps, better)}
-    assert "u" not in decisions(replay_cuts(metrics, checkpoints(run)))
+    better = with_point(run, "eval/loss", -1, 3.70)
+    assert "u" not in decisions(replay_cuts(better, checkpoints(run)))
 
 
 def test_a_real_short_log_climbing_past_every_earlier_point_is_flagged_never_stopped(real):
@@ -937,11 +942,8 @@ def test_a_real_short_log_climbing_past_every_earlier_point_is_flagged_never_sto
     code, _, verdicts = replay_real(run)
     assert "S" not in code and code[-1] == "u", code
     assert "climbing" in verdicts[-1].summary, verdicts[-1].summary
-    steps, loss = run.metrics["train/loss"]
-    broken = loss.copy()
-    broken[-1] = 1.40
-    metrics = dict(run.metrics) | {"train/loss": (steps, broken)}
-    assert "u" not in decisions(replay_cuts(metrics, checkpoints(run)))
+    broken = with_point(run, "train/loss", -1, 1.40)
+    assert "u" not in decisions(replay_cuts(broken, checkpoints(run)))
 
 
 def test_a_real_log_from_its_start_never_below_its_first_point_is_flagged_never_stopped(real):
@@ -955,9 +957,7 @@ def test_a_real_log_from_its_start_never_below_its_first_point_is_flagged_never_
     assert "S" not in code and code[-1] == "u", code
     assert "not learning from its start" in verdicts[-1].summary, verdicts[-1].summary
     assert decisions(replay_cuts(dict(run.metrics), checkpoints(run)))[-1] == "u"  # the controls' own replay
-    steps, loss = run.metrics["train/loss"]
-    lower = loss.copy()
-    lower[4] = 10.40
-    assert "u" not in decisions(replay_cuts(dict(run.metrics) | {"train/loss": (steps, lower)}, checkpoints(run)))
+    lower = with_point(run, "train/loss", 4, 10.40)
+    assert "u" not in decisions(replay_cuts(lower, checkpoints(run)))
     later = {name: (s + 1000, v) for name, (s, v) in run.metrics.items()}
     assert "u" not in decisions(replay_cuts(later, [c + 1000 for c in checkpoints(run)]))
