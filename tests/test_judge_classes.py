@@ -871,31 +871,27 @@ def test_a_real_eval_decay_once_stopped_stays_stopped_while_the_eval_is_still_do
     assert "still critical" in kept.summary and "eval/loss" in kept.summary, kept.summary
 
 
-def test_a_real_gcn_predicting_the_same_on_train_and_val_while_its_losses_fall_is_flagged_never_stopped(real):
-    """issue-tkipf-gcn-38 (train, ambiguous): a GCN's train accuracy at 0.62857 and its val accuracy at 0.51 at
-    every epoch while both losses still fall (1.32 -> 1.20, 1.46 -> 1.42). A train accuracy frozen to the last
-    digit beside an eval accuracy repeated exactly is a model predicting the same on both sets: unsure from its
-    3rd eval (the check where it is visible), never a stop (the losses may still move the predictions).
-    The same run with its train accuracy moving in the 4th digit is not flagged: 0.51 alone, 51 of 100 nodes,
-    repeats by chance."""
-    run = real["issue-tkipf-gcn-38"]
-    code, visible, verdicts = replay_real(run)
-    assert "S" not in code and code[visible:] == "u" * (len(code) - visible), (code, visible)
-    assert "predictions do not change" in verdicts[visible].summary, verdicts[visible].summary
-    steps, train_acc = run.metrics["train/accuracy"]
-    moving = train_acc + 1e-4 * (np.arange(train_acc.size) % 3)
-    metrics = dict(run.metrics) | {"train/accuracy": (steps, moving)}
-    assert "u" not in decisions(replay_cuts(metrics, checkpoints(run)))
-
-
-def test_a_real_gcn_settling_on_one_class_after_its_first_epoch_is_flagged_never_stopped(real):
-    """issue-keras-gcn-62 (train, ambiguous): keras-gcn on Cora, train accuracy 0.30 then 0.2929 and val
-    accuracy 0.3433 then 0.35 at every epoch while both losses fall 1.935 -> 1.82. Repeated from the second
-    epoch on (the first is logged before the model settled on one class), it predicts the same on both sets:
-    unsure from the check where that is visible (3 repeated evals), never a stop. Before, every check said
-    continue (the rule wanted the accuracies repeated from their first point). The same run with its train
-    accuracy moving in the 4th digit after its first epoch is not flagged."""
-    run = real["issue-keras-gcn-62"]
+@pytest.mark.parametrize(
+    "run_id",
+    [
+        # a GCN's train accuracy at 0.62857 and val accuracy at 0.51 at every epoch while both losses still
+        # fall (1.32 -> 1.20, 1.46 -> 1.42)
+        "issue-tkipf-gcn-38",
+        # keras-gcn on Cora: train accuracy 0.30 then 0.2929, val 0.3433 then 0.35 at every epoch while both
+        # losses fall 1.935 -> 1.82; repeated from the second epoch on (the first is logged before the model
+        # settled on one class; before, the rule wanted the accuracies repeated from their first point)
+        "issue-keras-gcn-62",
+    ],
+)
+def test_a_real_gcn_predicting_the_same_on_train_and_val_while_its_losses_fall_is_flagged_never_stopped(
+    real, run_id
+):
+    """Train runs, ambiguous: a train accuracy frozen to the last digit beside an eval accuracy repeated
+    exactly (from the first or the second eval) is a model predicting the same on both sets: unsure from the
+    check where that is visible (3 repeated evals), never a stop (the losses may still move the predictions).
+    The same run with its train accuracy moving in the 4th digit is not flagged: 0.51 alone, 51 of 100
+    nodes, repeats by chance."""
+    run = real[run_id]
     code, visible, verdicts = replay_real(run)
     assert "S" not in code and code[visible:] == "u" * (len(code) - visible), (code, visible)
     assert "predictions do not change" in verdicts[visible].summary, verdicts[visible].summary
