@@ -567,6 +567,23 @@ def test_a_hopeless_eval_frozen_from_its_first_is_stuck_at_its_third_and_a_blank
     assert decisions(replay_cuts({"train/loss": loss, "eval/wer": blank}, [2, 3, 4])) == "..."
 
 
+def test_a_loss_at_chance_found_before_a_relaunch_is_not_confirmed_on_the_rewound_log():
+    """The previous check's not-learning finding confirms this one, new points or not, only when it was
+    at this step or an earlier one: a warning at step 710 does not confirm a log rewound to step 30 (a
+    relaunch), whose own first finding is a warning again."""
+    steps = every(10, 3, start=690)
+    flat = (steps, np.array([11.178, 11.166, 11.172]))
+    zeros = (steps, np.zeros(3))
+    before = replay_cuts({"train/loss": flat, "train/mlm_accuracy": zeros}, [710])
+    assert decisions(before) == "u"
+    rewound = every(10, 3)
+    again = run_judge(
+        make_series("train/loss", flat[1], rewound), make_series("train/mlm_accuracy", zeros[1], rewound),
+        previous=before,
+    )  # fmt: skip
+    assert again.decision is Decision.UNSURE, again.summary
+
+
 def test_a_frozen_loss_is_stopped_only_at_its_initial_level_not_after_it_converged():
     """A loss identical to the last digit at 3 points is a model whose output does not change: stuck when
     it sits at its first level, a converged run (a 0.000527 repeated after falling 4,000×) is left alone;

@@ -88,6 +88,18 @@ class JudgeContext:
                 return signal
         return None
 
+    def not_learning_before(self, metric: str, last_step: int, *, new_points: bool) -> bool:
+        """The previous check already found ``metric`` not learning (a FLAT warning or critical): at an
+        earlier step when ``new_points`` (a critical finding with no point since is the same evidence, still
+        critical), else at this step or an earlier one. A finding at a later step belongs to a log that has
+        since been rewound (a relaunch), not to this one."""
+        prev = self.previous_signal(SignalKind.FLAT, metric)
+        if prev is None or prev.step is None or prev.severity not in (Severity.WARNING, Severity.CRITICAL):
+            return False
+        if new_points:
+            return prev.step < last_step or prev.severity is Severity.CRITICAL
+        return prev.step <= last_step
+
 
 def train_start(ctx: JudgeContext) -> int | None:
     """First step the trend detectors look at: after warmup and after the latest expected LR restart."""

@@ -173,7 +173,7 @@ class EvalTrendDetector(Detector):
         if why is None:
             return []
         also = f", and {ctx.train_loss.name} is not falling either" if loss_still and not flag_only else ""
-        critical = not flag_only and self._seen_before(ctx, series.name, int(steps[-1]))
+        critical = not flag_only and ctx.not_learning_before(series.name, int(steps[-1]), new_points=False)
         if flag_only:
             tail = "a flag, not a stop (the losses may still move the predictions)"
         else:
@@ -244,17 +244,6 @@ class EvalTrendDetector(Detector):
             return bool(y.size > 1 and np.all(np.diff(y) < 0))
         trend = theil_sen(steps, y, confidence_z=self.slope_confidence_z)
         return trend is not None and trend.falling
-
-    @staticmethod
-    def _seen_before(ctx: JudgeContext, name: str, last_step: int) -> bool:
-        """The previous check found this eval not learning too (new evals or not: evals can be hours apart)."""
-        prev = ctx.previous_signal(SignalKind.FLAT, name)
-        return (
-            prev is not None
-            and prev.severity in (Severity.WARNING, Severity.CRITICAL)
-            and prev.step is not None
-            and prev.step <= last_step
-        )
 
     def _primary(
         self, ctx: JudgeContext, series: MetricSeries, d: Direction, steps: np.ndarray, values: np.ndarray
@@ -340,13 +329,8 @@ class EvalTrendDetector(Detector):
         limit = self.stuck_stop_fraction if baseline is not None else self.stuck_progress_fraction
         if gained >= limit or self._improving(steps, values, d):
             return []
-        prev = ctx.previous_signal(SignalKind.FLAT, series.name)
-        persists = (
-            prev is not None
-            and prev.severity in (Severity.WARNING, Severity.CRITICAL)
-            and prev.step is not None
-            and prev.step <= int(steps[-1])
-        )  # seen at the previous check too, new evals or not: evals can be hours apart, a stuck run is not transient
+        # seen at the previous check too, new evals or not: evals can be hours apart, a stuck run is not transient
+        persists = ctx.not_learning_before(series.name, int(steps[-1]), new_points=False)
         critical = persists and gained < self.stuck_stop_fraction
         tail = (
             f"still so at a second check (critical below {fmt_pct(self.stuck_stop_fraction)})"

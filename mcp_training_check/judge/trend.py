@@ -580,7 +580,7 @@ class TrendDetector(Detector):
             return []
         evals = f"; eval loss improved {fmt_pct(eval_drop)}" if eval_drop is not None else ""
         stuck = drop < self.stuck_drop_fraction and not self._falling(steps, y)
-        critical = stuck and self._stuck_before(ctx, loss.name, int(steps[-1]))
+        critical = stuck and ctx.not_learning_before(loss.name, int(steps[-1]), new_points=True)
         if not stuck:
             tail = ""
         elif critical:
@@ -739,7 +739,7 @@ class TrendDetector(Detector):
                 return self._never_below_start(loss, steps, values, y)
             zero_at = fmt(self.zero_accuracy_fraction)
             why = f"sits there with {zero} ≤ {zero_at} at every point (never one prediction right)"
-        critical = self._stuck_before(ctx, loss.name, int(steps[-1]), new_points=False)
+        critical = ctx.not_learning_before(loss.name, int(steps[-1]), new_points=False)
         tail = "still there at a second check, so critical" if critical else "critical if the next check still sees it"
         msg = (
             f"{loss.name} is not learning: its median {fmt(level)} over {values.size} points up to step "
@@ -801,18 +801,6 @@ class TrendDetector(Detector):
             return bool(y.size > 1 and np.all(np.diff(y) < 0))
         trend = theil_sen(steps, y, confidence_z=self.confidence_z)
         return trend is not None and trend.falling
-
-    @staticmethod
-    def _stuck_before(ctx: JudgeContext, name: str, last_step: int, *, new_points: bool = True) -> bool:
-        """The previous check already found this loss not learning (with points since, unless ``new_points``
-        is False; no point since a critical finding is the same evidence, still critical)."""
-        prev = ctx.previous_signal(SignalKind.FLAT, name)
-        return (
-            prev is not None
-            and prev.severity in (Severity.WARNING, Severity.CRITICAL)
-            and prev.step is not None
-            and (prev.step < last_step or prev.severity is Severity.CRITICAL or not new_points)
-        )
 
     @staticmethod
     def _eval_drop(ctx: JudgeContext) -> float | None:
