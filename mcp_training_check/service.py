@@ -126,11 +126,13 @@ class Monitor:
         *,
         roles: Mapping[str, str] | None = None,
         baselines: Mapping[str, float] | None = None,
+        missing_path_ok: bool = False,
     ) -> RunContext:
+        """``missing_path_ok``: see `parse_run`; only for a call that need not read the run."""
         config = self.config  # once: the whole call sees one version of the file
         resolved = config.for_run(run)
         resolved = apply_overrides(resolved, roles=dict(roles or {}), baselines=dict(baselines or {}))
-        ref = parse_run(resolved.run, base_dir=config.base_dir)
+        ref = parse_run(resolved.run, base_dir=config.base_dir, missing_path_ok=missing_path_ok)
         ref = ref.model_copy(update={"alias": resolved.alias, "raw": run})
         return RunContext(ref=ref, settings=resolved)
 
@@ -462,7 +464,7 @@ class Monitor:
             )
         if not reason.strip():
             raise StopError("stop_run needs a `reason`: one sentence that will go into the incident record.")
-        ctx = self.context(run)
+        ctx = self.context(run, missing_path_ok=True)  # a deleted log does not stop the training
         with self.store.run_lock(ctx.key):
             return self._stop(ctx, reason.strip())
 

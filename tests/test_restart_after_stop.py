@@ -207,6 +207,23 @@ def test_a_stop_that_cannot_read_what_the_run_left_says_so_and_still_counts(laun
     assert "train.jsonl" in stopped.summary and "takes them for a relaunch" in stopped.summary
 
 
+def test_a_run_whose_log_was_deleted_is_still_stopped(tmp_path, launch) -> None:
+    """The log rotated or deleted while the training goes on: the stop needs the pid file, not the log.
+    Before, `stop` failed at parsing the run ("no such file or directory") and the process kept running."""
+    (tmp_path / "training-check.toml").write_text(STOP_CONFIG)
+    trainer = launch()
+    assert cli("check", "exp", cwd=tmp_path).returncode == 0
+    (tmp_path / "train.jsonl").unlink()
+    stopped = cli("stop", "exp", "--confirm", "--reason", "log gone, loss NaN before", "--json", cwd=tmp_path)
+    assert stopped.returncode == 0, stopped.stderr
+    result = json.loads(stopped.stdout)
+    assert result["outcome"] == "stopped" and result["verified"] is True and trainer.ended()
+    assert "could not read what the stopped run logged last" in result["summary"]
+    assert "log gone, loss NaN before" in (tmp_path / "notes.md").read_text()
+    again = cli("check", "exp", cwd=tmp_path)
+    assert again.returncode == 2 and "no such file or directory" in again.stderr, "a check still needs the log"
+
+
 def _sleeper() -> subprocess.Popen[str]:
     return subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"], text=True)
 

@@ -78,3 +78,16 @@ def test_a_two_part_path_under_an_existing_directory_is_a_missing_path_not_a_pro
         parse_run("runs/exp1", base_dir=tmp_path)
     assert parse_run("wandb:runs/exp1", base_dir=tmp_path).kind is RunKind.WANDB_PROJECT
     assert parse_run("acme/llm", base_dir=tmp_path).kind is RunKind.WANDB_PROJECT  # no acme/ here
+
+
+def test_a_missing_path_keeps_its_state_key_for_a_caller_that_does_not_read_it(tmp_path):
+    """A stop needs the run's state key, not its log: the key of a deleted log is the key it had."""
+    log = tmp_path / "train.log"
+    log.write_text("step 1 loss 2.0\n")
+    existing = parse_run("train.log", base_dir=tmp_path)
+    log.unlink()
+    gone = parse_run("train.log", base_dir=tmp_path, missing_path_ok=True)
+    assert gone.key == existing.key and gone.kind is RunKind.LOG_FILE
+    assert parse_run("run-abc.wandb", base_dir=tmp_path, missing_path_ok=True).kind is RunKind.WANDB_FILE
+    with pytest.raises(RunNotFound):
+        parse_run("train.log", base_dir=tmp_path)

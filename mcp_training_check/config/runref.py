@@ -42,8 +42,12 @@ _FORMS_HELP = (
 )
 
 
-def parse_run(raw: str, *, base_dir: Path | None = None) -> RunRef:
-    """Parse ``raw``; relative local paths are resolved against ``base_dir`` (default: cwd)."""
+def parse_run(raw: str, *, base_dir: Path | None = None, missing_path_ok: bool = False) -> RunRef:
+    """Parse ``raw``; relative local paths are resolved against ``base_dir`` (default: cwd).
+
+    ``missing_path_ok``: a local path that is gone is still the run it named (its state key is the path),
+    for a caller that does not read it: a stop kills what the config's stop table names, and a training
+    whose log was deleted or rotated away still runs."""
     text = raw.strip()
     if not text:
         raise RunRefError(f"`run` is empty: {_FORMS_HELP}.")
@@ -59,6 +63,8 @@ def parse_run(raw: str, *, base_dir: Path | None = None) -> RunRef:
     if local is not None:
         return _parse_local(raw, local)
     if _looks_like_path(text) or _under_local_dir(text, base_dir):
+        if missing_path_ok:
+            return _parse_local(raw, _absolute(text, base_dir))
         raise RunNotFound(
             f"`run` {raw!r}: no such file or directory (resolved against {base_dir or Path.cwd()}). "
             "Check the path, or pass an absolute one; for a W&B run or project, write 'wandb:' before it."
@@ -96,12 +102,16 @@ def _under_local_dir(text: str, base_dir: Path | None) -> bool:
     return ((base_dir or Path.cwd()) / first).is_dir()
 
 
-def _local_path(text: str, base_dir: Path | None) -> Path | None:
+def _absolute(text: str, base_dir: Path | None) -> Path:
     path = Path(os.path.expanduser(text))
     if not path.is_absolute():
         path = (base_dir or Path.cwd()) / path
     # keep symlinks such as wandb/latest-run unresolved: they must be followed at every check
-    path = Path(os.path.abspath(path))
+    return Path(os.path.abspath(path))
+
+
+def _local_path(text: str, base_dir: Path | None) -> Path | None:
+    path = _absolute(text, base_dir)
     try:
         os.lstat(path)  # the path itself, or a link (a dangling or looping one is reported when read)
     except (FileNotFoundError, NotADirectoryError):
@@ -114,8 +124,10 @@ def _local_path(text: str, base_dir: Path | None) -> Path | None:
 
 
 def _parse_local(raw: str, path: Path) -> RunRef:
-    if path.is_dir() or path.suffix == ".wandb":
-        kind = RunKind.WANDB_FILE if path.is_file() else RunKind.WANDB_DIR
+    if path.is_dir():
+        kind = RunKind.WANDB_DIR
+    elif path.suffix == ".wandb":
+        kind = RunKind.WANDB_FILE
     else:
         kind = RunKind.LOG_FILE
     return RunRef(raw=raw, kind=kind, path=str(path))
