@@ -52,7 +52,7 @@ LOWER_TOKENS = frozenset(
 )  # fmt: skip
 HIGHER_TOKENS = frozenset(
     {
-        "acc", "accuracy", "bleu", "rouge", "rougel", "rougelsum", "f1", "map", "auc", "auroc",
+        "acc", "accuracy", "bleu", "rouge", "rougel", "rougelsum", "f1", "map", "ap", "auc", "auroc",
         "precision", "recall", "exact", "em", "top", "score", "reward", "iou", "miou", "ndcg", "mrr", "pass",
         "hit", "hits",
     }
@@ -66,6 +66,15 @@ MODIFIER_TOKENS = frozenset(
     }
 )  # fmt: skip
 LR_TOKENS = frozenset({"lr"})
+# ``lr0``, ``lr1``: one learning rate a parameter group (YOLOv5's ``x/lr0``); ``lr`` with digits only.
+_LR_GROUP = re.compile(r"^lr\d+$")
+# Ultralytics (YOLOv5, YOLOv8, YOLO11) logs its validation quality as ``metrics/mAP_0.5``,
+# ``metrics/precision(B)``, ``metrics/recall(M)``: no split word, as its losses have (``val/box_loss``).
+# Under this prefix a higher-is-better quality word without a train token is the eval metric.
+EVAL_METRICS_PREFIX_TOKEN = "metrics"
+# Detection's average precision is only ever computed on held-out images, and detectron2 (``bbox/AP50``)
+# and MMDetection (``coco/bbox_mAP``) log it without a split word: mAP / AP without a train token is eval.
+EVAL_ONLY_QUALITY = frozenset({"map", "ap"})
 GRAD_TOKENS = frozenset({"grad", "gradient", "grads", "gradients"})
 GRAD_NORM_SINGLE_TOKENS = frozenset({"gradnorm"})
 NORM_TOKEN = "norm"
@@ -100,7 +109,7 @@ OVERRIDE_ROLES: dict[str, RoleInfo | None] = {
     "ignore": None,  # dropped from the result
 }
 
-_SEPARATORS = re.compile(r"[/_\-.@\s:]+")
+_SEPARATORS = re.compile(r"[/_\-.@\s:()\[\]]+")  # ``mAP50(B)``: ultralytics' box / mask suffix
 _CAMEL_BOUNDARY = re.compile(r"(?<=[a-z])(?=[A-Z])")
 _KNOWN_WHOLE = EVAL_SPLIT_TOKENS | TRAIN_SPLIT_TOKENS | LOWER_TOKENS | HIGHER_TOKENS | {"map", "lr"}
 _OTHER_LOWER = RoleInfo(MetricRole.OTHER, Direction.LOWER)
@@ -113,7 +122,8 @@ def tokenize(name: str) -> tuple[str, ...]:
     for piece in _SEPARATORS.split(name):
         if not piece:
             continue
-        parts = [piece] if piece.lower() in _KNOWN_WHOLE else _CAMEL_BOUNDARY.split(piece)
+        whole = piece.lower() in _KNOWN_WHOLE or piece.lower().rstrip("0123456789") in _KNOWN_WHOLE  # mAP50
+        parts = [piece] if whole else _CAMEL_BOUNDARY.split(piece)
         for part in parts:
             low = part.lower()
             if low.isdigit() and tokens and tokens[-1] in {"top", "acc", "pass", "rouge", "bleu", "f"}:
@@ -149,9 +159,17 @@ def _is_grad_norm(name: str, tokens: tuple[str, ...]) -> bool:
 
 
 def _is_learning_rate(tokens: tuple[str, ...]) -> bool:
-    if LR_TOKENS.intersection(tokens):
+    if LR_TOKENS.intersection(tokens) or any(_LR_GROUP.match(token) for token in tokens):
         return True
     return any(a == "learning" and b == "rate" for a, b in itertools.pairwise(tokens))
+
+
+def _eval_without_split_word(tokens: tuple[str, ...], direction: Direction | None) -> bool:
+    """YOLO's ``metrics/…``, detectron2's ``bbox/AP50``, MMDetection's ``coco/bbox_mAP``."""
+    if direction is not Direction.HIGHER or TRAIN_SPLIT_TOKENS.intersection(tokens):
+        return False
+    average_precision = any(token.rstrip("0123456789") in EVAL_ONLY_QUALITY for token in tokens)
+    return average_precision or tokens[:1] == (EVAL_METRICS_PREFIX_TOKEN,)
 
 
 @lru_cache(maxsize=4096)
@@ -165,7 +183,7 @@ def infer_role(name: str) -> RoleInfo:
     if _is_learning_rate(tokens):
         return RoleInfo(MetricRole.LEARNING_RATE, Direction.LOWER)
     direction = _direction(tokens)
-    if EVAL_SPLIT_TOKENS.intersection(tokens):
+    if EVAL_SPLIT_TOKENS.intersection(tokens) or _eval_without_split_word(tokens, direction):
         return _OTHER_LOWER if direction is None else RoleInfo(MetricRole.EVAL, direction)
     if "loss" in tokens and direction is Direction.LOWER:
         return RoleInfo(MetricRole.TRAIN_LOSS, Direction.LOWER)

@@ -73,7 +73,18 @@ HIGHER = Direction.HIGHER
         ("test_precision", EVAL, HIGHER),
         ("val/recall", EVAL, HIGHER),
         ("eval/score", EVAL, HIGHER),
+        # eval metrics as detection tools name them, without a split word
+        ("metrics/mAP_0.5", EVAL, HIGHER),  # YOLOv5 (its W&B and results.csv name)
+        ("metrics/mAP_0.5:0.95", EVAL, HIGHER),
+        ("metrics/precision", EVAL, HIGHER),
+        ("metrics/mAP50-95(B)", EVAL, HIGHER),  # YOLOv8 / YOLO11: (B) box, (M) mask
+        ("metrics/recall(M)", EVAL, HIGHER),
+        ("bbox/AP50", EVAL, HIGHER),  # detectron2
+        ("segm/AP", EVAL, HIGHER),
+        ("coco/bbox_mAP", EVAL, HIGHER),  # MMDetection
         # learning rate
+        ("x/lr0", LR, LOWER),  # YOLOv5: one a parameter group
+        ("train/lr2", LR, LOWER),
         ("lr", LR, LOWER),
         ("learning_rate", LR, LOWER),
         ("train/lr", LR, LOWER),
@@ -99,6 +110,7 @@ HIGHER = Direction.HIGHER
         ("memory/allocated_gb", OTHER, LOWER),
         ("total_flos", OTHER, LOWER),
         ("train/accuracy", OTHER, HIGHER),
+        ("metrics/loss", TRAIN, LOWER),  # metrics/ marks only higher-is-better words as eval
     ],
 )
 def test_infer_role_table(name: str, role: MetricRole, direction: Direction) -> None:
@@ -122,6 +134,9 @@ def test_infer_role_table(name: str, role: MetricRole, direction: Direction) -> 
         ("glossary_size", "'loss' only as a substring"),
         ("flr", "'lr' only as a substring"),
         ("eval/foo", "eval split but no known quality word: the direction is unknown"),
+        ("train/mAP", "average precision on the train split is no eval"),
+        ("metrics/train_acc", "a train token under ultralytics' metrics/ prefix"),
+        ("precision", "a quality word with no split and no metrics/ prefix"),
     ],
 )
 def test_substring_and_modifier_traps_are_other(name: str, why: str) -> None:
