@@ -1,9 +1,10 @@
 """The file-free half of the text-log reader: text lines → ``(metric, step, value)`` points.
 
-``LogParser`` picks a format for each line (JSONL, CSV/TSV, Hugging Face Trainer dicts, printed lines; the
-grammars are in ``loglines``) and assigns steps; its state is a small JSON-able dict that travels in a
-cursor. ``parse_lines`` is the one-call entry point. ``ParseNotes`` collects what matters besides numbers:
-fatal and error lines, and lines that could not be parsed. ``logs`` feeds it bytes and files.
+``LogParser`` picks a format for each line (JSONL, CSV/TSV, Hugging Face Trainer dicts, MLPerf's
+``:::MLLOG`` events, printed lines; the grammars are in ``loglines`` and ``mllog``) and assigns steps;
+its state is a small JSON-able dict that travels in a cursor. ``parse_lines`` is the one-call entry point.
+``ParseNotes`` collects what matters besides numbers: fatal and error lines, and lines that could not be
+parsed. ``logs`` feeds it bytes and files.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from .loglines import (
     split_row,
     text_metrics,
 )
+from .mllog import MLLOG_MARKER, MllogEvent, parse_mllog_line
 
 __all__ = [
     "ERROR_PREFIX",
@@ -56,6 +58,8 @@ MAX_WARNINGS = 20  # per kind and per read; the most recent are kept
 WARNING_LINE_CHARS = 240
 
 MAX_LINE_BYTES = 64 * 1024
+MAX_MLLOG_METRICS = 256
+"""Metric names whose last MLLOG step the parser state keeps (a log names a handful)."""
 """A log line longer than this is skipped and counted, never parsed: a metrics line is a few hundred bytes
 (2,000 metrics of JSONL fit), and a longer one (a config dump, a corrupt record) would cost time and stack."""
 
@@ -141,6 +145,9 @@ class LogParser:
         self.explicit_steps = False
         self.in_long_line = False  # the start of the line being read was dropped: drop up to its end
         self.finished = False  # the latest training line was followed by a FINAL_LINE_MARKERS line
+        self.mllog_benchmark: str | None = None  # MLPerf's submission_benchmark: what eval_accuracy holds
+        self.mllog_fine = False  # an MLLOG event was placed by samples or steps: epochs no longer place one
+        self.mllog_at: dict[str, int] = {}  # the step each MLLOG metric was last placed at
 
     def to_state(self) -> dict[str, Any]:
         return {
@@ -155,6 +162,7 @@ class LogParser:
             "explicit_steps": self.explicit_steps,
             "in_long_line": self.in_long_line,
             "finished": self.finished,
+            "mllog": [self.mllog_benchmark, self.mllog_fine, self.mllog_at],
         }
 
     @classmethod
@@ -175,6 +183,10 @@ class LogParser:
             parser.explicit_steps = bool(state["explicit_steps"])
             parser.in_long_line = bool(state.get("in_long_line", False))
             parser.finished = bool(state.get("finished", False))
+            benchmark, fine, at = state.get("mllog") or [None, False, {}]
+            parser.mllog_benchmark = None if benchmark is None else str(benchmark)
+            parser.mllog_fine = bool(fine)
+            parser.mllog_at = {str(name): int(step) for name, step in dict(at).items()}
         except (KeyError, TypeError, ValueError, ConfigError) as exc:
             raise ValueError(f"parser state is malformed: {exc}") from exc
         return parser
@@ -216,6 +228,8 @@ class LogParser:
             self._csv_line(text, sink, notes)
             return
         if fmt is None and self.lines_seen == 0 and self._try_header(text):
+            return
+        if MLLOG_MARKER in text and self._mllog_line(text, sink):  # before: submission_benchmark has no digit
             return
         if not _MAYBE_NUMBER.search(text) or _SKIP_LINE.search(text):
             return
@@ -276,6 +290,35 @@ class LogParser:
         step = pop_step(metrics)
         self._emit(metrics, step, self._kind(metrics), sink)
         return True
+
+    def _mllog_line(self, text: str, sink: SeriesBuilder) -> bool:
+        event = parse_mllog_line(text, self.mllog_benchmark)
+        if event is None:
+            return False
+        if event.benchmark is not None:
+            self.mllog_benchmark = event.benchmark
+        if event.metrics:
+            step = self._mllog_step(event)
+            self._emit(event.metrics, step, self._kind(event.metrics), sink)
+            if len(self.mllog_at) < MAX_MLLOG_METRICS or set(event.metrics) <= set(self.mllog_at):
+                self.mllog_at.update(dict.fromkeys(event.metrics, self.last_step or 0))
+        return True
+
+    def _mllog_step(self, event: MllogEvent) -> int | None:
+        """Samples or steps place an event. An epoch number does only in a log that has no finer axis, and
+        only while it moves: BERT v1.0 logs epoch 1 at every eval, DLRM fractions of an epoch. Such an event
+        goes one step past the latest (log order); in a log counted in steps, at the latest step."""
+        if event.fine is not None:
+            self.mllog_fine = True
+            return event.fine
+        if self.mllog_fine:
+            return None
+        latest, epoch = self.last_step or 0, event.epoch
+        if epoch is None or epoch != int(epoch) or epoch < latest:
+            return latest + 1
+        if any(self.mllog_at.get(name) == epoch for name in event.metrics):
+            return latest + 1
+        return int(epoch)
 
     def _hf_line(self, text: str, sink: SeriesBuilder) -> bool:
         if "{'" not in text:
