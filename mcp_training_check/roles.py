@@ -76,7 +76,7 @@ EVAL_METRICS_PREFIX_TOKEN = "metrics"
 # and MMDetection (``coco/bbox_mAP``) log it without a split word: mAP / AP without a train token is eval.
 EVAL_ONLY_QUALITY = frozenset({"map", "ap"})
 GRAD_TOKENS = frozenset({"grad", "gradient", "grads", "gradients"})
-GRAD_NORM_SINGLE_TOKENS = frozenset({"gradnorm"})
+GRAD_NORM_SINGLE_TOKENS = frozenset({"gradnorm", "gnorm"})  # fairseq prints ``gnorm``
 NORM_TOKEN = "norm"
 TOTAL_NORM_NAMES = frozenset({"total_norm"})
 

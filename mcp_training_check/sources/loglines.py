@@ -19,7 +19,7 @@ from functools import lru_cache
 from typing import Any
 
 from ..models import MetricRole
-from ..roles import infer_role
+from ..roles import EVAL_SPLIT_TOKENS, TRAIN_SPLIT_TOKENS, infer_role, tokenize
 
 __all__ = [
     "HF_TRAIN_KEYS",
@@ -35,7 +35,7 @@ __all__ = [
     "text_metrics",
 ]
 
-STEP_KEYS = ("step", "_step", "global_step", "iteration", "iter")
+STEP_KEYS = ("step", "_step", "global_step", "iteration", "iter", "num_updates")  # fairseq: num_updates
 # Keys that may be written as "N/TOTAL" (a progress count is a metric for no other key).
 COUNT_KEYS = frozenset({*STEP_KEYS, "epoch"})
 # Numbers that are not metrics even when a key precedes them.
@@ -52,7 +52,7 @@ _SEGMENT = re.compile(
     rf"\s*(?P<key>[A-Za-z_][\w./()-]*(?:\s+[A-Za-z_(][\w./()-]*)*?)(?P<sep>\s*[:=]\s*|\s+)"
     rf"(?P<num>{_NUMBER})(?P<total>\s*/\s*\d+)?\s*"
 )
-_KEY = re.compile(r"[A-Za-z_](?:[\w./-]*\w)?")
+_KEY = re.compile(r"[A-Za-z_](?:[\w./@-]*\w)?")  # timm's Acc@1
 _KEY_OPENERS = "[(|"  # "[step 200]" → "step"
 _VALUE_CLOSERS = ",;)]}|"  # "2.31," "200]" → the number
 _NUMBER_START = frozenset("0123456789+-.nNiI")
@@ -179,20 +179,25 @@ def _lex_pairs(text: str) -> list[Pair]:
     """``key value``, ``key: value``, ``key=value`` pairs of whitespace-separated tokens.
 
     A value must be the whole token (up to closing punctuation), so timestamps, dates, ETAs, units and
-    progress counts are not taken; a token that is not a value is left to start the next pair. This is
-    the hot loop on big logs, hence the cheap first-character tests before any parsing.
+    progress counts are not taken; a token that is not a value is left to start the next pair. A split
+    word just before a key belongs to it: nanoGPT's "train loss 2.1, val loss 2.3" is ``train_loss`` and
+    ``val_loss``, not ``loss`` twice. This is the hot loop on big logs, hence the cheap first-character
+    tests before any parsing.
     """
     tokens = text.split()
     pairs: list[Pair] = []
     i, n = 0, len(tokens)
+    split_word = ""  # the previous token, when it is a bare split word ("train", "val")
     while i < n:
         token = tokens[i]
         i += 1
         if token[0] in _KEY_OPENERS:
             token = token.lstrip(_KEY_OPENERS)
         if not token or not (token[0].isalpha() or token[0] == "_"):
+            split_word = ""
             continue
         key, rest = _split_token(token)
+        before, split_word = split_word, token if rest is None and token.lower() in _SPLIT_WORDS else ""
         explicit, from_next = rest is not None, not rest
         if not rest:
             if i < n and tokens[i] in ("=", ":"):
@@ -204,9 +209,20 @@ def _lex_pairs(text: str) -> list[Pair]:
             continue
         value = _value(rest, key)
         if value is not None:
-            pairs.append((key, value, explicit))
+            pairs.append((_with_split(before, key), value, explicit))
             i += from_next  # the value token is used up; otherwise it may start the next pair
+            split_word = ""
     return pairs
+
+
+_SPLIT_WORDS = EVAL_SPLIT_TOKENS | TRAIN_SPLIT_TOKENS
+
+
+def _with_split(split_word: str, key: str) -> str:
+    """``val`` + ``loss`` → ``val_loss``; a step key or a key that names its split keeps its name."""
+    if not split_word or key.lower() in COUNT_KEYS or _SPLIT_WORDS.intersection(tokenize(key)):
+        return key
+    return f"{split_word}_{key}"
 
 
 def _segment_pairs(segment: str) -> list[Pair]:
@@ -236,18 +252,37 @@ def text_metrics(text: str) -> tuple[dict[str, float], int | None] | None:
     metrics: dict[str, float] = {}
     step: int | None = None
     counts = False
+    split = _eval_line_split(text)
     for key, value, explicit in _line_pairs(text):
         low = key.lower()
         if low in IGNORED_KEYS or low.endswith(SOURCE_FILE_SUFFIXES):
             continue
-        if low in STEP_KEYS:
+        if low in STEP_KEYS or _AT_STEP.search(low):  # Megatron: "validation loss at iteration 200"
             if step is None and math.isfinite(value) and value == int(value):
                 step = int(value)
             counts = True
             continue
+        if split and low not in COUNT_KEYS and not _SPLIT_WORDS.intersection(tokenize(key)):
+            key = f"{split}/{key}"
         metrics[key] = value
         counts = counts or explicit or infer_role(key).role is not MetricRole.OTHER
     return (metrics, step) if counts and metrics else None
+
+
+_EVAL_LINE_START = re.compile(r"^[\s|]*(test|val|valid|validation|eval|evaluation|dev)\b", re.IGNORECASE)
+_FAIRSEQ_SUBSET = re.compile(r"\bvalid on '([^']+)' subset")
+_AT_STEP = re.compile(r"(?:^|_)at_(?:iteration|iter|step)$")
+
+
+def _eval_line_split(text: str) -> str:
+    """The split an eval line reports on, or "": a line that starts with its split word (timm's "Test:",
+    Megatron's "validation loss at iteration N |"), or fairseq's "valid on 'valid' subset". Its metrics
+    are named under it (``Test/Loss``): the same word on a train line is another metric."""
+    if (subset := _FAIRSEQ_SUBSET.search(text)) is not None:
+        name = subset[1]
+        return name if _SPLIT_WORDS.intersection(tokenize(name)) else "valid"
+    start = _EVAL_LINE_START.match(text)
+    return start[1] if start is not None else ""
 
 
 def pop_step(metrics: dict[str, float]) -> int | None:
