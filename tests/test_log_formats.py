@@ -106,3 +106,32 @@ def test_timm_test_lines_are_evals() -> None:
     assert [v for _, v in points["Loss"]] == [6.942, 6.102], "the test loss went into the train loss"
     assert roles["Test/Loss"] == "eval" and roles["Test/Acc@1"] == "eval"
     assert points["Test/Acc@1"] == [(2, 0.5)], "an eval line lands at the latest train step"
+
+
+def speedrun_log(last: int, total: int = 3000) -> str:
+    """A modded-nanogpt-style log: the step counted against its total, a val loss every 125 steps."""
+    return "".join(
+        f"step:{s}/{total} val_loss:{3.28 + 7.5 * math.exp(-s / 400):.4f} train_time:{s * 10}ms step_avg:10.00ms\n"
+        for s in range(0, last + 1, 125)
+    )
+
+
+def test_a_log_that_counts_its_steps_against_a_total_ends_monitoring_there(tmp_path) -> None:
+    """Issue 9 (7): a log that stopped growing is the launcher's business; the run's own facts end monitoring.
+    "step:3000/3000" is such a fact, as the last line of a finished run."""
+    log = tmp_path / "train.log"
+    log.write_text(speedrun_log(1500))
+    running = json.loads(cli("check", str(log), "--json", home=tmp_path / "home", cwd=tmp_path).stdout)
+    assert running["next_action"] == "continue_monitoring", running["summary"]
+    log.write_text(speedrun_log(3000))
+    ended = json.loads(cli("check", str(log), "--json", home=tmp_path / "home", cwd=tmp_path).stdout)
+    assert ended["next_action"] == "end_monitoring", ended["summary"]
+    messages = [signal["message"] for signal in ended["verdict"]["signals"]]
+    assert "the run has ended: step 3,000 reached its total of 3,000 steps." in messages
+
+
+def test_the_total_is_read_from_megatron_and_kept_across_reads() -> None:
+    first = parse_lines([" iteration      100/  143000 | lm loss: 7.0E+00 | grad norm: 1.2 |"])
+    assert first.state["total_steps"] == 143000
+    later = parse_lines([" iteration      200/  143000 | lm loss: 6.5E+00 |", "some chatter 5/10"], first.state)
+    assert later.state["total_steps"] == 143000, "a line that is no step count does not change it"

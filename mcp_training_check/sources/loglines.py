@@ -32,6 +32,7 @@ __all__ = [
     "parse_float",
     "pop_step",
     "split_row",
+    "step_total",
     "text_metrics",
 ]
 
@@ -45,6 +46,7 @@ HF_TRAIN_KEYS = frozenset({"loss", "grad_norm", "learning_rate"})
 HF_MARKER_KEYS = HF_TRAIN_KEYS | {"epoch"}
 HF_MARKER_PREFIXES = ("eval_", "test_", "train_")
 MAX_DICT_CHARS = 65536  # longest printed dict handed to ast.literal_eval
+STEP_RANGE_MAX = 2**63 - 1
 
 _NUMBER = r"[-+]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|(?i:infinity|inf|nan))"
 # One "|"-separated segment that is nothing but "multi word key[:=] number" (Megatron's "lm loss: 2.3E+00").
@@ -283,6 +285,17 @@ def _eval_line_split(text: str) -> str:
         return name if _SPLIT_WORDS.intersection(tokenize(name)) else "valid"
     start = _EVAL_LINE_START.match(text)
     return start[1] if start is not None else ""
+
+
+_STEP_OF_TOTAL = re.compile(r"\b(?:step|iteration|iter|global_step)\s*[:=]?\s*\d+\s*/\s*(\d+)", re.IGNORECASE)
+
+
+def step_total(text: str) -> int | None:
+    """The total a metric line counts its steps against: Megatron's "iteration 100/ 143000",
+    modded-nanogpt's "step:125/3000", "Step 40/500". The run has finished once its step reaches it."""
+    found = _STEP_OF_TOTAL.search(text) if "/" in text else None
+    total = int(found[1]) if found is not None else 0
+    return total if 0 < total <= STEP_RANGE_MAX else None
 
 
 def pop_step(metrics: dict[str, float]) -> int | None:

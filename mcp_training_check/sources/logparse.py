@@ -30,6 +30,7 @@ from .loglines import (
     parse_float,
     pop_step,
     split_row,
+    step_total,
     text_metrics,
 )
 from .mllog import MLLOG_MARKER, MllogEvent, parse_mllog_line
@@ -148,6 +149,7 @@ class LogParser:
         self.mllog_benchmark: str | None = None  # MLPerf's submission_benchmark: what eval_accuracy holds
         self.mllog_fine = False  # an MLLOG event was placed by samples or steps: epochs no longer place one
         self.mllog_at: dict[str, int] = {}  # the step each MLLOG metric was last placed at
+        self.total_steps: int | None = None  # a metric line's "step N/TOTAL": the run's own total
 
     def to_state(self) -> dict[str, Any]:
         return {
@@ -163,6 +165,7 @@ class LogParser:
             "in_long_line": self.in_long_line,
             "finished": self.finished,
             "mllog": [self.mllog_benchmark, self.mllog_fine, self.mllog_at],
+            "total_steps": self.total_steps,
         }
 
     @classmethod
@@ -187,6 +190,8 @@ class LogParser:
             parser.mllog_benchmark = None if benchmark is None else str(benchmark)
             parser.mllog_fine = bool(fine)
             parser.mllog_at = {str(name): int(step) for name, step in dict(at).items()}
+            total = state.get("total_steps")
+            parser.total_steps = None if total is None else int(total)
         except (KeyError, TypeError, ValueError, ConfigError) as exc:
             raise ValueError(f"parser state is malformed: {exc}") from exc
         return parser
@@ -241,6 +246,7 @@ class LogParser:
             found = text_metrics(text)
             if found is not None:
                 self._emit(found[0], found[1], self._kind(found[0]), sink)
+                self.total_steps = step_total(text) or self.total_steps
 
     def _try_header(self, text: str) -> bool:
         delim = "\t" if "\t" in text else "," if "," in text else None

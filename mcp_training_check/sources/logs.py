@@ -56,6 +56,7 @@ __all__ = [
     "ParsedLines",
     "file_identity",
     "is_log_path",
+    "log_config",
     "parse_lines",
     "read_log_bytes",
     "read_open_log",
@@ -304,6 +305,14 @@ def log_status(cursor: Cursor) -> RunStatus:
     return RunStatus.FINISHED if finished else RunStatus.UNKNOWN
 
 
+def log_config(cursor: Cursor) -> dict[str, int]:
+    """What the log says of its run's config: the total its metric lines count steps against (the judge
+    ends monitoring once the run's step reaches it)."""
+    parser = cursor.get("parser")
+    total = parser.get("total_steps") if isinstance(parser, dict) else None
+    return {"total_steps": total} if isinstance(total, int) and total > 0 else {}
+
+
 class LogFileSource:
     """A local training log, read incrementally (see the module docstring for the cursor)."""
 
@@ -329,5 +338,5 @@ class LogFileSource:
         batch = read_open_log(  # up to the size seen now: a file written faster than it is read cannot keep it going
             fh, cursor, identity=identity, head=head, fmt=self.fmt, end=st.st_size, progress=self.progress
         )
-        batch.info = RunInfo(name=self.path.name, status=log_status(batch.cursor))
+        batch.info = RunInfo(name=self.path.name, status=log_status(batch.cursor), config=log_config(batch.cursor))
         return batch

@@ -30,7 +30,7 @@ from ..files import not_regular
 from ..models import RunInfo, RunKind, RunRef
 from . import log_tail, ssh_exec
 from .base import Cursor, Progress, ReadBatch, TailLimits
-from .logs import CHUNK_BYTES, HEAD_BYTES, LogParser, file_identity, log_status, read_open_log
+from .logs import CHUNK_BYTES, HEAD_BYTES, LogParser, file_identity, log_config, log_status, read_open_log
 from .ssh_connect import DEFAULT_SSH_TIMEOUT_SECONDS, SshTarget, resolve_target, ssh_client
 
 __all__ = ["WINDOW_BYTES", "SshLogSource"]
@@ -87,7 +87,11 @@ class SshLogSource:
             else:
                 batch = self._read_sftp(client, sftp, target, cursor)
         batch.info = RunInfo(
-            name=self.path.rsplit("/", 1)[-1], url=self.ref.key, host=target.hostname, status=log_status(batch.cursor)
+            name=self.path.rsplit("/", 1)[-1],
+            url=self.ref.key,
+            host=target.hostname,
+            status=log_status(batch.cursor),
+            config=log_config(batch.cursor),
         )
         return batch
 
