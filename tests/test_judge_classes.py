@@ -993,11 +993,11 @@ def test_a_real_detectors_precision_and_cls_loss_are_outvoted_by_its_map_at_its_
     """log-4105project-yolov5-1 (train, healthy): a YOLOv5 run whose mAP@0.5 holds at 0.93-0.95 trades
     precision 0.94 -> 0.86 for recall 0.87 -> 0.97, and its val cls_loss (0.002-0.01 on a few-class set)
     swings to 3x its best between evals. Both were stopped (a 'steady decay', a 'collapse'); with the quality
-    evals at their best they are warnings at most. The same run with its mAPs 20 % lower over its last 40
-    epochs (no longer at their best) is still stopped on the precision's decay."""
+    evals at their best they are information: continue at every check. The same run with its mAPs 20 % lower
+    over its last 40 epochs (no longer at their best) is still stopped on the precision's decay."""
     run = real["log-4105project-yolov5-1"]
     code, _, verdicts = replay_real(run)
-    assert "S" not in code, code
+    assert set(code) == {"."}, code
     outvoted = {s.metric for v in verdicts for s in v.signals if "outvoted" in s.evidence}
     assert {"eval/precision", "eval/cls_loss"} <= outvoted, outvoted
     lowered = _scaled_after(run, "mAP", 110, 0.8)
@@ -1026,3 +1026,16 @@ def test_a_real_slow_starts_noisy_evals_and_bias_lr_warm_down_are_never_stopped(
     flat = dict(run.metrics) | {"eval/mAP_0.5": (steps, plateau)}
     first = replay_cuts(flat, checkpoints(run)[:1], run_config=run.config)[0]
     assert any("eval/mAP_0.5 collapsed" in s.message for s in first.signals), first.summary
+
+
+def test_a_real_component_loss_creeping_up_while_the_map_rises_is_not_flagged(real):
+    """log-1802284174-test-1 (train, healthy): a YOLOv5 run's val cls_loss creeps 16-30 % above its best over
+    its last 35 epochs (a significant trend: 'mildly overfitting') while its mAP still rises: unsure at its last
+    5 checks. The mAP at its best outvotes it: continue. The same run without its mAPs (nothing to outvote the
+    creep) is flagged again."""
+    run = real["log-1802284174-test-1"]
+    code, _, _ = replay_real(run)
+    assert set(code) == {"."}, code
+    without = {name: series for name, series in run.metrics.items() if "mAP" not in name}
+    verdicts = replay_cuts(without, checkpoints(run), run_config=run.config)
+    assert verdicts[-1].decision is Decision.UNSURE and "eval/cls_loss" in verdicts[-1].summary, verdicts[-1].summary

@@ -99,7 +99,7 @@ def _upgrade(div: Signal, cause: Signal, why: str) -> Signal:
 
 
 def _votes(s: Signal) -> bool:
-    """Not a secondary eval's finding that the run's quality eval at its best outvoted (a warning at most)."""
+    """Not a secondary eval's finding that the run's quality eval at its best outvoted (information)."""
     return "outvoted" not in s.evidence
 
 
