@@ -1039,3 +1039,20 @@ def test_a_real_component_loss_creeping_up_while_the_map_rises_is_not_flagged(re
     without = {name: series for name, series in run.metrics.items() if "mAP" not in name}
     verdicts = replay_cuts(without, checkpoints(run), run_config=run.config)
     assert verdicts[-1].decision is Decision.UNSURE and "eval/cls_loss" in verdicts[-1].summary, verdicts[-1].summary
+
+
+def test_a_real_loss_that_learned_in_its_first_epoch_and_plateaued_is_not_flagged_not_learning(real):
+    """log-isl-python-1 (train, healthy): a Lightning regression net's per-epoch train loss falls 0.57 -> 0.47
+    in its first epoch and plateaus at 0.41 for 190 more (valid loss -10 %, r2 0.35 -> 0.42). Its best is only
+    6 % below its first 20 points' median, so it was 'not learning' (unsure) at its last check; it is 27 %
+    below its first point, which the log holds: it learned, and plateaued. Controls: the same log with its
+    first point at 0.45 (no fall in view), or as an excerpt from step 10,000 on (its start not in it), is
+    still flagged."""
+    run = real["log-isl-python-1"]
+    code, _, _ = replay_real(run)
+    assert set(code) == {"."}, code
+    cuts = checkpoints(run)
+    flat = with_point(run, "train/loss", 0, 0.45)
+    assert decisions(replay_cuts(flat, cuts, run_config=run.config))[-1] == "u"
+    later = {name: (steps + 10_000, values) for name, (steps, values) in run.metrics.items()}
+    assert decisions(replay_cuts(later, [c + 10_000 for c in cuts], run_config=run.config))[-1] == "u"
