@@ -183,8 +183,9 @@ class EvalDetector(Detector):
       check. Four evals in a row are far longer than such an episode and still within a check of a real
       collapse seen from its start.
     - ``collapse_noise_z`` / ``collapse_noise_evals``: and only evals ≥ 4 × the eval's own noise from its best
-      collapse (robust σ of the eval-to-eval differences over the ≥ 10 evals before the ones in question, so
-      the collapse does not inflate it; 4 as for ``degrade_noise_z``). A YOLO mAP of 0.008 falling to 0.002 in
+      collapse (robust σ of the eval-to-eval differences over the last 10 evals before the ones in question,
+      so the collapse does not inflate it, nor a quiet phase long past deflate it; 4 as for
+      ``degrade_noise_z``). A YOLO mAP of 0.008 falling to 0.002 in
       the first epochs of a slow start (log-thesis-1, which ends at 0.99) is eval noise around zero, not a
       collapse; an eval from a quiet plateau to a third of it, or from its first evals (σ 0 before 3),
       still is.
