@@ -994,3 +994,85 @@ def test_a_real_per_epoch_loss_flat_from_its_first_epoch_is_flagged_never_stoppe
     controls = replay_cuts(falling, checkpoints(run)) + replay_cuts(later, [c + 100_000 for c in checkpoints(run)])
     assert not any("not learning from its start" in v.summary for v in controls)  # (the falling one overfits)
     assert "u" not in decisions(replay_cuts(later, [c + 100_000 for c in checkpoints(run)]))
+
+
+# --------------------------------------------------------------------------- false stops on noisy secondary evals
+
+
+def _scaled_after(run: Run, token: str, step: int, factor: float) -> dict[str, Series]:
+    """The run's metrics with every metric whose name holds ``token`` scaled by ``factor`` after ``step``."""
+    scaled = {
+        name: (steps, np.where(steps > step, values * factor, values))
+        for name, (steps, values) in run.metrics.items()
+        if token in name
+    }
+    return dict(run.metrics) | scaled
+
+
+def test_a_real_detectors_precision_and_cls_loss_are_outvoted_by_its_map_at_its_best(real):
+    """log-4105project-yolov5-1 (train, healthy): a YOLOv5 run whose mAP@0.5 holds at 0.93-0.95 trades
+    precision 0.94 -> 0.86 for recall 0.87 -> 0.97, and its val cls_loss (0.002-0.01 on a few-class set)
+    swings to 3x its best between evals. Both were stopped (a 'steady decay', a 'collapse'); with the quality
+    evals at their best they are information: continue at every check. The same run with its mAPs 20 % lower
+    over its last 40 epochs (no longer at their best) is still stopped on the precision's decay."""
+    run = real["log-4105project-yolov5-1"]
+    code, _, verdicts = replay_real(run)
+    assert set(code) == {"."}, code
+    outvoted = {s.metric for v in verdicts for s in v.signals if "outvoted" in s.evidence}
+    assert {"eval/precision", "eval/cls_loss"} <= outvoted, outvoted
+    lowered = _scaled_after(run, "mAP", 110, 0.8)
+    last = replay_cuts(lowered, checkpoints(run), run_config=run.config)[-1]
+    assert last.decision is Decision.STOP and "eval/precision" in last.summary, last.summary
+
+
+def test_a_real_slow_starts_noisy_evals_and_bias_lr_warm_down_are_never_stopped(real):
+    """log-thesis-1 (train, healthy, ends at mAP 0.99): over its first 25 epochs its mAP moves 0.0002 ->
+    0.008 -> 0.002 and its recall and precision jump 0.1-0.6 from eval to eval, while YOLOv5's bias LR falls
+    from its warmup_bias_lr 0.1 towards lr0 0.01. That LR was read as 7x its configured peak (a cause that
+    made one collapsed eval a stop), and the evals' swings as collapses: stopped at 4 of its first 5 checks.
+    A collapse must exceed the eval's own noise; an LR falling at every point from its first is a warm-down.
+    Controls: the same LR rising once above the point before is off its schedule again, and the same mAP
+    falling to a third of a quiet plateau (noise 0) is a collapse."""
+    run = real["log-thesis-1"]
+    code, _, verdicts = replay_real(run)
+    assert "S" not in code, code
+    assert not any("collapsed" in s.message for s in verdicts[0].signals), verdicts[0].summary
+    assert not any(s.kind.value == "lr_anomaly" for v in verdicts[:3] for s in v.signals)
+    rising = with_point(run, "train/lr0", 3, 0.095)
+    first = replay_cuts(rising, checkpoints(run)[:1], run_config=run.config)[0]
+    assert any(s.kind.value == "lr_anomaly" for s in first.signals), first.summary
+    steps, values = run.metrics["eval/mAP_0.5"]
+    plateau = np.where(steps < 5, 0.0084, values)
+    flat = dict(run.metrics) | {"eval/mAP_0.5": (steps, plateau)}
+    first = replay_cuts(flat, checkpoints(run)[:1], run_config=run.config)[0]
+    assert any("eval/mAP_0.5 collapsed" in s.message for s in first.signals), first.summary
+
+
+def test_a_real_component_loss_creeping_up_while_the_map_rises_is_not_flagged(real):
+    """log-1802284174-test-1 (train, healthy): a YOLOv5 run's val cls_loss creeps 16-30 % above its best over
+    its last 35 epochs (a significant trend: 'mildly overfitting') while its mAP still rises: unsure at its last
+    5 checks. The mAP at its best outvotes it: continue. The same run without its mAPs (nothing to outvote the
+    creep) is flagged again."""
+    run = real["log-1802284174-test-1"]
+    code, _, _ = replay_real(run)
+    assert set(code) == {"."}, code
+    without = {name: series for name, series in run.metrics.items() if "mAP" not in name}
+    verdicts = replay_cuts(without, checkpoints(run), run_config=run.config)
+    assert verdicts[-1].decision is Decision.UNSURE and "eval/cls_loss" in verdicts[-1].summary, verdicts[-1].summary
+
+
+def test_a_real_loss_that_learned_in_its_first_epoch_and_plateaued_is_not_flagged_not_learning(real):
+    """log-isl-python-1 (train, healthy): a Lightning regression net's per-epoch train loss falls 0.57 -> 0.47
+    in its first epoch and plateaus at 0.41 for 190 more (valid loss -10 %, r2 0.35 -> 0.42). Its best is only
+    6 % below its first 20 points' median, so it was 'not learning' (unsure) at its last check; it is 27 %
+    below its first point, which the log holds: it learned, and plateaued. Controls: the same log with its
+    first point at 0.45 (no fall in view), or as an excerpt from step 10,000 on (its start not in it), is
+    still flagged."""
+    run = real["log-isl-python-1"]
+    code, _, _ = replay_real(run)
+    assert set(code) == {"."}, code
+    cuts = checkpoints(run)
+    flat = with_point(run, "train/loss", 0, 0.45)
+    assert decisions(replay_cuts(flat, cuts, run_config=run.config))[-1] == "u"
+    later = {name: (steps + 10_000, values) for name, (steps, values) in run.metrics.items()}
+    assert decisions(replay_cuts(later, [c + 10_000 for c in cuts], run_config=run.config))[-1] == "u"

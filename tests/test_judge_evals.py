@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from mcp_training_check.judge.evals import is_quality_eval, is_secondary_eval
 from mcp_training_check.models import Decision, Severity, SignalKind
 from tests.test_judge_helpers import decay_loss, kinds, make_series, run_judge, steps_for
 
@@ -90,3 +91,27 @@ def test_far_below_baseline_late_is_critical_when_the_next_check_still_sees_it()
     assert first.decision is Decision.UNSURE, first.summary
     second = run_judge(make_series("loss", TRAIN), _eval("eval_accuracy", ACC), previous=[first], **args)
     assert second.decision is Decision.STOP, second.summary
+
+
+YOLO_EVALS = ["val/box_loss", "val/obj_loss", "val/cls_loss", "metrics/precision", "metrics/recall", "metrics/mAP_0.5"]
+
+
+@pytest.mark.parametrize(
+    ("name", "evals", "quality", "secondary"),
+    [
+        ("metrics/mAP_0.5", YOLO_EVALS, True, False),
+        ("metrics/mAP50-95(B)", YOLO_EVALS, True, False),
+        ("val_acc", ["val_acc", "val_loss"], True, False),
+        ("metrics/precision", YOLO_EVALS, False, True),
+        ("metrics/recall(B)", YOLO_EVALS, False, True),
+        ("val/cls_loss", YOLO_EVALS, False, True),  # one term of the objective beside the others
+        ("val_loss", ["val_acc", "val_loss"], False, False),  # a run's one eval loss is its total
+        ("val/loss", ["val/loss", "val/acc"], False, False),
+        ("eval/loss", ["eval/loss", "eval/loss_ce"], False, False),  # the plain total beside its terms
+    ],
+)
+def test_quality_and_secondary_evals_are_told_by_name(name, evals, quality, secondary):
+    """A quality eval sums up the model (mAP, accuracy); a secondary is one side of a trade-off or one term of
+    the objective, which a quality eval at its best outvotes."""
+    assert is_quality_eval(name) is quality
+    assert is_secondary_eval(name, evals) is secondary

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import NamedTuple
 
 import numpy as np
 from pydantic import Field
 
 from ..models import Direction, MetricRole, Severity, Signal, SignalKind
-from ..roles import TRAIN_SPLIT_TOKENS, tokenize
+from ..roles import EVAL_SPLIT_TOKENS, TRAIN_SPLIT_TOKENS, tokenize
 from ..state import MetricSeries
 from .chance import ACCURACY_TOKENS
 from .context import Detector, JudgeContext, finite_after, signal
@@ -50,6 +51,50 @@ def _relative_noise(values: np.ndarray, reference: float) -> float:
     """Robust σ of the evals' point-to-point noise, as a fraction of ``reference``."""
     scale = abs(reference) if reference != 0 else 1.0
     return robust_sigma(values) / scale
+
+
+QUALITY_TOKENS = frozenset(
+    {"map", "acc", "accuracy", "top", "f1", "auc", "auroc", "iou", "miou", "dice", "bleu", "rouge", "ndcg", "mrr"}
+)
+"""Words of an eval that sums up the model's quality as a whole (mAP integrates precision over every recall;
+accuracy, F1, AUC, BLEU). Precision and recall are each one side of a trade-off a confidence threshold sets,
+and a component loss (YOLO's val cls_loss) one term of the objective: secondary evals, which a quality eval
+at its best outvotes (`EvalDetector`'s ``quality_near_best_margin``)."""
+
+
+def is_quality_eval(name: str) -> bool:
+    """Whether an eval's name says it sums up the model's quality (``mAP50-95``, ``val_acc``, ``top1``)."""
+    return any(token.rstrip("0123456789") in QUALITY_TOKENS for token in tokenize(name))
+
+
+TRADE_OFF_TOKENS = frozenset({"precision", "recall"})
+"""One side each of the trade-off a detector's or classifier's confidence threshold sets: one rises as the
+other falls while the quality eval (mAP, F1) holds."""
+
+
+def is_secondary_eval(name: str, eval_names: Sequence[str]) -> bool:
+    """Precision or recall (`TRADE_OFF_TOKENS`), or a component loss: an eval loss named for one term of the
+    objective (``val/cls_loss``) beside other eval losses (YOLO's box, obj and cls). A run's one eval loss,
+    or its plain total (``val/loss``), is no component: it rising while the accuracy holds is overfitting."""
+    tokens = set(tokenize(name))
+    if TRADE_OFF_TOKENS & tokens:
+        return True
+    losses = [other for other in eval_names if "loss" in tokenize(other)]
+    qualified = tokens - EVAL_SPLIT_TOKENS - {"loss"}
+    return "loss" in tokens and len(losses) >= 2 and bool(qualified)
+
+
+def _outvoted(s: Signal, at_best: str) -> Signal:
+    """A secondary eval's finding while the run's quality evals are at their best: information, and no cause
+    for another detector's finding (``outvoted`` in its evidence)."""
+    if s.severity not in (Severity.WARNING, Severity.CRITICAL):
+        return s
+    message = (
+        f"{s.message.rstrip('.')}; but the quality eval is at its best ({at_best}), which outvotes a "
+        "secondary eval: information, not a flag."
+    )
+    evidence = s.evidence | {"outvoted": 1.0}
+    return s.model_copy(update={"severity": Severity.INFO, "message": message, "evidence": evidence})
 
 
 class SinceBest(NamedTuple):
@@ -137,9 +182,28 @@ class EvalDetector(Detector):
       that recover: a CTC validation loss 7× its best for two evals mid-run, back on its trend by the next
       check. Four evals in a row are far longer than such an episode and still within a check of a real
       collapse seen from its start.
+    - ``collapse_noise_z`` / ``collapse_noise_evals``: and only evals ≥ 4 × the eval's own noise from its best
+      collapse (robust σ of the eval-to-eval differences over the last 10 evals before the ones in question,
+      so the collapse does not inflate it, nor a quiet phase long past deflate it; 4 as for
+      ``degrade_noise_z``). A YOLO mAP of 0.008 falling to 0.002 in
+      the first epochs of a slow start (log-thesis-1, which ends at 0.99) is eval noise around zero, not a
+      collapse; an eval from a quiet plateau to a third of it, or from its first evals (σ 0 before 3),
+      still is.
     - ``collapse_zero_fraction``: a higher-is-better eval at ≤ 0.1 % of its best is at zero (a Dice of
       1e-10, an mAP of 0: the model outputs nothing), which no eval noise reaches — critical at once, as a
       NaN is. The deepest healthy dip among the MLPerf runs of issue 9 is to 40 % of the best.
+    - ``quality_near_best_margin``: while every quality eval of the run (`is_quality_eval`: mAP, accuracy, F1)
+      is at or near its best — the median of its last 3 evals within 5 % (the degrade margin) of its best
+      eval, or within ``degrade_noise_z`` × its own noise when that is wider — a secondary eval's finding
+      (`is_secondary_eval`: precision, recall, a component loss) is information, neither a stop nor a flag,
+      and no cause for another's: the quality eval it feeds says the model is as good as it has been. A
+      YOLOv5 run at mAP 0.94 trades precision 0.94 → 0.86 for recall 0.87 → 0.97, and its val cls_loss
+      (0.002–0.01 on a few-class set) swings 3× its best between evals (log-4105project-yolov5-1, healthy,
+      was stopped); another's val cls_loss creeps up 16–30 % while its mAP still rises
+      (log-1802284174-test-1, healthy, was unsure at its last 5 checks). A YOLOv3 whose mAP@0.5 falls at
+      every eval, 6 % under its best by the median of 3 (issue-yolov3-1211, bad), is not at its best, so
+      its cls_loss still warns. The total eval loss is no secondary: an AlexNet whose val loss doubles while
+      its accuracy holds near 0.67 is overfitting (issue-dli-alexnet-15, bad).
     - ``memorised_accuracy_fraction`` / ``memorised_gap_fraction`` / ``memorised_min_evals``: an eval accuracy whose
       median of its last 3 evals is ≥ 0.2 (absolute) below the train accuracy's, that train accuracy at ≥ 0.95
       (the training set memorised), with no significant rise (Theil–Sen, 95 %) over ≥ 4 evals, is overfitting
@@ -169,6 +233,9 @@ class EvalDetector(Detector):
     collapse_drop_fraction: float = Field(default=0.5, gt=0, lt=1)
     collapse_sustain_evals: int = Field(default=4, ge=1)
     collapse_zero_fraction: float = Field(default=1e-3, ge=0, lt=1)
+    collapse_noise_z: float = Field(default=4.0, ge=0)
+    quality_near_best_margin: float = Field(default=0.05, ge=0)
+    collapse_noise_evals: int = Field(default=10, ge=3)
     decay_stop_margin: float = Field(default=0.15, gt=0)
     mild_overfit_margin: float = Field(default=0.02, gt=0)
     mild_overfit_evals: int = Field(default=6, ge=4)
@@ -181,17 +248,42 @@ class EvalDetector(Detector):
 
     def check(self, ctx: JudgeContext) -> list[Signal]:
         out: list[Signal] = []
+        at_best = self._quality_at_best(ctx)
         for series, direction in ctx.evals:
-            collapse = self._collapse(ctx, series, direction)
-            if collapse is not None:
-                out += self._stronger_than(collapse, self._degrading(ctx, series, direction))
-                continue
-            out += self._baseline(ctx, series, direction)
-            degrading = self._degrading(ctx, series, direction)
-            flagged = any(sig.severity in (Severity.WARNING, Severity.CRITICAL) for sig in degrading)
-            out += degrading if flagged else degrading + self._memorised(ctx, series, direction)
-            out += [] if flagged else self._far_above_train(ctx, series, direction)
+            found = self._eval_signals(ctx, series, direction)
+            if at_best and is_secondary_eval(series.name, [s.name for s, _ in ctx.evals]):
+                found = [_outvoted(s, at_best) for s in found]
+            out += found
         return out
+
+    def _eval_signals(self, ctx: JudgeContext, series: MetricSeries, direction: Direction) -> list[Signal]:
+        collapse = self._collapse(ctx, series, direction)
+        if collapse is not None:
+            return self._stronger_than(collapse, self._degrading(ctx, series, direction))
+        out = self._baseline(ctx, series, direction)
+        degrading = self._degrading(ctx, series, direction)
+        flagged = any(sig.severity in (Severity.WARNING, Severity.CRITICAL) for sig in degrading)
+        out += degrading if flagged else degrading + self._memorised(ctx, series, direction)
+        out += [] if flagged else self._far_above_train(ctx, series, direction)
+        return out
+
+    def _quality_at_best(self, ctx: JudgeContext) -> str:
+        """The run's quality evals (`is_quality_eval`) when every one of them is at or near its best: the
+        median of its last 3 evals within ``quality_near_best_margin`` of its best eval, or within
+        ``degrade_noise_z`` × its noise (over ≥ ``patience_evals`` + 1 evals); else ""."""
+        quality = [(s, d) for s, d in ctx.evals if is_quality_eval(s.name)]
+        parts = []
+        for series, d in quality:
+            _, values = finite_xy(series.steps, series.values)
+            if values.size <= self.patience_evals:
+                return ""
+            level = float(np.median(values[-3:]))
+            best = float(values.min() if d is Direction.LOWER else values.max())
+            margin = max(self.quality_near_best_margin, self.degrade_noise_z * _relative_noise(values, best))
+            if float(worse_by(level, best, d)) >= margin:
+                return ""
+            parts.append(f"{series.name} {fmt(level)}, best {fmt(best)}")
+        return ", ".join(parts)
 
     def _far_above_train(self, ctx: JudgeContext, series: MetricSeries, d: Direction) -> list[Signal]:
         """An eval loss ≥ ``overfit_gap_ratio`` × the train loss and worse than at the eval before, while the
@@ -263,6 +355,13 @@ class EvalDetector(Detector):
         i = int(np.argmin(values) if d is Direction.LOWER else np.argmax(values))
         return float(values[i]), int(steps[i])
 
+    def _beyond_noise(self, values: np.ndarray, best: float, count: int) -> np.ndarray:
+        """Which evals lie ≥ ``collapse_noise_z`` × the eval's own noise from its best: the robust σ of the
+        eval-to-eval differences before the ``count`` evals in question (a collapse must not inflate it)."""
+        before = values[: values.size - count]
+        sigma = robust_sigma(before[-self.collapse_noise_evals :])
+        return np.abs(values - best) >= self.collapse_noise_z * sigma
+
     def _collapse(self, ctx: JudgeContext, series: MetricSeries, d: Direction) -> Signal | None:
         if series.values.size and not np.isfinite(series.values[-1]):
             step = fmt_step(series.last_step)
@@ -280,7 +379,7 @@ class EvalDetector(Detector):
         else:
             collapsed = values <= (1 - self.collapse_drop_fraction) * best
             rule = f"≤ {fmt_pct(1 - self.collapse_drop_fraction)} of its best {fmt(best)}"
-        count = trailing_run(collapsed)
+        count = trailing_run(collapsed & self._beyond_noise(values, best, trailing_run(collapsed)))
         if count == 0:
             return None
         seen_before = self._collapsed_before(ctx, series.name, int(steps[-1]))

@@ -34,6 +34,11 @@ def _inferred_warmup_end(steps: np.ndarray, lr: np.ndarray) -> int | None:
     return int(steps[peak])
 
 
+def _warming_down(lr: np.ndarray) -> bool:
+    """An LR that has fallen at every logged point since its first (≥ 3 points): a schedule starting high."""
+    return lr.size >= 3 and bool(np.all(np.diff(lr) < 0))
+
+
 class LrDetector(Detector):
     """Learning rate behaving unlike its schedule.
 
@@ -52,7 +57,10 @@ class LrDetector(Detector):
       yet: a log that starts inside a warmup too short to double in view (issue 9: a Megatron excerpt
       ramping 9.2e-6 → 1.4e-5 at the same rate per step across a gap) is not judged against its first
       point. A schedule with a peak has come down from it somewhere; an LR rising without end above a
-      configured peak is the runaway test's.
+      configured peak is the runaway test's. An LR above the peak at its first logged point that has fallen
+      at every point since was never within the schedule, so it has not left it: a warm-down from a higher
+      start (YOLOv5's bias group falls from warmup_bias_lr 0.1 to lr0 0.01 over its warmup epochs, while
+      its weight groups rise to 0.01), not an anomaly, and no cause for an eval's dip.
     - ``runaway_ratio``: with a peak LR in the run config, an LR that climbed at every logged point, from
       within the schedule (≤ ``restart_peak_ratio`` × the peak) after warmup, to ≥ 2× that peak is a
       runaway schedule → critical on its own, like a non-finite LR. After warmup no schedule rises
@@ -145,7 +153,7 @@ class LrDetector(Detector):
             if lr.size > 1 and np.all(np.diff(lr) > 0):
                 return []  # still in a warmup: no peak to compare with yet
             peak, what = float(lr[: max(upto, 1)].max()), "the peak reached after warmup"
-        if peak <= 0 or lr[-1] <= self.above_peak_ratio * peak:
+        if peak <= 0 or lr[-1] <= self.above_peak_ratio * peak or _warming_down(lr):
             return []
         msg = (
             f"{series.name} {fmt(lr[-1])} at step {fmt_step(int(steps[-1]))} is "

@@ -98,10 +98,15 @@ def _upgrade(div: Signal, cause: Signal, why: str) -> Signal:
     return div.model_copy(update={"severity": Severity.CRITICAL, "message": message})
 
 
+def _votes(s: Signal) -> bool:
+    """Not a secondary eval's finding that the run's quality eval at its best outvoted (information)."""
+    return "outvoted" not in s.evidence
+
+
 def _is_cause(s: Signal) -> bool:
     """A signal that explains a rising train loss: an LR jump or an LR above its configured peak, an
     exploding grad norm, or a collapsed eval (another detector seeing the same failure)."""
-    if s.step is None or s.severity in (Severity.INFO, Severity.WATCH):
+    if s.step is None or s.severity in (Severity.INFO, Severity.WATCH) or not _votes(s):
         return False
     if s.kind is SignalKind.LR_ANOMALY:
         return "jump_ratio" in s.evidence or "ratio" in s.evidence
@@ -154,7 +159,7 @@ def combine(signals: list[Signal], train_loss: str | None) -> list[Signal]:
             cause = None
             if s.kind is SignalKind.DIVERGENCE and s.metric == train_loss:
                 cause = _first_cause(s, causes)
-            elif s.kind is SignalKind.EVAL_DEGRADING and "collapsed_evals" in s.evidence:
+            elif s.kind is SignalKind.EVAL_DEGRADING and "collapsed_evals" in s.evidence and _votes(s):
                 cause = _first_cause(s, optimizer)
             if cause is not None:
                 s = _upgrade(s, cause, _WHY[cause.kind] if s.kind is SignalKind.DIVERGENCE else _AFTER[cause.kind])
