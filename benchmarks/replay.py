@@ -379,6 +379,27 @@ def split_scores(results: Sequence[RunResult]) -> dict[str, dict[str, Any]]:
     }
 
 
+def source_kind(run: Run) -> str:
+    """Where a real run comes from (`corpus_real/README.md`): the MLPerf results, a log excerpt quoted in an
+    issue thread, or a whole log committed to a repository; "own" for `corpus/`."""
+    source = run.provenance.get("source") or {}
+    if "repo" in source:
+        return "MLPerf results" if str(source["repo"]).startswith("mlcommons/") else "committed full log"
+    return "issue excerpt" if "url" in source else "own"
+
+
+def source_scores(results: Sequence[RunResult]) -> dict[str, dict[str, Any]]:
+    """Scores by source kind and split (aggregate figures only, as `split_scores`)."""
+    kinds = sorted({source_kind(r.run) for r in results})
+    return {
+        f"{kind}, {split}": score(
+            r for r in results if source_kind(r.run) == kind and split in ("all", r.run.split)
+        )
+        for kind in kinds
+        for split in ("train", "holdout", "all")
+    }
+
+
 def counts_against(r: RunResult) -> bool:
     """Whether a figure counts this run against the rule: a healthy run stopped or escalated, a bad run not
     stopped within one check of its fault becoming visible, an ambiguous run never flagged."""
@@ -411,6 +432,8 @@ def main(argv: Sequence[str] | None = None) -> None:
                         help="print each run's decisions per check (of one split: tune on train only)")
     parser.add_argument("--misses", action="store_true",
                         help="with --details: only our runs a figure counts against")  # fmt: skip
+    parser.add_argument("--by-source", action="store_true",
+                        help="also print our figures by source kind (MLPerf, issue excerpt, committed full log)")
     args = parser.parse_args(argv)
     if args.pipeline == "monitor" and args.config_mode == "full":
         args.config_mode = "hints"  # a JSONL log read by Monitor carries no training config
@@ -429,6 +452,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args.details:
         print_details(table, split=args.details, misses_only=args.misses)
     print(markdown(scores))
+    if args.by_source:
+        print("\nOurs by source kind:\n")
+        print(markdown({"training-check (ours)": source_scores(table[ours])}).replace("| split |", "| source, split |"))
     print("\nDelay on the same runs (all splits):\n")
     print(paired_markdown(table))
     print(

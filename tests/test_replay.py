@@ -17,6 +17,8 @@ from benchmarks.replay import (
     replay_fast,
     replay_monitor,
     score,
+    source_kind,
+    source_scores,
     toml_hints,
     visible_check,
 )
@@ -77,6 +79,24 @@ def test_a_fault_first_seen_in_an_eval_is_visible_at_the_check_holding_that_eval
     )  # fmt: skip
     cuts = [25, 50, 75, 100, 105]
     assert visible_check(run, cuts) == 3
+
+
+def test_scores_by_source_kind_split_the_real_corpus_by_where_a_run_comes_from():
+    def run(source: dict[str, str], label: str) -> Run:
+        steps = np.arange(1, 4, dtype=np.int64)
+        loss = {"train/loss": (steps, np.array([3.0, 2.0, 1.0]))}
+        return Run(id=str(source), label=label, fault="none", fault_step=None, config={}, baselines={},
+                   metrics=loss, provenance={"source": source})  # fmt: skip
+
+    mlperf = run({"repo": "mlcommons/training_results_v1.0", "path": "x", "commit": "0" * 40}, "healthy")
+    committed = run({"repo": "someone/yolo", "path": "runs/train/exp/results.csv", "commit": "0" * 40}, "healthy")
+    quoted = run({"url": "https://github.com/karpathy/nanoGPT/issues/1"}, "healthy")
+    assert [source_kind(r) for r in (mlperf, committed, quoted)] == [
+        "MLPerf results", "committed full log", "issue excerpt"
+    ]  # fmt: skip
+    results = [RunResult(run=r, decisions=[Decision.CONTINUE] * 3, visible=3) for r in (mlperf, committed, quoted)]
+    scores = source_scores(results)
+    assert len(scores) == 9 and scores["committed full log, all"]["false_stop_rate"] == 0.0
 
 
 def test_score_counts_what_the_docstring_says(corpus):
