@@ -41,8 +41,12 @@ CASES = [
     ("overflow early, long recovered", decay_loss(N), _with(_grad(), [5], INF), 10, "info"),
     ("hf trap: repeated 0.0 loss", _with(decay_loss(N), [-9, -5, -1], 0.0), None, 10, "warning"),
     ("one 0.0 loss is not a pattern", _with(decay_loss(N), [-5], 0.0), None, 10, None),
-    ("0.0 losses of a loss converged below the rounding", np.r_[np.geomspace(1.0, 2e-4, N - 3), 0.0, 0.0, 0.0],
-     None, 10, None),
+    ("0.0 losses of a loss converged below its 4-decimal rounding",
+     np.r_[np.round(np.geomspace(1.0, 2e-4, N - 3), 4), 0.0, 0.0, 0.0], None, 10, None),
+    ("0.0 losses after a loss logged at full precision", np.r_[np.geomspace(1.0, 2e-4, N - 2)[:-1], 0.0, 0.0, 0.0],
+     None, 10, "warning"),
+    ("0.0 losses after a rounded loss far above its last decimal",
+     np.r_[np.round(np.geomspace(1.0, 0.05, N - 3), 4), 0.0, 0.0, 0.0], None, 10, "warning"),
     ("all finite", decay_loss(N), _grad(), 10, None),
 ]
 

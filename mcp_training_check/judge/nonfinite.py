@@ -39,6 +39,13 @@ def _lr_moved(lr: MetricSeries | None, steps: np.ndarray) -> int | None:
     return None
 
 
+def _logged_units(value: float) -> float:
+    """``value`` in units of its own last decimal as logged (0.0001 → 1, 0.0563 → 563, 0.1 + 0.2 → 3e16); a
+    whole number shows no rounding (inf)."""
+    decimals = np.format_float_positional(value, trim="-").partition(".")[2]
+    return value * 10.0 ** len(decimals) if decimals else float("inf")
+
+
 class NonFiniteDetector(Detector):
     """Non-finite train loss / grad norm; the HF Trainer trap (0.0 or NaN losses under NaN grad norms).
 
@@ -63,16 +70,17 @@ class NonFiniteDetector(Detector):
     - ``zero_loss_points``: this many train-loss values of exactly 0.0 among the last
       ``recovered_points`` → warning. No real loss is exactly zero; HF logs 0.0 when every label is
       masked or the loss is dropped. 3 so that one odd batch does not count. None turns it off.
-    - ``rounded_loss_floor``: zeros that come after a loss already at or below this are a converged loss
-      rounded away, not a dropped one: the Trainer logs ``round(loss, 4)``, so a loss under 5e-5 is
-      logged as 0.0; 1e-3 is ten of those logged units, and a dropped or masked loss falls to 0.0 from a
-      real value (0.1–10), never from within a few units of the rounding.
+    - ``rounded_units_points``: zeros that come after a loss within this many units of its own last logged
+      decimal are a converged loss rounded away, not a dropped one: the Trainer logs ``round(loss, 4)``, so
+      0.0001 is one unit and any smaller loss is logged as 0.0. A dropped or masked loss falls to 0.0 from
+      hundreds of units (0.0563) or from a value logged at full precision (nothing is rounded there); 3
+      units leave room for a loss still halving between two logs (0.0002, 0.0001, 0.0).
     """
 
     recovered_points: int = Field(default=50, ge=1)
     overflow_points: int = Field(default=3, ge=1)
     zero_loss_points: int | None = Field(default=3, ge=1)
-    rounded_loss_floor: float = Field(default=1e-3, ge=0)
+    rounded_units_points: int = Field(default=3, ge=0)
 
     def check(self, ctx: JudgeContext) -> list[Signal]:
         out: list[Signal] = []
@@ -200,8 +208,8 @@ class NonFiniteDetector(Detector):
         ]
 
     def _rounded_away(self, series: MetricSeries, from_end: int) -> bool:
-        """Whether the loss before the zero ``from_end`` points from the end had already fallen to the
-        logged rounding (``rounded_loss_floor``): a converged loss logged as 0.0, not a dropped one."""
+        """Whether the last non-zero loss before the zero ``from_end`` points from the end was within
+        ``rounded_units_points`` units of its last logged decimal: a converged loss logged as 0.0."""
         before = series.raw_values[: series.raw_values.size - from_end]
-        positive = before[np.isfinite(before) & (before != 0.0)]
-        return positive.size > 0 and 0.0 < float(positive[-1]) <= self.rounded_loss_floor
+        positive = before[np.isfinite(before) & (before > 0.0)]
+        return positive.size > 0 and _logged_units(float(positive[-1])) <= self.rounded_units_points
