@@ -102,3 +102,23 @@ def test_non_finite_only_in_downsampled_history_is_info():
     found = [s for s in verdict.signals if s.kind is SignalKind.NON_FINITE]
     assert [s.severity for s in found] == [Severity.INFO]
     assert verdict.decision is Decision.CONTINUE
+
+
+def test_a_streak_of_steps_the_scaler_skipped_with_the_lr_held_waits_for_the_scale_to_settle():
+    """fp16 runs skip their first steps in a row while the scaler halves its scale from 2^16. Logged every
+    step with the LR held at each NaN grad norm, 5 in a row are still the scaler settling (unsure, not a stop);
+    the same 5 without an LR to tell by are critical (overflow_points), and 16 held ones are too."""
+    steps = np.arange(1, N + 1)
+    lr = np.linspace(1e-4, 1e-5, N)
+    loss = make_series("loss", decay_loss(N), steps, new_points=10)
+
+    def judge(nan_points: int, with_lr: bool):
+        held = lr.copy()
+        held[-nan_points:] = lr[-nan_points - 1]
+        grad = make_series("grad_norm", _with(_grad(), slice(-nan_points, None), NAN), steps, new_points=10)
+        series = [loss, grad] + ([make_series("lr", held, steps, new_points=10)] if with_lr else [])
+        return run_judge(*series)
+
+    assert judge(5, with_lr=True).decision is Decision.UNSURE
+    assert judge(5, with_lr=False).decision is Decision.STOP
+    assert judge(16, with_lr=True).decision is Decision.STOP

@@ -25,18 +25,22 @@ def _loss_at(loss: MetricSeries | None, steps: np.ndarray) -> np.ndarray | None:
     return loss.raw_values[idx]
 
 
-def _lr_moved(lr: MetricSeries | None, steps: np.ndarray) -> int | None:
-    """The first of ``steps`` where the LR, logged there and at the step just before, moved: the scheduler
-    stepped, so the optimizer did too (the Trainer holds the scheduler on a step the scaler skipped)."""
+def _lr_moves(lr: MetricSeries | None, steps: np.ndarray) -> list[bool | None]:
+    """At each of ``steps``: whether the LR, logged there and at the step just before, moved (the scheduler
+    stepped, so the optimizer did too: the Trainer holds the scheduler on a step the scaler skipped), held
+    (False), or cannot be told (None)."""
     if lr is None:
-        return None
+        return [None] * steps.size
+    out: list[bool | None] = []
     idx = np.searchsorted(lr.raw_steps, steps)
     for step, i in zip(steps.tolist(), idx.tolist(), strict=True):
+        move = None
         if 0 < i < lr.raw_steps.size and lr.raw_steps[i] == step and lr.raw_steps[i - 1] == step - 1:
             now, before = float(lr.raw_values[i]), float(lr.raw_values[i - 1])
-            if np.isfinite(now) and np.isfinite(before) and not np.isclose(now, before, rtol=1e-9, atol=0.0):
-                return int(step)
-    return None
+            if np.isfinite(now) and np.isfinite(before):
+                move = not np.isclose(now, before, rtol=1e-9, atol=0.0)
+        out.append(move)
+    return out
 
 
 def _logged_units(value: float) -> float:
@@ -67,6 +71,11 @@ class NonFiniteDetector(Detector):
       non-zero loss) is critical: a scaler skips one step and halves its scale, so 3 skipped in a row
       at the end is a scale that cannot recover or weights gone NaN ("loss scale already at minimum" is
       fatal in DeepSpeed); fewer is a warning until the next points show whether they stay.
+    - ``scaler_skip_points``: when the LR, logged every step, held at every one of those non-finite grad
+      norms, each step is seen skipped by the scaler (nothing reached the weights), and the streak is the
+      scaler searching for its scale: AMP's GradScaler and DeepSpeed start at 2^16 and halve it on each
+      skip, so 16 skipped in a row bring it to 1, past which the overflow is in the gradients themselves.
+      fp16 runs often skip their first few steps in a row (issue 9: a LoRA fine-tune's first two).
     - ``zero_loss_points``: this many train-loss values of exactly 0.0 among the last
       ``recovered_points`` → warning. No real loss is exactly zero; HF logs 0.0 when every label is
       masked or the loss is dropped. 3 so that one odd batch does not count. None turns it off.
@@ -81,6 +90,7 @@ class NonFiniteDetector(Detector):
     overflow_points: int = Field(default=3, ge=1)
     zero_loss_points: int | None = Field(default=3, ge=1)
     rounded_units_points: int = Field(default=3, ge=0)
+    scaler_skip_points: int = Field(default=16, ge=1)
 
     def check(self, ctx: JudgeContext) -> list[Signal]:
         out: list[Signal] = []
@@ -140,24 +150,29 @@ class NonFiniteDetector(Detector):
                 f"drops their losses and logs 0.0): {where}, still non-finite at the latest point."
             )
             return [signal(SignalKind.NON_FINITE, Severity.CRITICAL, msg, metric=grad.name, step=step, **evidence)]
-        stepped = _lr_moved(lr, steps[raw.size - run :]) if run else None
-        if stepped is not None:
+        trailing_steps = steps[raw.size - run :]
+        moves = _lr_moves(lr, trailing_steps)
+        if any(moves):
+            stepped = int(trailing_steps[moves.index(True)])
             msg = (
                 f"{head}: the LR moved at step {fmt_step(stepped)} under a non-finite grad norm, so the step was "
                 f"not skipped and the weights took a non-finite update: {where}, still non-finite at the latest point."
             )
             return [signal(SignalKind.NON_FINITE, Severity.CRITICAL, msg, metric=grad.name, step=step, **evidence)]
-        if run >= self.overflow_points:
+        skipping = bool(moves) and all(m is False for m in moves)  # every one of them seen skipped (LR held)
+        limit = self.scaler_skip_points if skipping else self.overflow_points
+        if run >= limit:
             filtered = "" if under is None else " while the logged loss stays finite (HF Trainer's NaN filter hides it)"
             msg = (
-                f"{head}{filtered}: non-finite for the last {run} points (threshold {self.overflow_points}), "
+                f"{head}{filtered}: non-finite for the last {run} points (threshold {limit}), "
                 f"{where}: every step is skipped, so the loss scale cannot recover or the weights are NaN."
             )
             return [signal(SignalKind.NON_FINITE, Severity.CRITICAL, msg, metric=grad.name, step=step, **evidence)]
         if run:
+            held = " with the LR held (skipped)" if skipping else ""
             msg = (
-                f"{head}, the latest point, under a finite loss: {where}. A loss scaler skips such a step; "
-                f"critical if it stays {self.overflow_points} points in a row or the loss turns 0.0 or NaN."
+                f"{head}, the latest point, under a finite loss{held}: {where}. A loss scaler skips such a step; "
+                f"critical if it stays {limit} points in a row or the loss turns 0.0 or NaN."
             )
             return [signal(SignalKind.NON_FINITE, Severity.WARNING, msg, metric=grad.name, step=step, **evidence)]
         msg = (
