@@ -1076,3 +1076,77 @@ def test_a_real_loss_that_learned_in_its_first_epoch_and_plateaued_is_not_flagge
     assert decisions(replay_cuts(flat, cuts, run_config=run.config))[-1] == "u"
     later = {name: (steps + 10_000, values) for name, (steps, values) in run.metrics.items()}
     assert decisions(replay_cuts(later, [c + 10_000 for c in cuts], run_config=run.config))[-1] == "u"
+
+
+# --------------------------------------------------------------------------- HF Trainer: skipped steps, rounding
+
+
+@pytest.mark.parametrize(
+    ("run_id", "skipped_step"),
+    [
+        ("log-KG-LLM-1", 6),  # NaN grad norms at steps 1, 2 and 6, LR held at each (0, 0, then 1.98e-4 twice)
+        ("log-DAT55-Project4-1", 222),  # one NaN among 1,000 steps, the LR held there
+        ("log-FT-Llama2-HRChatbot-1", 33),  # one Inf, the LR held for that step
+    ],
+)
+def test_real_hf_runs_with_steps_skipped_by_the_loss_scaler_are_never_flagged(real, run_id, skipped_step):
+    """HF Trainer logs (train, healthy) whose grad norm is NaN or Inf at a few steps under a finite, falling
+    loss: AMP's GradScaler skipped those steps (the Trainer held the LR there) and training went on. Before,
+    each was a STOP ("HF Trainer's NaN filter hides it") and a warning for the rest of the run (KG-LLM
+    SSSSSSSSSuuuuuuuuuuu, DAT55 ....Suuuuuuuuuuuuuuu, HRChatbot .........uuuuuuuuuuu). Now each check
+    continues and says the steps were skipped. The same log with the loss exactly 0.0 from the skipped step on
+    is the HF trap, and is stopped at the check that sees it."""
+    run = real[run_id]
+    code, _, verdicts = replay_real(run)
+    assert set(code) == {"."}, code
+    assert any("skipped by the loss scaler" in s.message for s in verdicts[-1].signals)
+    steps, values = run.metrics["train/loss"]
+    trap = dict(run.metrics) | {"train/loss": (steps, np.where(steps >= skipped_step, 0.0, values))}
+    grad_steps, grad = run.metrics["train/grad_norm"]
+    trap["train/grad_norm"] = (grad_steps, np.where(grad_steps >= skipped_step, np.nan, grad))
+    cuts = checkpoints(run)
+    first = next(i for i, cut in enumerate(cuts) if cut >= skipped_step)
+    assert decisions(replay_cuts(trap, cuts))[first] == "S"
+
+
+def test_a_real_hf_log_whose_grad_norm_is_nan_with_its_lr_moving_is_stopped_within_one_check(real):
+    """issue-llamafactory-4031 (train, bad, hf_zero_loss): grad norm NaN from step 1 while the LR warms up at
+    every step, loss 2.63 then 0.0. Its first check (one point) is the same as a skipped first step under a
+    finite loss, so it is unsure; the second sees the 0.0 loss and the LR moving under the NaN: stopped."""
+    code, visible, _ = replay_real(real["issue-llamafactory-4031"])
+    assert stopped_within_one_check(code, visible), code
+
+
+@pytest.mark.parametrize("run_id", ["issue-xtuner-187", "issue-glm4-174", "issue-time-moe-71"])
+def test_real_nan_grad_norms_under_a_finite_loss_are_flagged_not_stopped(real, run_id):
+    """Ambiguous issue logs (train, grad_norm_nan_loss_ok): a NaN grad norm at a step or two under a finite
+    loss, logged every few steps (no LR evidence): unsure while the NaN is the latest point, never a stop."""
+    code, _, _ = replay_real(real[run_id])
+    assert "S" not in code and "u" in code, code
+
+
+def test_a_real_hf_loss_converged_below_its_rounding_is_not_the_zero_loss_trap(real):
+    """log-gameAi-pa4-1 (train, healthy): a decision transformer's loss falls 0.18 -> 0.0001 and is logged as
+    0.0 at its last three points (the Trainer logs round(loss, 4)); before, the last check was unsure ("exactly
+    0.0 ... a dropped or fully masked loss"). The same log dropping to 0.0 from 0.05 is still flagged."""
+    run = real["log-gameAi-pa4-1"]
+    code, _, _ = replay_real(run)
+    assert set(code) == {"."}, code
+    steps, values = run.metrics["train/loss"]
+    flat = np.where(values == 0.0, 0.0, np.maximum(values, 0.05))
+    dropped = dict(run.metrics) | {"train/loss": (steps, flat)}
+    assert decisions(replay_cuts(dropped, checkpoints(run)))[-1] == "u"
+
+
+def test_a_real_hf_eval_loss_at_ln_n_beside_an_accuracy_at_1_over_n_is_not_learning(real):
+    """log-quality-lrqa-1 (train, bad, stuck_at_chance): a 4-option QA model's eval loss is 1.3863 = ln 4 at
+    every eval beside an eval accuracy at 0.23-0.31, from the first check on, while the LR warms up (so the
+    train loss's own at-chance rule waits for the warmup to end). The eval loss's ln N rule knew N only from
+    the config; the run tells it itself (chance.py), as it does for the train loss: unsure at the second check
+    and stopped at the third, one check sooner than before (..uS). Without the accuracy, nothing names N."""
+    run = real["log-quality-lrqa-1"]
+    code, _, verdicts = replay_real(run)
+    assert code.startswith(".uS"), code
+    assert "eval/loss is not learning" in verdicts[1].summary and "ln 4" in verdicts[1].summary
+    blind = {name: series for name, series in run.metrics.items() if name != "eval/accuracy"}
+    assert decisions(replay_cuts(blind, checkpoints(run)))[1] == "."

@@ -35,6 +35,8 @@ TABLE = [
     # name, lr, run_config, expected LR_ANOMALY severity (None: no anomaly)
     ("warmup + cosine", warmup_cosine_lr(N), {"max_steps": N * 10, "warmup_steps": 200}, None),
     ("warmup + cosine, no config", warmup_cosine_lr(N), None, None),
+    ("warmup from 0 held at 0 for two skipped steps, no config", np.r_[0.0, 0.0, warmup_cosine_lr(N - 2)[1:]], None,
+     None),
     ("10× jump after warmup", _jumped(warmup_cosine_lr(N), 400, 10.0), None, "warning"),
     ("10× jump, cosine config", _jumped(warmup_cosine_lr(N), 400, 10.0), {"schedule": "cosine"}, "warning"),
     ("SGDR restarts, no config", sgdr_lr(N), None, None),

@@ -17,7 +17,7 @@ from pydantic import Field
 from ..models import Direction, Severity, Signal, SignalKind
 from ..roles import tokenize
 from ..state import MetricSeries
-from .chance import ACCURACY_TOKENS
+from .chance import ACCURACY_TOKENS, implied_class_count
 from .context import Detector, JudgeContext, signal
 from .evals import _train_accuracy
 from .stats import finite_xy, fmt, fmt_pct, fmt_step, is_frozen, positive_log, rolling_median, theil_sen
@@ -108,8 +108,10 @@ class EvalTrendDetector(Detector):
       0.9983 majority share, each predicting one class; a learning model's eval never repeats itself
       exactly, and a converged one was not frozen from its first eval), or it is an eval loss at its
       untrained level: its median within ``chance_drop_fraction`` of ln N or above it for the config's class
-      count N, its best (median of 3) less than that below its first eval, and not falling (a two-class
-      video model at ln 2 = 0.693 for 7 epochs). A warning, and critical when the next check still sees it,
+      count N (without one, N told by the run itself: an accuracy logged with it at 1/N, `chance.py`), its
+      best (median of 3) less than that below its first eval, and not falling (a two-class video model at
+      ln 2 = 0.693 for 7 epochs; a 4-option QA model's eval loss at 1.3863 = ln 4 beside an accuracy at
+      0.25). A warning, and critical when the next check still sees it,
       new evals or not — the train loss's ``_at_chance`` rule, on the held-out side.
     - An eval accuracy repeated exactly from its first eval (any number of digits) beside a train accuracy
       frozen to the last digit from its first point (`is_frozen`), both over ≥ ``stuck_baseline_min_evals``
@@ -222,20 +224,24 @@ class EvalTrendDetector(Detector):
     def _chance_why(
         self, ctx: JudgeContext, series: MetricSeries, d: Direction, steps: np.ndarray, values: np.ndarray
     ) -> str | None:
-        count = ctx.config.class_count
-        if count is None or d is not Direction.LOWER or "loss" not in tokenize(series.name):
+        if d is not Direction.LOWER or "loss" not in tokenize(series.name):
+            return None
+        level = float(np.median(values))
+        count = ctx.config.class_count or implied_class_count(ctx, level)  # from an accuracy at 1/N (chance.py)
+        if count is None:
             return None
         chance = float(np.log(count))
-        level = float(np.median(values))
         y = positive_log(values)
         drop = -np.expm1(float(np.min(rolling_median(y, 3))) - float(y[0]))
         if level < (1 - self.chance_drop_fraction) * chance or drop >= self.chance_drop_fraction:
             return None
         if self._falling(steps, y):
             return None
+        implied = f"the {count} classes its accuracy at 1/{count} implies"
+        whose = "its class count" if ctx.config.class_count else implied
         return (
             f"sits at a median {fmt(level)}, at or above ln {count:,} = {fmt(chance)}, the untrained model's loss for "
-            f"its class count, not falling"
+            f"{whose}, not falling"
         )
 
     def _falling(self, steps: np.ndarray, y: np.ndarray) -> bool:

@@ -24,12 +24,17 @@ def _inferred_warmup_end(steps: np.ndarray, lr: np.ndarray) -> int | None:
     schedule before that rise, so it is where a warmup would be, judged as the same log will be once a
     third point shows where the rise ended (issue 9: a SpeechBrain Conformer warming up 3.6e-5 → 7.2e-5
     between its first two epochs, in proportion to its steps, was a "jump outside warmup" until its third).
+    A warmup from 0 may repeat its 0 first: the Trainer holds the scheduler on a step the loss scaler
+    skipped, and fp16 runs skip their first steps while the scale settles (issue 9, a LoRA fine-tune
+    logging LR 0, 0, 1e-4, 2e-4 with NaN grad norms at its first two steps), so the rise is looked
+    for from the last of those zeros.
     """
     if lr.size < 2:
         return None
-    not_rising = np.flatnonzero(np.diff(lr) <= 0)
-    peak = int(not_rising[0]) if not_rising.size else lr.size - 1
-    if peak == 0 or lr[peak] < 2 * lr[0]:
+    base = max(int(np.argmax(lr != 0)) - 1, 0)
+    not_rising = np.flatnonzero(np.diff(lr[base:]) <= 0)
+    peak = base + (int(not_rising[0]) if not_rising.size else lr.size - 1 - base)
+    if peak == base or lr[peak] < 2 * lr[base]:
         return None
     return int(steps[peak])
 

@@ -15,46 +15,94 @@ def _kind_word(value: float) -> str:
     return "NaN" if np.isnan(value) else "Inf"
 
 
-def _finite_at(loss: MetricSeries, steps: np.ndarray) -> bool:
-    """Whether the train loss was logged and finite at every one of ``steps`` (the HF Trainer trap)."""
-    idx = np.searchsorted(loss.steps, steps)
-    inside = idx < loss.steps.size
-    if not inside.all() or not np.array_equal(loss.steps[idx], steps):
-        return False
-    return bool(np.isfinite(loss.values[idx]).all())
+def _loss_at(loss: MetricSeries | None, steps: np.ndarray) -> np.ndarray | None:
+    """The train loss logged at exactly ``steps``, or None when it was not logged at every one of them."""
+    if loss is None or steps.size == 0:
+        return None
+    idx = np.searchsorted(loss.raw_steps, steps)
+    if (idx >= loss.raw_steps.size).any() or not np.array_equal(loss.raw_steps[idx], steps):
+        return None
+    return loss.raw_values[idx]
+
+
+def _lr_moves(lr: MetricSeries | None, steps: np.ndarray) -> list[bool | None]:
+    """At each of ``steps``: whether the LR, logged there and at the step just before, moved (the scheduler
+    stepped, so the optimizer did too: the Trainer holds the scheduler on a step the scaler skipped), held
+    (False), or cannot be told (None)."""
+    if lr is None:
+        return [None] * steps.size
+    out: list[bool | None] = []
+    idx = np.searchsorted(lr.raw_steps, steps)
+    for step, i in zip(steps.tolist(), idx.tolist(), strict=True):
+        move = None
+        if 0 < i < lr.raw_steps.size and lr.raw_steps[i] == step and lr.raw_steps[i - 1] == step - 1:
+            now, before = float(lr.raw_values[i]), float(lr.raw_values[i - 1])
+            if np.isfinite(now) and np.isfinite(before):
+                move = not np.isclose(now, before, rtol=1e-9, atol=0.0)
+        out.append(move)
+    return out
+
+
+def _logged_units(value: float) -> float:
+    """``value`` in units of its own last decimal as logged (0.0001 → 1, 0.0563 → 563, 0.1 + 0.2 → 3e16); a
+    whole number shows no rounding (inf)."""
+    decimals = np.format_float_positional(value, trim="-").partition(".")[2]
+    return value * 10.0 ** len(decimals) if decimals else float("inf")
 
 
 class NonFiniteDetector(Detector):
-    """Non-finite train loss / grad norm; the HF Trainer trap (finite loss, NaN grad norm; 0.0 losses).
+    """Non-finite train loss / grad norm; the HF Trainer trap (0.0 or NaN losses under NaN grad norms).
+
+    A non-finite grad norm under a finite, non-zero loss is what a dynamic loss scaler does on purpose:
+    AMP's GradScaler (and DeepSpeed's "OVERFLOW! Skipping step") skips the optimizer step whose
+    gradients are not finite and lowers the scale, the Trainer logs that step's grad norm as NaN or Inf
+    and holds the LR, and training carries on. Such a skipped step is information once finite grad
+    norms follow it. A fault is a non-finite grad norm that stays (every step skipped: the scale cannot
+    recover, or the weights are NaN and HF's ``logging_nan_inf_filter`` keeps the logged loss finite);
+    one whose logged loss is exactly 0.0 or NaN (the Trainer's trap); or one the optimizer stepped on,
+    seen when the LR, logged every step, moved from the step before (a skipped step holds it). The last
+    two are critical at once.
 
     Thresholds:
-    - ``recovered_points``: a non-finite value followed by at least this many finite values of the same
-      metric is a warning instead of critical. fp16 loss scalers (DeepSpeed "OVERFLOW! Skipping step",
-      AMP GradScaler) skip overflowed steps and carry on; 50 logged points is far past that early churn.
-    - ``overflow_points``: an Inf grad norm is an overflowed, skipped step; this many Inf grad norms in a
-      row at the end is critical ("loss scale already at minimum" is fatal in DeepSpeed). NaN is
-      critical at once: HF's ``logging_nan_inf_filter`` keeps the logged loss finite after the weights
-      went NaN, so a NaN grad norm is the only tell.
+    - ``recovered_points``: a non-finite loss followed by at least this many finite values is a warning
+      instead of critical. fp16 loss scalers skip overflowed steps and carry on; 50 logged points is
+      far past that early churn.
+    - ``overflow_points``: this many non-finite grad norms in a row at the latest point (under a finite,
+      non-zero loss) is critical: a scaler skips one step and halves its scale, so 3 skipped in a row
+      at the end is a scale that cannot recover or weights gone NaN ("loss scale already at minimum" is
+      fatal in DeepSpeed); fewer is a warning until the next points show whether they stay.
+    - ``scaler_skip_points``: when the LR, logged every step, held at every one of those non-finite grad
+      norms, each step is seen skipped by the scaler (nothing reached the weights), and the streak is the
+      scaler searching for its scale: AMP's GradScaler and DeepSpeed start at 2^16 and halve it on each
+      skip, so 16 skipped in a row bring it to 1, past which the overflow is in the gradients themselves.
+      fp16 runs often skip their first few steps in a row (issue 9: a LoRA fine-tune's first two).
     - ``zero_loss_points``: this many train-loss values of exactly 0.0 among the last
       ``recovered_points`` → warning. No real loss is exactly zero; HF logs 0.0 when every label is
       masked or the loss is dropped. 3 so that one odd batch does not count. None turns it off.
+    - ``rounded_units_points``: zeros that come after a loss within this many units of its own last logged
+      decimal are a converged loss rounded away, not a dropped one: the Trainer logs ``round(loss, 4)``, so
+      0.0001 is one unit and any smaller loss is logged as 0.0. A dropped or masked loss falls to 0.0 from
+      hundreds of units (0.0563) or from a value logged at full precision (nothing is rounded there); 3
+      units leave room for a loss still halving between two logs (0.0002, 0.0001, 0.0).
     """
 
     recovered_points: int = Field(default=50, ge=1)
     overflow_points: int = Field(default=3, ge=1)
     zero_loss_points: int | None = Field(default=3, ge=1)
+    rounded_units_points: int = Field(default=3, ge=0)
+    scaler_skip_points: int = Field(default=16, ge=1)
 
     def check(self, ctx: JudgeContext) -> list[Signal]:
         out: list[Signal] = []
         loss, grad = ctx.train_loss, ctx.grad_norm
         if loss is not None:
-            out += self._series(loss, is_grad=False)
+            out += self._series(loss)
             out += self._zeros(loss)
         if grad is not None:
-            out += self._series(grad, is_grad=True, loss=loss)
+            out += self._grad(grad, loss, ctx.learning_rate)
         return out
 
-    def _series(self, series: MetricSeries, *, is_grad: bool, loss: MetricSeries | None = None) -> list[Signal]:
+    def _series(self, series: MetricSeries) -> list[Signal]:
         raw, steps = series.raw_values, series.raw_steps
         bad = ~np.isfinite(raw)
         if not bad.any():
@@ -72,38 +120,66 @@ class NonFiniteDetector(Detector):
                 f"{finite_after} points since (recovered)."
             )
             return [signal(SignalKind.NON_FINITE, Severity.WARNING, msg, metric=name, step=step, **evidence)]
-        if is_grad and np.isinf(value):
-            return [self._overflow(series, bad, step, where, evidence)]
         is_new = last_bad >= raw.size - max(series.new_points, 0) and series.new_points > 0
         if finite_after == 0:
             tail = "still non-finite at the latest point"
         else:
             tail = "in this check" if is_new else f"and only {finite_after} finite point(s) since"
-        trap = (
-            " while the logged loss stays finite there (HF Trainer's NaN filter hides it)"
-            if is_grad and loss is not None and _finite_at(loss, steps[bad])
-            else ""
-        )
-        msg = f"{name} is {_kind_word(value)} at step {fmt_step(step)}{trap}: {where}, {tail}."
+        msg = f"{name} is {_kind_word(value)} at step {fmt_step(step)}: {where}, {tail}."
         return [signal(SignalKind.NON_FINITE, Severity.CRITICAL, msg, metric=name, step=step, **evidence)]
 
-    def _overflow(
-        self, series: MetricSeries, bad: np.ndarray, step: int, where: str, evidence: dict[str, int]
-    ) -> Signal:
+    def _grad(self, grad: MetricSeries, loss: MetricSeries | None, lr: MetricSeries | None) -> list[Signal]:
+        raw, steps = grad.raw_values, grad.raw_steps
+        bad = ~np.isfinite(raw)
+        if not bad.any():
+            return self._old(grad)
         run = trailing_run(bad)
-        if run >= self.overflow_points:
+        last_bad = int(np.flatnonzero(bad)[-1])
+        value, step = float(raw[last_bad]), int(steps[last_bad])
+        count = int(bad.sum())
+        evidence = {"non_finite_points": count, "finite_after": int(raw.size - 1 - last_bad), "trailing": run}
+        where = f"{count} non-finite value(s) of {grad.name} in the last {raw.size} points"
+        head = f"{grad.name} is {_kind_word(value)} at step {fmt_step(step)}"
+        under = _loss_at(loss, steps[raw.size - run :]) if run else None
+        if under is not None and (~np.isfinite(under)).any():
+            msg = f"{head} with the logged loss non-finite there too: {where}, still non-finite at the latest point."
+            return [signal(SignalKind.NON_FINITE, Severity.CRITICAL, msg, metric=grad.name, step=step, **evidence)]
+        if under is not None and (under == 0.0).any():
             msg = (
-                f"{series.name} is Inf for the last {run} points up to step {fmt_step(step)} "
-                f"(threshold {self.overflow_points}): the loss scaler cannot recover."
+                f"{head} with the logged loss exactly 0.0 there (the weights are NaN; HF Trainer's NaN filter "
+                f"drops their losses and logs 0.0): {where}, still non-finite at the latest point."
             )
-            return signal(
-                SignalKind.NON_FINITE, Severity.CRITICAL, msg, metric=series.name, step=step, **evidence
+            return [signal(SignalKind.NON_FINITE, Severity.CRITICAL, msg, metric=grad.name, step=step, **evidence)]
+        trailing_steps = steps[raw.size - run :]
+        moves = _lr_moves(lr, trailing_steps)
+        if any(moves):
+            stepped = int(trailing_steps[moves.index(True)])
+            msg = (
+                f"{head}: the LR moved at step {fmt_step(stepped)} under a non-finite grad norm, so the step was "
+                f"not skipped and the weights took a non-finite update: {where}, still non-finite at the latest point."
             )
+            return [signal(SignalKind.NON_FINITE, Severity.CRITICAL, msg, metric=grad.name, step=step, **evidence)]
+        skipping = bool(moves) and all(m is False for m in moves)  # every one of them seen skipped (LR held)
+        limit = self.scaler_skip_points if skipping else self.overflow_points
+        if run >= limit:
+            filtered = "" if under is None else " while the logged loss stays finite (HF Trainer's NaN filter hides it)"
+            msg = (
+                f"{head}{filtered}: non-finite for the last {run} points (threshold {limit}), "
+                f"{where}: every step is skipped, so the loss scale cannot recover or the weights are NaN."
+            )
+            return [signal(SignalKind.NON_FINITE, Severity.CRITICAL, msg, metric=grad.name, step=step, **evidence)]
+        if run:
+            held = " with the LR held (skipped)" if skipping else ""
+            msg = (
+                f"{head}, the latest point, under a finite loss{held}: {where}. A loss scaler skips such a step; "
+                f"critical if it stays {limit} points in a row or the loss turns 0.0 or NaN."
+            )
+            return [signal(SignalKind.NON_FINITE, Severity.WARNING, msg, metric=grad.name, step=step, **evidence)]
         msg = (
-            f"{where}, the latest Inf at step {fmt_step(step)}: overflowed steps skipped by the loss "
-            f"scaler, normal early in fp16 runs; critical after {self.overflow_points} in a row."
+            f"{where}, the latest ({_kind_word(value)}) at step {fmt_step(step)}, each followed by finite grad "
+            f"norms: steps skipped by the loss scaler (AMP skips a step whose gradients are not finite)."
         )
-        return signal(SignalKind.NON_FINITE, Severity.WARNING, msg, metric=series.name, step=step, **evidence)
+        return [signal(SignalKind.NON_FINITE, Severity.INFO, msg, metric=grad.name, step=step, **evidence)]
 
     def _old(self, series: MetricSeries) -> list[Signal]:
         if series.non_finite <= 0:
@@ -127,7 +203,7 @@ class NonFiniteDetector(Detector):
             return []
         recent = series.raw_values[-self.recovered_points :]
         zeros = np.flatnonzero(recent == 0.0)
-        if zeros.size < self.zero_loss_points:
+        if zeros.size < self.zero_loss_points or self._rounded_away(series, recent.size - int(zeros[0])):
             return []
         step = int(series.raw_steps[-recent.size + int(zeros[-1])])
         msg = (
@@ -145,3 +221,10 @@ class NonFiniteDetector(Detector):
                 zero_points=zeros.size,
             )
         ]
+
+    def _rounded_away(self, series: MetricSeries, from_end: int) -> bool:
+        """Whether the last non-zero loss before the zero ``from_end`` points from the end was within
+        ``rounded_units_points`` units of its last logged decimal: a converged loss logged as 0.0."""
+        before = series.raw_values[: series.raw_values.size - from_end]
+        positive = before[np.isfinite(before) & (before > 0.0)]
+        return positive.size > 0 and _logged_units(float(positive[-1])) <= self.rounded_units_points
