@@ -996,6 +996,32 @@ def test_a_real_per_epoch_loss_flat_from_its_first_epoch_is_flagged_never_stoppe
     assert "u" not in decisions(replay_cuts(later, [c + 100_000 for c in checkpoints(run)]))
 
 
+
+def test_a_real_loss_flat_from_its_start_while_its_lr_decayed_past_half_is_stopped(real):
+    """log-phi3-finetune-synthetic-1 (train, bad, stuck_at_init): a Phi-3 SFT whose loss sits at 4.67-4.71 from
+    its first logged step (20) to its last (680) while its LR decays linearly from 4.9e-5 to 0. It was unsure
+    from step 400 (the flat-start warning) and never stopped. A flat start the previous check saw too, with the
+    run's LR decayed to <= 50 % of its peak (past any warmup, its learning phase spent), is critical: unsure at
+    the first check that sees it, stopped at the next. Controls: the same log without its LR series, or with its
+    LR held at its peak, stays unsure (a flat start alone is never a stop), and its loss falling 30 % over the run
+    is not flagged."""
+    run = real["log-phi3-finetune-synthetic-1"]
+    code, _, verdicts = replay_real(run)
+    first = code.index("S")
+    assert code[first - 1] == "u" and set(code[first:]) == {"S"}, code
+    assert "decayed to" in verdicts[first].summary and "not learning from its start" in verdicts[first].summary
+    cuts = checkpoints(run)
+    lr_steps, lr_values = run.metrics["train/learning_rate"]
+    no_lr = {name: series for name, series in run.metrics.items() if name != "train/learning_rate"}
+    held = dict(run.metrics) | {"train/learning_rate": (lr_steps, np.full_like(lr_values, lr_values.max()))}
+    for control in (no_lr, held):
+        control_code = decisions(replay_cuts(control, cuts))
+        assert "S" not in control_code and control_code[-1] == "u", control_code
+    steps, values = run.metrics["train/loss"]
+    falling = dict(run.metrics) | {"train/loss": (steps, values * np.linspace(1.0, 0.7, values.size))}
+    assert not any("not learning from its start" in v.summary for v in replay_cuts(falling, cuts))
+
+
 # --------------------------------------------------------------------------- false stops on noisy secondary evals
 
 
