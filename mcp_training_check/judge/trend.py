@@ -120,6 +120,16 @@ class TrendDetector(Detector):
       log of 50 never reached it (issue 9: a Lightning regression's per-epoch loss 0.03334 → 0.03323 over 50
       epochs, within 0.3 % from its first epoch, was continue at every check; at 50 points the
       flat_min_points test would instead escalate six healthy runs of corpus_real/'s train split).
+    - ``stuck_lr_spent_fraction``: such a flat start is critical when the previous check (with points
+      since) found it too and the run's logged LR has meanwhile decayed to ≤ 50 % of its highest value in
+      the log. Both reasons the flat start is only a warning are then answered by the run's own LR: it is
+      past any warmup (its peak is behind it), and at half its peak a linear decay has spent 3/4 of its
+      step-size budget and a cosine one half: the phase where a model learns most is over, and a run that
+      converged within its first logged point is told apart by the decay having happened with no loss
+      movement at all (issue 9: a Phi-3 SFT at 4.67–4.71 from step 20 to 680 while its LR decayed linearly
+      from 4.9e-5 to 0 was unsure from step 400 and never stopped; no healthy run of either corpus' train
+      split gets a flat-start warning, and a run without an LR series, or with a constant one, stays at
+      the warning: a slow start that learns later, log-DeepConvLstm-1, logs no LR).
     - ``confirm_checks``: divergence seen alone (no LR jump, grad-norm explosion or eval collapse behind
       it, not a blow-up) becomes critical only when this many consecutive checks (3) saw the same episode
       and it is not falling: a corrupted shard lifts the train loss 3× for hundreds of steps and recovers.
@@ -156,14 +166,10 @@ class TrendDetector(Detector):
       6 % below its first 20 points' median; log-isl-python-1, healthy, was unsure at its last check).
     - ``stuck_drop_fraction``: a loss not learning whose best is less than 5 % below its first points, and
       that is not falling over the whole run (Theil–Sen band at ``confidence_z``: a fine-tuning loss falling
-      slowly is learning), sits at its initial value. A warning, never a stop, however many checks see it:
-      a stop needs evidence that the initial value is the untrained model's (its chance level, an accuracy
-      at 0, a frozen output: ``chance_min_points`` below), and the level alone is no such evidence. A
-      pretrained model's continued training starts at its trained loss and may fall only a few per cent over
-      the whole run (issue 9: healthy log-tokalign-baseline-1, a GPT-NeoX continued pretraining with a
-      per-step loss of 1.95–2.37, flat to 0.3 % over its first 376 of 2,500 steps and then falling 2.23 →
-      2.10, was stopped at its 2nd and 3rd checks); so does an LR too small (corpus/'s ambiguous
-      lr_too_small: review, not kill).
+      slowly is learning), sits at its initial value (ln of the class count for a classifier that never
+      learns); when the previous check
+      (with points since) found it not learning too, it is critical: stuck for a large share of its steps
+      over two checks, it does not start learning later.
     - ``chance_min_points`` / ``zero_accuracy_fraction``: a loss that never learned is told without its
       run's start, in a short excerpt (a log pasted from step 690 on), when its chance level is known: the
       config states the class or vocabulary count N (``vocab_size``, ``num_labels``, ``num_classes``) and
@@ -233,6 +239,7 @@ class TrendDetector(Detector):
     raw_climb_ratio: float = Field(default=1.5, gt=1)
     start_min_points: int = Field(default=8, ge=3)
     flat_start_min_points: int = Field(default=20, ge=4)
+    stuck_lr_spent_fraction: float = Field(default=0.5, gt=0, lt=1)
     witness_evals: int = Field(default=5, ge=1)
     witness_drop_fraction: float = Field(default=0.02, gt=0, lt=1)
 
@@ -609,19 +616,23 @@ class TrendDetector(Detector):
         stuck = drop < self.stuck_drop_fraction and not self._falling(steps, y)
         if not stuck and _holds_start(steps) and float(-np.expm1(best - y[0])) >= self.flat_min_drop_fraction:
             return []  # it learned from its first point within the early window: a converged plateau
-        tail = ""
-        if stuck:
+        critical = stuck and ctx.not_learning_before(loss.name, int(steps[-1]), new_points=True)
+        if not stuck:
+            tail = ""
+        elif critical:
             tail = (
-                f"; within {fmt_pct(self.stuck_drop_fraction)} of its initial level and not falling: a warning, "
-                "not a stop (the level alone does not say the model is untrained)"
+                f"; still at its initial level at a second check (critical below {fmt_pct(self.stuck_drop_fraction)})"
             )
+        else:
+            tail = f"; critical below {fmt_pct(self.stuck_drop_fraction)} if the next check still sees it"
         msg = (
             f"{loss.name} is not learning: its best median {fmt(float(np.exp(best)))} over {values.size} points "
             f"up to step {fmt_step(int(steps[-1]))} is only {fmt_pct(drop)} below the first points' "
             f"{fmt(float(np.exp(early)))} (threshold {fmt_pct(self.flat_min_drop_fraction)}){evals}{tail}."
         )
+        severity = Severity.CRITICAL if critical else Severity.WARNING
         return [
-            signal(SignalKind.FLAT, Severity.WARNING, msg, metric=loss.name, step=int(steps[-1]), drop=drop,
+            signal(SignalKind.FLAT, severity, msg, metric=loss.name, step=int(steps[-1]), drop=drop,
                    eval_drop=eval_drop, points=values.size)
         ]  # fmt: skip
 
@@ -761,7 +772,7 @@ class TrendDetector(Detector):
         else:
             zero = self._zero_accuracy(ctx)
             if zero is None:
-                return self._never_below_start(loss, steps, values, y)
+                return self._never_below_start(ctx, loss, steps, values, y)
             zero_at = fmt(self.zero_accuracy_fraction)
             why = f"sits there with {zero} ≤ {zero_at} at every point (never one prediction right)"
         critical = ctx.not_learning_before(loss.name, int(steps[-1]), new_points=False)
@@ -777,7 +788,7 @@ class TrendDetector(Detector):
         ]  # fmt: skip
 
     def _never_below_start(
-        self, loss: MetricSeries, steps: np.ndarray, values: np.ndarray, y: np.ndarray
+        self, ctx: JudgeContext, loss: MetricSeries, steps: np.ndarray, values: np.ndarray, y: np.ndarray
     ) -> list[Signal]:
         """A log holding the run's start (its first step within two of its logging intervals, the median
         step between points, so unit-free: updates or epochs) whose loss, over at least ``start_min_points``
@@ -794,23 +805,52 @@ class TrendDetector(Detector):
         gap = float(np.median(rest)) - first
         if gap >= np.log1p(self.rising_min_change):
             return []
+        spent = None
         if values.size >= self.flat_start_min_points:
             how = f"it stayed within {fmt_pct(self.stuck_drop_fraction)} of its first value"  # the caller's test
+            spent = self._lr_spent(ctx, int(steps[-1]))
         else:
             error = robust_sigma(y) * float(np.sqrt(1 + MEDIAN_SE**2 / rest.size))
             if float(np.min(rest)) < first or gap < self.rising_z * error:
                 return []
             how = "it never went below its first value"
+        critical = spent is not None and ctx.not_learning_before(loss.name, int(steps[-1]), new_points=True)
+        if spent is None:
+            tail = (
+                "; worth a look (a warmup the config does not state would explain it, or a run that converged "
+                "within its first logged point)."
+            )
+        else:
+            lr_name, share = spent
+            again = "still so at a second check, so critical" if critical else "critical if the next check sees it"
+            tail = (
+                f" while {lr_name} decayed to {fmt_pct(share)} of its peak (threshold "
+                f"{fmt_pct(self.stuck_lr_spent_fraction)}): past its warmup, its schedule's learning phase spent "
+                f"with no progress; {again}."
+            )
         msg = (
             f"{loss.name} is not learning from its start: over its first {values.size} points (steps "
             f"{fmt_step(int(steps[0]))}–{fmt_step(int(steps[-1]))}) {how} "
-            f"{fmt(float(values[0]))} and is not falling; worth a look (a warmup the config does not state "
-            "would explain it, or a run that converged within its first logged point)."
+            f"{fmt(float(values[0]))} and is not falling{tail}"
         )
+        severity = Severity.CRITICAL if critical else Severity.WARNING
         return [
-            signal(SignalKind.FLAT, Severity.WARNING, msg, metric=loss.name, step=int(steps[-1]),
-                   level=float(np.median(values)), points=values.size)
+            signal(SignalKind.FLAT, severity, msg, metric=loss.name, step=int(steps[-1]),
+                   level=float(np.median(values)), points=values.size, since_step=int(steps[0]))
         ]  # fmt: skip
+
+    def _lr_spent(self, ctx: JudgeContext, last_step: int) -> tuple[str, float] | None:
+        """The LR series and its value at ``last_step`` as a share of its highest value up to there, when that
+        share is ≤ ``stuck_lr_spent_fraction`` (the schedule has decayed past its learning phase)."""
+        lr = ctx.learning_rate
+        if lr is None:
+            return None
+        steps, values = finite_xy(lr.steps, lr.values)
+        values = values[steps <= last_step]
+        if values.size < 2 or float(np.max(values)) <= 0:
+            return None
+        share = float(values[-1]) / float(np.max(values))
+        return (lr.name, share) if share <= self.stuck_lr_spent_fraction else None
 
     def _zero_accuracy(self, ctx: JudgeContext) -> str | None:
         """The name of an accuracy logged with the train loss that is ≤ ``zero_accuracy_fraction`` at every point."""
