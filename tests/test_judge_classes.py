@@ -1004,7 +1004,8 @@ def test_a_real_loss_flat_from_its_start_while_its_lr_decayed_past_half_is_stopp
     run's LR decayed to <= 50 % of its peak (past any warmup, its learning phase spent), is critical: unsure at
     the first check that sees it, stopped at the next. Controls: the same log without its LR series, or with its
     LR held at its peak, stays unsure (a flat start alone is never a stop), and its loss falling 30 % over the run
-    is not flagged."""
+    is not flagged; healthy log-drowsy-driver-detection-1, flat from its start at one check with its LR at 71 %
+    of its peak, is unsure there and never stopped."""
     run = real["log-phi3-finetune-synthetic-1"]
     code, _, verdicts = replay_real(run)
     first = code.index("S")
@@ -1020,6 +1021,8 @@ def test_a_real_loss_flat_from_its_start_while_its_lr_decayed_past_half_is_stopp
     steps, values = run.metrics["train/loss"]
     falling = dict(run.metrics) | {"train/loss": (steps, values * np.linspace(1.0, 0.7, values.size))}
     assert not any("not learning from its start" in v.summary for v in replay_cuts(falling, cuts))
+    healthy, _, _ = replay_real(real["log-drowsy-driver-detection-1"])  # flat start at one check, LR at 71 %
+    assert "u" in healthy and "S" not in healthy, healthy
 
 
 # --------------------------------------------------------------------------- false stops on noisy secondary evals

@@ -127,9 +127,11 @@ class TrendDetector(Detector):
       step-size budget and a cosine one half: the phase where a model learns most is over, and a run that
       converged within its first logged point is told apart by the decay having happened with no loss
       movement at all (issue 9: a Phi-3 SFT at 4.67–4.71 from step 20 to 680 while its LR decayed linearly
-      from 4.9e-5 to 0 was unsure from step 400 and never stopped; no healthy run of either corpus' train
-      split gets a flat-start warning, and a run without an LR series, or with a constant one, stays at
-      the warning: a slow start that learns later, log-DeepConvLstm-1, logs no LR).
+      from 4.9e-5 to 0 was unsure from step 400 and never stopped). The one healthy run of either corpus'
+      train split with a flat-start warning has it at one check, its LR still at 71 % of its peak, and
+      learns from there (log-drowsy-driver-detection-1, 0.109 at step 100 and at step 2,000, 0.06 at the
+      end); a run without an LR series, or with a constant one, stays at the warning (a slow start that
+      learns later, log-DeepConvLstm-1, logs no LR).
     - ``confirm_checks``: divergence seen alone (no LR jump, grad-norm explosion or eval collapse behind
       it, not a blow-up) becomes critical only when this many consecutive checks (3) saw the same episode
       and it is not falling: a corrupted shard lifts the train loss 3× for hundreds of steps and recovers.
