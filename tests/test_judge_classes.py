@@ -1025,6 +1025,25 @@ def test_a_real_loss_flat_from_its_start_while_its_lr_decayed_past_half_is_stopp
     assert "u" in healthy and "S" not in healthy, healthy
 
 
+
+def test_a_real_hopeless_wer_is_stopped_on_medians_of_three_not_on_one_lucky_eval(real):
+    """log-whisper-small-braj-1 (train, bad): a Whisper fine-tune whose WER swings 0.90-0.98 over 20 evals, with a
+    train loss beside it. Hopeless (best >= 0.85), so judged stuck from its 6th eval, but one eval at 0.899 (its
+    2nd) made it 6.8 % of the way from its first 0.964, above the 5 % stop line: unsure at 15 checks, never
+    stopped. By medians of 3 at both ends it gained 1.9 %: unsure at the first check that sees it, stopped at the
+    next. Control: the same WER falling 30 % over the run is learning, never flagged as stuck."""
+    run = real["log-whisper-small-braj-1"]
+    code, _, verdicts = replay_real(run)
+    first = code.index("S")
+    assert code[first - 1] == "u" and set(code[first:]) == {"S"}, code
+    assert "by medians of 3 evals" in verdicts[first].summary, verdicts[first].summary
+    steps, values = run.metrics["eval/wer"]
+    learning = dict(run.metrics) | {"eval/wer": (steps, values * np.linspace(1.0, 0.7, values.size))}
+    verdicts = replay_cuts(learning, checkpoints(run))
+    assert not any("eval/wer is not learning" in v.summary for v in verdicts)
+    assert "S" not in decisions(verdicts), decisions(verdicts)
+
+
 # --------------------------------------------------------------------------- false stops on noisy secondary evals
 
 
