@@ -996,6 +996,54 @@ def test_a_real_per_epoch_loss_flat_from_its_first_epoch_is_flagged_never_stoppe
     assert "u" not in decisions(replay_cuts(later, [c + 100_000 for c in checkpoints(run)]))
 
 
+
+def test_a_real_loss_flat_from_its_start_while_its_lr_decayed_past_half_is_stopped(real):
+    """log-phi3-finetune-synthetic-1 (train, bad, stuck_at_init): a Phi-3 SFT whose loss sits at 4.67-4.71 from
+    its first logged step (20) to its last (680) while its LR decays linearly from 4.9e-5 to 0. It was unsure
+    from step 400 (the flat-start warning) and never stopped. A flat start the previous check saw too, with the
+    run's LR decayed to <= 50 % of its peak (past any warmup, its learning phase spent), is critical: unsure at
+    the first check that sees it, stopped at the next. Controls: the same log without its LR series, or with its
+    LR held at its peak, stays unsure (a flat start alone is never a stop), and its loss falling 30 % over the run
+    is not flagged; healthy log-drowsy-driver-detection-1, flat from its start at one check with its LR at 71 %
+    of its peak, is unsure there and never stopped."""
+    run = real["log-phi3-finetune-synthetic-1"]
+    code, _, verdicts = replay_real(run)
+    first = code.index("S")
+    assert code[first - 1] == "u" and set(code[first:]) == {"S"}, code
+    assert "decayed to" in verdicts[first].summary and "not learning from its start" in verdicts[first].summary
+    cuts = checkpoints(run)
+    lr_steps, lr_values = run.metrics["train/learning_rate"]
+    no_lr = {name: series for name, series in run.metrics.items() if name != "train/learning_rate"}
+    held = dict(run.metrics) | {"train/learning_rate": (lr_steps, np.full_like(lr_values, lr_values.max()))}
+    for control in (no_lr, held):
+        control_code = decisions(replay_cuts(control, cuts))
+        assert "S" not in control_code and control_code[-1] == "u", control_code
+    steps, values = run.metrics["train/loss"]
+    falling = dict(run.metrics) | {"train/loss": (steps, values * np.linspace(1.0, 0.7, values.size))}
+    assert not any("not learning from its start" in v.summary for v in replay_cuts(falling, cuts))
+    healthy, _, _ = replay_real(real["log-drowsy-driver-detection-1"])  # flat start at one check, LR at 71 %
+    assert "u" in healthy and "S" not in healthy, healthy
+
+
+
+def test_a_real_hopeless_wer_is_stopped_on_medians_of_three_not_on_one_lucky_eval(real):
+    """log-whisper-small-braj-1 (train, bad): a Whisper fine-tune whose WER swings 0.90-0.98 over 20 evals, with a
+    train loss beside it. Hopeless (best >= 0.85), so judged stuck from its 6th eval, but one eval at 0.899 (its
+    2nd) made it 6.8 % of the way from its first 0.964, above the 5 % stop line: unsure at 15 checks, never
+    stopped. By medians of 3 at both ends it gained 1.9 %: unsure at the first check that sees it, stopped at the
+    next. Control: the same WER falling 30 % over the run is learning, never flagged as stuck."""
+    run = real["log-whisper-small-braj-1"]
+    code, _, verdicts = replay_real(run)
+    first = code.index("S")
+    assert code[first - 1] == "u" and set(code[first:]) == {"S"}, code
+    assert "by medians of 3 evals" in verdicts[first].summary, verdicts[first].summary
+    steps, values = run.metrics["eval/wer"]
+    learning = dict(run.metrics) | {"eval/wer": (steps, values * np.linspace(1.0, 0.7, values.size))}
+    verdicts = replay_cuts(learning, checkpoints(run))
+    assert not any("eval/wer is not learning" in v.summary for v in verdicts)
+    assert "S" not in decisions(verdicts), decisions(verdicts)
+
+
 # --------------------------------------------------------------------------- false stops on noisy secondary evals
 
 

@@ -120,6 +120,18 @@ class TrendDetector(Detector):
       log of 50 never reached it (issue 9: a Lightning regression's per-epoch loss 0.03334 → 0.03323 over 50
       epochs, within 0.3 % from its first epoch, was continue at every check; at 50 points the
       flat_min_points test would instead escalate six healthy runs of corpus_real/'s train split).
+    - ``stuck_lr_spent_fraction``: such a flat start is critical when the previous check (with points
+      since) found it too and the run's logged LR has meanwhile decayed to ≤ 50 % of its highest value in
+      the log. Both reasons the flat start is only a warning are then answered by the run's own LR: it is
+      past any warmup (its peak is behind it), and at half its peak a linear decay has spent 3/4 of its
+      step-size budget and a cosine one half: the phase where a model learns most is over, and a run that
+      converged within its first logged point is told apart by the decay having happened with no loss
+      movement at all (issue 9: a Phi-3 SFT at 4.67–4.71 from step 20 to 680 while its LR decayed linearly
+      from 4.9e-5 to 0 was unsure from step 400 and never stopped). The one healthy run of either corpus'
+      train split with a flat-start warning has it at one check, its LR still at 71 % of its peak, and
+      learns from there (log-drowsy-driver-detection-1, 0.109 at step 100 and at step 2,000, 0.06 at the
+      end); a run without an LR series, or with a constant one, stays at the warning (a slow start that
+      learns later, log-DeepConvLstm-1, logs no LR).
     - ``confirm_checks``: divergence seen alone (no LR jump, grad-norm explosion or eval collapse behind
       it, not a blow-up) becomes critical only when this many consecutive checks (3) saw the same episode
       and it is not falling: a corrupted shard lifts the train loss 3× for hundreds of steps and recovers.
@@ -229,6 +241,7 @@ class TrendDetector(Detector):
     raw_climb_ratio: float = Field(default=1.5, gt=1)
     start_min_points: int = Field(default=8, ge=3)
     flat_start_min_points: int = Field(default=20, ge=4)
+    stuck_lr_spent_fraction: float = Field(default=0.5, gt=0, lt=1)
     witness_evals: int = Field(default=5, ge=1)
     witness_drop_fraction: float = Field(default=0.02, gt=0, lt=1)
 
@@ -761,7 +774,7 @@ class TrendDetector(Detector):
         else:
             zero = self._zero_accuracy(ctx)
             if zero is None:
-                return self._never_below_start(loss, steps, values, y)
+                return self._never_below_start(ctx, loss, steps, values, y)
             zero_at = fmt(self.zero_accuracy_fraction)
             why = f"sits there with {zero} ≤ {zero_at} at every point (never one prediction right)"
         critical = ctx.not_learning_before(loss.name, int(steps[-1]), new_points=False)
@@ -777,7 +790,7 @@ class TrendDetector(Detector):
         ]  # fmt: skip
 
     def _never_below_start(
-        self, loss: MetricSeries, steps: np.ndarray, values: np.ndarray, y: np.ndarray
+        self, ctx: JudgeContext, loss: MetricSeries, steps: np.ndarray, values: np.ndarray, y: np.ndarray
     ) -> list[Signal]:
         """A log holding the run's start (its first step within two of its logging intervals, the median
         step between points, so unit-free: updates or epochs) whose loss, over at least ``start_min_points``
@@ -794,23 +807,52 @@ class TrendDetector(Detector):
         gap = float(np.median(rest)) - first
         if gap >= np.log1p(self.rising_min_change):
             return []
+        spent = None
         if values.size >= self.flat_start_min_points:
             how = f"it stayed within {fmt_pct(self.stuck_drop_fraction)} of its first value"  # the caller's test
+            spent = self._lr_spent(ctx, int(steps[-1]))
         else:
             error = robust_sigma(y) * float(np.sqrt(1 + MEDIAN_SE**2 / rest.size))
             if float(np.min(rest)) < first or gap < self.rising_z * error:
                 return []
             how = "it never went below its first value"
+        critical = spent is not None and ctx.not_learning_before(loss.name, int(steps[-1]), new_points=True)
+        if spent is None:
+            tail = (
+                "; worth a look (a warmup the config does not state would explain it, or a run that converged "
+                "within its first logged point)."
+            )
+        else:
+            lr_name, share = spent
+            again = "still so at a second check, so critical" if critical else "critical if the next check sees it"
+            tail = (
+                f" while {lr_name} decayed to {fmt_pct(share)} of its peak (threshold "
+                f"{fmt_pct(self.stuck_lr_spent_fraction)}): past its warmup, its schedule's learning phase spent "
+                f"with no progress; {again}."
+            )
         msg = (
             f"{loss.name} is not learning from its start: over its first {values.size} points (steps "
             f"{fmt_step(int(steps[0]))}–{fmt_step(int(steps[-1]))}) {how} "
-            f"{fmt(float(values[0]))} and is not falling; worth a look (a warmup the config does not state "
-            "would explain it, or a run that converged within its first logged point)."
+            f"{fmt(float(values[0]))} and is not falling{tail}"
         )
+        severity = Severity.CRITICAL if critical else Severity.WARNING
         return [
-            signal(SignalKind.FLAT, Severity.WARNING, msg, metric=loss.name, step=int(steps[-1]),
-                   level=float(np.median(values)), points=values.size)
+            signal(SignalKind.FLAT, severity, msg, metric=loss.name, step=int(steps[-1]),
+                   level=float(np.median(values)), points=values.size, since_step=int(steps[0]))
         ]  # fmt: skip
+
+    def _lr_spent(self, ctx: JudgeContext, last_step: int) -> tuple[str, float] | None:
+        """The LR series and its value at ``last_step`` as a share of its highest value up to there, when that
+        share is ≤ ``stuck_lr_spent_fraction`` (the schedule has decayed past its learning phase)."""
+        lr = ctx.learning_rate
+        if lr is None:
+            return None
+        steps, values = finite_xy(lr.steps, lr.values)
+        values = values[steps <= last_step]
+        if values.size < 2 or float(np.max(values)) <= 0:
+            return None
+        share = float(values[-1]) / float(np.max(values))
+        return (lr.name, share) if share <= self.stuck_lr_spent_fraction else None
 
     def _zero_accuracy(self, ctx: JudgeContext) -> str | None:
         """The name of an accuracy logged with the train loss that is ≤ ``zero_accuracy_fraction`` at every point."""
