@@ -1150,3 +1150,30 @@ def test_a_real_hf_eval_loss_at_ln_n_beside_an_accuracy_at_1_over_n_is_not_learn
     assert "eval/loss is not learning" in verdicts[1].summary and "ln 4" in verdicts[1].summary
     blind = {name: series for name, series in run.metrics.items() if name != "eval/accuracy"}
     assert decisions(replay_cuts(blind, checkpoints(run)))[1] == "."
+
+
+# --------------------------------------------------------------------------- false stops on healthy full-length logs
+
+
+def test_a_real_continued_pretraining_flat_early_in_its_known_steps_is_flagged_not_stopped(real):
+    """log-tokalign-baseline-1 (train, healthy): a GPT-NeoX continued pretraining whose per-step loss (1.95-2.37)
+    is flat to 0.3 % over its first 376 of 2,500 steps and then falls 2.23 -> 2.10 under a cosine LR. It was
+    stopped at its 2nd and 3rd checks (15 % and 20 % of its steps: "still at its initial level at a second
+    check"); a quarter of its known steps is now the least a stuck start gets before a stop (unsure before),
+    and its fall is significant by then. Control: the same checks without a known total are stopped as before;
+    and the same run whose loss repeats its first quarter's flat points for the rest of the run is stopped
+    once past the quarter."""
+    run = real["log-tokalign-baseline-1"]
+    code, _, verdicts = replay_real(run)
+    assert "S" not in code, code
+    assert code[1:4] == "uuu" and "critical from 25%" in verdicts[2].summary
+    cuts = checkpoints(run)
+    blind = decisions(replay_cuts(dict(run.metrics), cuts[:4]))
+    assert blind[2] == "S", blind
+    steps, values = run.metrics["train/loss"]
+    quarter = int(np.searchsorted(steps, 625))
+    stuck = values.copy()
+    stuck[quarter:] = np.resize(values[:quarter], stuck[quarter:].size)
+    flat = dict(run.metrics) | {"train/loss": (steps, stuck)}
+    held = decisions(replay_cuts(flat, cuts[:7], run_config=run.config))
+    assert "S" not in held[:4] and "S" in held[4:], held
