@@ -1177,3 +1177,18 @@ def test_a_real_continued_pretraining_flat_early_in_its_known_steps_is_flagged_n
     flat = dict(run.metrics) | {"train/loss": (steps, stuck)}
     held = decisions(replay_cuts(flat, cuts[:7], run_config=run.config))
     assert "S" not in held[:4] and "S" in held[4:], held
+
+
+def test_a_real_lr_at_the_trough_of_a_restarting_schedule_is_not_dead(real):
+    """log-ViT-LoRA-Demo-1 (train, healthy): its LR decays linearly to 0 every 2,500 of 75,000 steps and restarts
+    at a lower peak. Every check whose last point was a trough was unsure ("the model has stopped learning"), 8
+    of 20; the log had already shown the LR coming back from each earlier 0. Control: the same LR held at 0
+    from step 30,000 on (two points longer than any trough it came back from) is dead and flagged."""
+    run = real["log-ViT-LoRA-Demo-1"]
+    code, _, _ = replay_real(run)
+    assert set(code) == {"."}, code
+    steps, lr = run.metrics["train/learning_rate"]
+    held = dict(run.metrics) | {"train/learning_rate": (steps, np.where(steps >= 30_000, 0.0, lr))}
+    verdicts = replay_cuts(held, checkpoints(run), run_config=run.config)
+    flagged = [v.summary for v in verdicts if v.decision is Decision.UNSURE]
+    assert flagged and "stopped learning" in flagged[0], decisions(verdicts)
