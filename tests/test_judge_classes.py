@@ -1198,3 +1198,45 @@ def test_a_real_hf_eval_loss_at_ln_n_beside_an_accuracy_at_1_over_n_is_not_learn
     assert "eval/loss is not learning" in verdicts[1].summary and "ln 4" in verdicts[1].summary
     blind = {name: series for name, series in run.metrics.items() if name != "eval/accuracy"}
     assert decisions(replay_cuts(blind, checkpoints(run)))[1] == "."
+
+
+# --------------------------------------------------------------------------- false stops on healthy full-length logs
+
+
+def test_a_real_continued_pretraining_flat_early_in_its_known_steps_is_flagged_not_stopped(real):
+    """log-tokalign-baseline-1 (train, healthy): a GPT-NeoX continued pretraining whose per-step loss (1.95-2.37)
+    is flat to 0.3 % over its first 376 of 2,500 steps and then falls 2.23 -> 2.10 under a cosine LR. It was
+    stopped at its 2nd and 3rd checks (15 % and 20 % of its steps: "still at its initial level at a second
+    check"); a quarter of its known steps is now the least a stuck start gets before a stop (unsure before),
+    and its fall is significant by then. Control: the same checks without a known total are stopped as before;
+    and the same run whose loss repeats its first quarter's flat points for the rest of the run is stopped
+    once past the quarter."""
+    run = real["log-tokalign-baseline-1"]
+    code, _, verdicts = replay_real(run)
+    assert "S" not in code, code
+    assert code[1:4] == "uuu" and "critical from 25%" in verdicts[2].summary
+    cuts = checkpoints(run)
+    blind = decisions(replay_cuts(dict(run.metrics), cuts[:4]))
+    assert blind[2] == "S", blind
+    steps, values = run.metrics["train/loss"]
+    quarter = int(np.searchsorted(steps, 625))
+    stuck = values.copy()
+    stuck[quarter:] = np.resize(values[:quarter], stuck[quarter:].size)
+    flat = dict(run.metrics) | {"train/loss": (steps, stuck)}
+    held = decisions(replay_cuts(flat, cuts[:7], run_config=run.config))
+    assert "S" not in held[:4] and "S" in held[4:], held
+
+
+def test_a_real_lr_at_the_trough_of_a_restarting_schedule_is_not_dead(real):
+    """log-ViT-LoRA-Demo-1 (train, healthy): its LR decays linearly to 0 every 2,500 of 75,000 steps and restarts
+    at a lower peak. Every check whose last point was a trough was unsure ("the model has stopped learning"), 8
+    of 20; the log had already shown the LR coming back from each earlier 0. Control: the same LR held at 0
+    from step 30,000 on (two points longer than any trough it came back from) is dead and flagged."""
+    run = real["log-ViT-LoRA-Demo-1"]
+    code, _, _ = replay_real(run)
+    assert set(code) == {"."}, code
+    steps, lr = run.metrics["train/learning_rate"]
+    held = dict(run.metrics) | {"train/learning_rate": (steps, np.where(steps >= 30_000, 0.0, lr))}
+    verdicts = replay_cuts(held, checkpoints(run), run_config=run.config)
+    flagged = [v.summary for v in verdicts if v.decision is Decision.UNSURE]
+    assert flagged and "stopped learning" in flagged[0], decisions(verdicts)

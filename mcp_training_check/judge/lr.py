@@ -88,6 +88,11 @@ class LrDetector(Detector):
       points in a row, covering ≥ 10 % of the steps logged so far → warning. The share keeps a cosine
       schedule's own last 2 % (below ``dead_ratio`` by design) from being called dead at the end of a
       healthy run whose total is unknown, however many points it logs.
+    - A schedule with restarts reaches ~0 at the end of each cycle: once the log shows the LR coming back
+      from dead (a dead stretch followed by a live point), a dead LR at its latest point is a cycle's
+      trough, and dead only when it has lasted longer than the longest stretch the run came back from
+      (issue 9: healthy log-ViT-LoRA-Demo-1 decays linearly to 0 every 2,500 of its 75,000 steps and
+      restarts; every check whose last point was a trough was unsure, 8 of its 20).
     """
 
     jump_ratio: float = Field(default=2.0, gt=1)
@@ -241,6 +246,11 @@ class LrDetector(Detector):
         span = int(steps[-1]) - int(steps[0])
         return (int(steps[-1]) - int(steps[-dead_run])) / span if span > 0 else 0.0
 
+    @staticmethod
+    def _longest_trough(dead: np.ndarray) -> int:
+        """The longest dead stretch (in points) that a live point followed: a restart's trough; 0 without one."""
+        return max((end - start for start, end in runs(dead) if end < dead.size), default=0)
+
     def _dead(self, series: MetricSeries, ctx: JudgeContext, steps: np.ndarray, lr: np.ndarray) -> list[Signal]:
         if lr.size >= self.zero_lr_points and not lr.any():
             msg = (
@@ -254,7 +264,10 @@ class LrDetector(Detector):
             return []
         step = int(steps[-1])
         progress = ctx.config.progress(step)
-        dead_run = trailing_run(lr <= self.dead_ratio * peak)
+        dead = lr <= self.dead_ratio * peak
+        dead_run = trailing_run(dead)
+        if dead_run <= self._longest_trough(dead):
+            return []  # the end of a cycle, as the ones the run restarted from
         if progress is not None:
             if progress >= self.dead_before_fraction:
                 return []

@@ -172,6 +172,16 @@ class TrendDetector(Detector):
       learns); when the previous check
       (with points since) found it not learning too, it is critical: stuck for a large share of its steps
       over two checks, it does not start learning later.
+    - ``stuck_min_run_fraction``: when the run's total steps are known (config, or the log's step N/total),
+      that critical waits until the run has done a quarter of them; before, it stays a warning. The loss
+      level alone does not say the model is untrained: a pretrained model's continued training or
+      fine-tune starts at its trained loss, sits through its warmup and may then fall only a few per cent
+      over its whole run, and two checks early in a long run cover a small share of it (issue 9: healthy
+      log-tokalign-baseline-1, a GPT-NeoX continued pretraining with a per-step loss of 1.95–2.37, flat to
+      0.3 % over its first 376 of 2,500 steps and then falling 2.23 → 2.10, was stopped at 15 % and 20 % of
+      its run; its fall is significant from 25 %). A quarter: the stop still saves 3/4 of the run's budget,
+      and no bad run of either corpus' train split is stopped by this test earlier. Without a known total
+      the two checks stay the test (a classifier at ln N from its start).
     - ``chance_min_points`` / ``zero_accuracy_fraction``: a loss that never learned is told without its
       run's start, in a short excerpt (a log pasted from step 690 on), when its chance level is known: the
       config states the class or vocabulary count N (``vocab_size``, ``num_labels``, ``num_classes``) and
@@ -234,6 +244,7 @@ class TrendDetector(Detector):
     flat_min_points: int = Field(default=200, ge=4)
     flat_min_drop_fraction: float = Field(default=0.15, gt=0, lt=1)
     stuck_drop_fraction: float = Field(default=0.05, gt=0, lt=1)
+    stuck_min_run_fraction: float = Field(default=0.25, ge=0, lt=1)
     chance_min_points: int = Field(default=3, ge=3)
     zero_accuracy_fraction: float = Field(default=0.001, ge=0)
     confidence_z: float = Field(default=1.96, gt=0)
@@ -619,8 +630,15 @@ class TrendDetector(Detector):
         if not stuck and _holds_start(steps) and float(-np.expm1(best - y[0])) >= self.flat_min_drop_fraction:
             return []  # it learned from its first point within the early window: a converged plateau
         critical = stuck and ctx.not_learning_before(loss.name, int(steps[-1]), new_points=True)
+        progress = ctx.config.progress(int(steps[-1])) or 1.0  # an unknown total: judged as done
         if not stuck:
             tail = ""
+        elif progress < self.stuck_min_run_fraction:
+            critical, tail = False, (
+                f"; within {fmt_pct(self.stuck_drop_fraction)} of its initial level, at {fmt_pct(progress)} of "
+                f"its {fmt_step(ctx.config.total_steps)} steps: critical from "
+                f"{fmt_pct(self.stuck_min_run_fraction)} if still there (a pretrained start can sit at its level)"
+            )
         elif critical:
             tail = (
                 f"; still at its initial level at a second check (critical below {fmt_pct(self.stuck_drop_fraction)})"
