@@ -142,6 +142,7 @@ class FirstChecks:
     full: Decision
     tail_first: Decision
     exact_from: int | None  # None: the tail-first read covered the whole file
+    holdout: bool = False  # a holdout run: counted, never named with its decisions (the split stays blind)
 
     @property
     def same(self) -> bool:
@@ -172,7 +173,7 @@ def compare_first_checks(
                 full, _ = _first_check(run, whole, root / f"full-{run.id}-{cut}")
                 tail_batch = WandbFileSource(path, limits=limits).read(None)
                 tail, exact_from = _first_check(run, tail_batch, root / f"tail-{run.id}-{cut}")
-                out.append(FirstChecks(run.id, cut, full, tail, exact_from))
+                out.append(FirstChecks(run.id, cut, full, tail, exact_from, run.split == "holdout"))
                 path.unlink()
     return out
 
@@ -185,7 +186,13 @@ def summarize(results: Sequence[FirstChecks]) -> str:
         f"{len(results)} first checks ({len(with_overview)} with a sampled overview): "
         f"{len(results) - len(differ)} decide as a full read, {len(differ)} differ",
     ]
-    lines += [f"  {r.run} at step {r.cut:,}: full {r.full.value}, tail-first {r.tail_first.value}" for r in differ]
+    lines += [
+        f"  {r.run} at step {r.cut:,}: full {r.full.value}, tail-first {r.tail_first.value}"
+        for r in differ
+        if not r.holdout
+    ]
+    if hidden := sum(r.holdout for r in differ):
+        lines.append(f"  and {hidden} first check(s) of holdout runs (not named: the holdout stays blind)")
     share = np.mean([r.same for r in results]) if results else 1.0
     lines.append(f"agreement {share:.1%} (target 100%)")
     return "\n".join(lines)
@@ -252,12 +259,14 @@ def late_start_tables(
             runs, lambda run, cuts: replay_from(run, cuts, start_fraction, limits, work, overviews), checks
         )
     tables = {f"full first check at {start + 1}": full, f"tail-first first check at {start + 1}": tail}
-    differ = [a.run.id for a, b in zip(full, tail, strict=True) if a.decisions != b.decisions]
+    differing = [a.run for a, b in zip(full, tail, strict=True) if a.decisions != b.decisions]
+    differ = [run.id for run in differing if run.split != "holdout"]
+    differ += [f"{n} holdout run(s)"] if (n := len(differing) - len(differ)) else []
     sparse = sum(len(r.decisions) < checks for r in full)
     scores = {name: split_scores(results) for name, results in tables.items()}
     return markdown(scores) + (
         f"\n{len(overviews)} of {len(runs)} runs had an overview at their first check; "
-        f"{len(runs) - len(differ)} get the same decision at every check"
+        f"{len(runs) - len(differing)} get the same decision at every check"
         + (f" (differ: {', '.join(differ)})" if differ else "")
         + (f"; {sparse} runs have fewer than {checks} distinct checks (sparse steps) and start as far "
            "into their own" if sparse else "")

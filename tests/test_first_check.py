@@ -311,3 +311,17 @@ def test_late_start_replay_of_a_run_with_fewer_checks_than_the_grid():
     text = late_start_tables([sparse, eval_only], 0.8, SMALLEST_LIMITS)
     assert "2 get the same decision at every check" in text
     assert "1 runs have fewer than 20 distinct checks" in text
+
+
+def test_agreement_summary_never_names_a_holdout_run() -> None:
+    """The bench prints which first checks differ; a holdout run's decisions stay unseen (issue 9)."""
+    from benchmarks.tail_first import FirstChecks, summarize
+    from mcp_training_check.models import Decision
+
+    rows = [
+        FirstChecks("train-run", 100, Decision.CONTINUE, Decision.UNSURE, 50),
+        FirstChecks("secret-run", 200, Decision.UNSURE, Decision.CONTINUE, 50, holdout=True),
+    ]
+    text = summarize(rows)
+    assert "train-run at step 100: full continue, tail-first unsure" in text
+    assert "secret-run" not in text and "1 first check(s) of holdout runs" in text
