@@ -1263,3 +1263,24 @@ def test_a_real_continued_pretraining_falling_slowly_but_significantly_is_learni
     held = replay_cuts(flat, cuts[:11], run_config=run.config)
     assert decisions(held)[10] != ".", decisions(held)
     assert not any("learning slowly" in s.message for s in held[10].signals)
+
+
+def test_a_real_loss_wobbling_at_its_floor_far_below_its_start_is_not_divergence(real):
+    """log-MLP_FPS-1 (train, healthy): a Lightning MLP regression whose per-batch train loss fell 0.2 -> 4e-5
+    (eight and a half e-folds) and then wobbles at that floor. At its 18th check the recent median 1.19e-4 was
+    3.1x the best median 3.9e-05, a divergence, and the eval's own bump at the floor made it a stop. A rise of
+    ln 3.1 is 16 % of the way back from the best to where the loss started (log scale): noise at the floor, not
+    the loss climbing back (floor_min_share 25 %). Control: the same points with the loss's start clipped to
+    4x its floor (a loss that came from just above it) are the same 3.1x rise a real share of the way back,
+    and are stopped at the same check as before (flagged before it: a start
+    clipped flat is not learning yet)."""
+    run = real["log-MLP_FPS-1"]
+    code, _, verdicts = replay_real(run)
+    assert "S" not in code, code
+    assert not any(s.kind.value == "divergence" and s.severity.value != "info" for v in verdicts for s in v.signals)
+    steps, values = run.metrics["train/loss"]
+    near = dict(run.metrics) | {"train/loss": (steps, np.minimum(values, 4 * 3.9e-5))}
+    held = replay_cuts(near, checkpoints(run)[:18], run_config=run.config)
+    clipped = decisions(held)
+    assert "S" not in clipped[:17] and clipped[17] == "S", clipped
+    assert "the best median 3.90e-05" in held[17].summary

@@ -231,6 +231,17 @@ class TrendDetector(Detector):
       smoothed points is a slow divergence — reported only when an eval accuracy fell with it (above); a
       rise alone is left to the slope's rising test (watch, then warning), since a rising train loss can
       be a schedule's or a curriculum's doing.
+    - ``floor_min_share``: a divergence (and a slow divergence) must also climb back at least 25 % of the way
+      from the best median to where the loss started (the median of its first ``early_window_points`` after
+      warmup), on the log scale the ratios are read on. A loss that fell by orders of magnitude wobbles at
+      its floor by ratios that are large only because both numbers are tiny (issue 9: healthy
+      log-MLP_FPS-1, a regression loss 0.2 → 4e-5, eight and a half e-folds, whose recent median at its
+      floor was 3.1× its best, 16 % of the way back, was stopped). The divergences of both corpora's train
+      splits climb ≥ 86 % of the way back at every check that reported them (a divergence climbs back to
+      the untrained loss); a quarter leaves margin both ways, and it keeps the 10× blow-up line reportable
+      by this rule on any fall the corpora have (ln 10 is 27 % of MLP_FPS's 8.5 e-folds) — the blow-up
+      rules themselves (3× the early median, 10× the best, raw 10×/100×) are not gated. When the start is
+      not known or the loss fell by less than ``divergence_ratio`` the share is 1 (no floor to wobble at).
     """
 
     min_points: int = Field(default=10, ge=4)
@@ -265,6 +276,7 @@ class TrendDetector(Detector):
     stuck_lr_spent_fraction: float = Field(default=0.5, gt=0, lt=1)
     witness_evals: int = Field(default=5, ge=1)
     witness_drop_fraction: float = Field(default=0.02, gt=0, lt=1)
+    floor_min_share: float = Field(default=0.25, gt=0, lt=1)
 
     def check(self, ctx: JudgeContext) -> list[Signal]:
         loss = ctx.train_loss
@@ -282,11 +294,26 @@ class TrendDetector(Detector):
         smooth = self._smooth_tail(y, window)
         best = self._best_before(y, smooth.size)
         out = self._blowup(ctx, loss, steps, y, smooth, best, warm_values) + raw  # the policy keeps the worse
+        early = self._early_log(warm_values)
         if not out:
-            out = self._divergence(ctx, loss, steps, y, smooth, best, window)
+            out = self._divergence(ctx, loss, steps, y, smooth, best, window, early)
         if not out:
-            out = self._slow_divergence(ctx, loss, steps, y, smooth, best, window)
+            out = self._slow_divergence(ctx, loss, steps, y, smooth, best, window, early)
         return at_chance + (self._witnessed(ctx, out, steps, y, window) or self._slope(ctx, loss, steps, y))
+
+    def _early_log(self, warm: np.ndarray) -> float | None:
+        """log of the median of the run's first points after warmup (where the loss started), None without."""
+        if warm.size == 0:
+            return None
+        early = float(np.median(warm[: self._early_points(warm.size)]))
+        return float(np.log(early)) if early > 0 else None
+
+    def _way_back(self, level: float, best: float, early: float | None) -> float:
+        """The share of the way from the best level back up to where the loss started, on the log scale (1.0
+        when the start is unknown or not above the best: nothing to compare the rise against)."""
+        if early is None or not np.isfinite(best) or early - best <= np.log(self.divergence_ratio):
+            return 1.0
+        return (level - best) / (early - best)
 
     def _smooth_points(self, y: np.ndarray) -> int:
         """Fewest points whose median tells a ``divergence_ratio`` change from noise at ``divergence_z``."""
@@ -379,10 +406,14 @@ class TrendDetector(Detector):
         smooth: np.ndarray,
         best: np.ndarray,
         window: int,
+        early: float | None,
     ) -> list[Signal]:
         margin = max(float(np.log(self.divergence_ratio)), self.divergence_z * self._gap_error(y, window))
         above = trailing_run(smooth > best + margin)
         if above < self.sustain_points:
+            return []
+        back = self._way_back(float(smooth[-1]), float(best[-above]), early)
+        if back < self.floor_min_share:
             return []
         start = y.size - above
         reference = float(np.exp(best[-above]))
@@ -405,7 +436,7 @@ class TrendDetector(Detector):
         )
         return [
             signal(SignalKind.DIVERGENCE, self._severity(confirmed), msg, metric=loss.name,
-                   step=int(steps[-1]), ratio=ratio,
+                   step=int(steps[-1]), ratio=ratio, way_back=back,
                    reference=reference, points_above=above, since_step=since)
         ]  # fmt: skip
 
@@ -418,6 +449,7 @@ class TrendDetector(Detector):
         smooth: np.ndarray,
         best: np.ndarray,
         window: int,
+        early: float | None,
     ) -> list[Signal]:
         """A train loss climbing back above its best by less than ``divergence_ratio`` but by at least
         ``slow_divergence_ratio`` and ``divergence_z`` standard errors, for ``sustain_points`` smoothed points.
@@ -428,6 +460,8 @@ class TrendDetector(Detector):
         if above < self.sustain_points:
             return []
         since, reference = int(steps[y.size - above]), float(np.exp(best[-above]))
+        if self._way_back(float(smooth[-1]), float(best[-above]), early) < self.floor_min_share:
+            return []
         ratio = float(np.exp(smooth[-1])) / reference
         if self._eval_accuracy_drop(ctx, self._episode_start(steps, since, window)) is None:
             return []
