@@ -236,8 +236,9 @@ class TrendDetector(Detector):
       after warmup), on the log scale the ratios are read on. A loss that fell by orders of magnitude wobbles at its
       floor by ratios that are large only because both numbers are tiny (issue 9: healthy log-MLP_FPS-1, a
       regression loss 0.2 → 4e-5, eight and a half e-folds, whose recent median at its floor was 3.1× its best, 16 %
-      of the way back, was stopped). The divergences of both corpora's train splits climb ≥ 86 % of the way back at
-      every check that reported them (a divergence climbs back to the untrained loss); a quarter leaves margin both
+      of the way back, was stopped). The bad runs' divergences in both corpora's train splits climb ≥ 86 % of the way
+      back at every check from their fault on (a divergence climbs back toward the untrained loss); the closest
+      healthy one is corpus/'s h16 at 28 % (never more than watched); a quarter leaves margin both
       ways, and it keeps the 10× blow-up line reportable by this rule on any fall the corpora have (ln 10 is 27 % of
       MLP_FPS's 8.5 e-folds) — the blow-up rules themselves (3× the early median, 10× the best, raw 10×/100×) are
       not gated. When the start is not known or the loss fell by less than ``divergence_ratio`` the share is 1 (no
