@@ -19,7 +19,7 @@ from ..roles import tokenize
 from ..state import MetricSeries
 from .chance import ACCURACY_TOKENS, implied_class_count
 from .context import Detector, JudgeContext, signal
-from .evals import _train_accuracy
+from .evals import _train_accuracy, secondary_at_most_warning
 from .stats import finite_xy, fmt, fmt_pct, fmt_step, is_frozen, positive_log, rolling_median, theil_sen
 
 EDIT_RATE_TOKENS = frozenset({"wer", "cer"})
@@ -168,7 +168,7 @@ class EvalTrendDetector(Detector):
                 out += self._stuck(ctx, series, direction, steps, values)
             elif ctx.train_loss is not None:
                 out += self._unchanged(ctx, series, direction, steps, values)
-        return out
+        return secondary_at_most_warning(out, ctx)
 
     def _unchanged(
         self, ctx: JudgeContext, series: MetricSeries, d: Direction, steps: np.ndarray, values: np.ndarray

@@ -224,3 +224,12 @@ def is_frozen(values: np.ndarray) -> bool:
     a model whose output does not change logs (a learning model's loss or eval never repeats itself exactly)."""
     repeated = values.size > 1 and bool(np.all(values == values[0]))
     return repeated and significant_digits(float(values[0])) >= FROZEN_MIN_DIGITS
+
+
+def kendall_tau(values: np.ndarray) -> float:
+    """Kendall's τ of ``values`` against their order: +1 every pair rising, −1 every pair falling (ties 0)."""
+    y = np.asarray(values, dtype=np.float64)
+    if y.size < 2:
+        return 0.0
+    i, j = np.triu_indices(y.size, k=1)
+    return float(np.sign(y[j] - y[i]).mean())
