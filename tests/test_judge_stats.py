@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from mcp_training_check.judge.stats import (
+    falling_pairs_share,
     fmt,
     fmt_step,
     previous_median_mad,
@@ -117,3 +118,11 @@ def test_fmt(value, text):
 
 def test_fmt_step():
     assert fmt_step(12340) == "12,340"
+
+
+def test_falling_pairs_share_counts_pairs_in_falling_order():
+    assert falling_pairs_share(np.array([4.0, 3.0, 2.0, 1.0])) == pytest.approx(1.0)
+    assert falling_pairs_share(np.array([1.0, 2.0, 3.0])) == pytest.approx(0.0)
+    assert falling_pairs_share(np.array([3.0, 1.0, 2.0])) == pytest.approx(2 / 3)  # (3,1), (3,2) fall; (1,2) rises
+    assert falling_pairs_share(np.array([2.0, 2.0])) == pytest.approx(0.0)  # a tie is not falling
+    assert falling_pairs_share(np.array([1.0])) == pytest.approx(0.0)

@@ -19,7 +19,7 @@ from ..roles import tokenize
 from ..state import MetricSeries
 from .chance import ACCURACY_TOKENS, implied_class_count
 from .context import Detector, JudgeContext, signal
-from .evals import _train_accuracy
+from .evals import _train_accuracy, is_quality_eval, secondary_at_most_warning
 from .stats import finite_xy, fmt, fmt_pct, fmt_step, is_frozen, positive_log, rolling_median, theil_sen
 
 EDIT_RATE_TOKENS = frozenset({"wer", "cer"})
@@ -108,7 +108,11 @@ class EvalTrendDetector(Detector):
       noise is as large as all of the progress there is to gain, so one lucky eval must not decide it (issue
       9: a Whisper fine-tune's WER swinging 0.90–0.98 for 20 evals, one 0.899 at its 2nd, was 6.8 % of the way
       from its first 0.964, unsure at 15 checks and never stopped; by medians of 3 it gained 2.8 %). The
-      warning keeps the single best, so no eval is flagged that was not before.
+      warning keeps the single best, so no eval is flagged that was not before. Nor is it stopped while another
+      quality eval of the run (`is_quality_eval`, bounded) has gained ≥ ``stuck_progress_fraction`` of its
+      headroom by the same medians: the model is learning, and the hopeless one is its stricter reading (a
+      YOLOv5's mAP@0.5:0.95 at 0.03–0.09 for its first 15 of 20 epochs while its mAP@0.5 reaches 0.25–0.46,
+      then 0.50 and 0.99: log-yolov5_model-1, healthy, was stopped at 9 checks). A warning still.
       (Judged against its headroom, an accuracy climbing from 0.001 to 0.12 gained little; its significant
       trend keeps it from being called stuck.)
     - Any other eval of a run with a train loss is judged not learning from its 3rd eval
@@ -168,7 +172,7 @@ class EvalTrendDetector(Detector):
                 out += self._stuck(ctx, series, direction, steps, values)
             elif ctx.train_loss is not None:
                 out += self._unchanged(ctx, series, direction, steps, values)
-        return out
+        return secondary_at_most_warning(out, ctx)
 
     def _unchanged(
         self, ctx: JudgeContext, series: MetricSeries, d: Direction, steps: np.ndarray, values: np.ndarray
@@ -337,6 +341,20 @@ class EvalTrendDetector(Detector):
         trend = theil_sen(steps, values, confidence_z=self.slope_confidence_z)
         return trend is not None and (trend.rising if d is Direction.HIGHER else trend.falling)
 
+    def _learning_quality_eval(self, ctx: JudgeContext, name: str) -> str | None:
+        """Another quality eval of the run (`is_quality_eval`) that has gained ≥ ``stuck_progress_fraction`` of
+        its headroom by medians of 3 evals (`hopeless_progress`), said as a phrase; else None."""
+        for series, d in ctx.evals:
+            if series.name == name or not is_quality_eval(series.name):
+                continue
+            _, values = finite_xy(series.steps, series.values)
+            if values.size < 3 or values.min() < 0 or values.max() > 1:
+                continue
+            gained = hopeless_progress(values, d)
+            if gained >= self.stuck_progress_fraction:
+                return f"{series.name} has gained {fmt_pct(gained)} of its headroom by medians of 3 evals"
+        return None
+
     def _stuck(
         self, ctx: JudgeContext, series: MetricSeries, d: Direction, steps: np.ndarray, values: np.ndarray
     ) -> list[Signal]:
@@ -360,11 +378,13 @@ class EvalTrendDetector(Detector):
         persists = ctx.not_learning_before(series.name, int(steps[-1]), new_points=False)
         robust = hopeless_progress(values, d) if self._judged_as_hopeless(ctx, series, values, d) else None
         critical = persists and (gained if robust is None else robust) < self.stuck_stop_fraction
-        tail = (
-            f"still so at a second check (critical below {fmt_pct(self.stuck_stop_fraction)})"
-            if critical
-            else f"critical below {fmt_pct(self.stuck_stop_fraction)} when the next check still sees it"
-        )
+        sibling = self._learning_quality_eval(ctx, series.name) if robust is not None else None
+        if sibling is not None:
+            critical, tail = False, f"but {sibling}: the run is learning, so a warning, not a stop"
+        elif critical:
+            tail = f"still so at a second check (critical below {fmt_pct(self.stuck_stop_fraction)})"
+        else:
+            tail = f"critical below {fmt_pct(self.stuck_stop_fraction)} when the next check still sees it"
         best = float(values.max() if d is Direction.HIGHER else values.min())
         medians = "" if robust is None else f", {fmt_pct(robust)} by medians of 3 evals"
         msg = (

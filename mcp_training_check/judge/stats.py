@@ -224,3 +224,14 @@ def is_frozen(values: np.ndarray) -> bool:
     a model whose output does not change logs (a learning model's loss or eval never repeats itself exactly)."""
     repeated = values.size > 1 and bool(np.all(values == values[0]))
     return repeated and significant_digits(float(values[0])) >= FROZEN_MIN_DIGITS
+
+
+
+def falling_pairs_share(values: np.ndarray) -> float:
+    """The share of pairs of ``values`` (each earlier one against each later one) in falling order: 1 when every
+    value is below every earlier one; Kendall's τ against their order is 1 − 2 × it, without ties."""
+    y = np.asarray(values, dtype=np.float64)
+    if y.size < 2:
+        return 0.0
+    i, j = np.triu_indices(y.size, k=1)
+    return float((y[j] < y[i]).mean())
