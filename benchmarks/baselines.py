@@ -109,7 +109,7 @@ def lightning(run: Run, cuts: list[int]) -> list[Decision]:
     w = LIGHTNING_SPIKE_WINDOW
     if loss.size > w:
         mean[w:] = sliding_window_view(loss[:-1], w).mean(axis=1)
-    with np.errstate(invalid="ignore"):
+    with np.errstate(invalid="ignore", divide="ignore"):  # a mean of 0 (a loss logged as 0.0): inf, a spike
         spike = ((loss - mean) / mean > LIGHTNING_SPIKE_RTOL) | ~np.isfinite(loss)
     eval_steps, eval_loss = _monitored_eval(run)
     early = _early_stopping(eval_loss)
