@@ -38,6 +38,7 @@ SLACK_SECONDS = 2.0
 
 FLAT_POINTS = 600
 MAX_POINTS = 1000
+EARLY_DROP_POINTS = 60
 STEPS_PER_POINT = 10
 EVAL_EVERY_POINTS = 50
 BASELINE = 0.55  # eval/acc hovers around 0.6, above it: the only warning is the flat loss
@@ -65,10 +66,12 @@ def openai_api(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeOpenAI]:
 
 
 def write_flat_log(path: Path, points: int = FLAT_POINTS) -> None:
-    """A loss that wanders around 3.0 learning next to nothing (10 % over the whole run: not learning, a
-    warning, but not stuck at its start, which is stopped), a constant LR and an eval every 500 steps. The
-    same first lines whatever ``points`` is, so writing more points is the run appending to its log."""
-    drift = np.linspace(1.0, 0.9, MAX_POINTS)
+    """A loss that drops 10 % in its first 60 points and then wanders around 2.7 learning nothing (not
+    learning, a warning, but not stuck at its start, which is stopped, and no steady fall, which is a slow
+    learner), a constant LR and an eval every 500 steps. The same first lines whatever ``points`` is, so
+    writing more points is the run appending to its log."""
+    early = np.arange(MAX_POINTS) < EARLY_DROP_POINTS
+    drift = np.where(early, 1.0 - 0.1 * np.arange(MAX_POINTS) / EARLY_DROP_POINTS, 0.9)
     loss = 3.0 * drift * np.exp(ar1(MAX_POINTS, 0.03, 0.5, np.random.default_rng(2)))
     evals = 0.6 + 0.01 * np.random.default_rng(3).standard_normal(MAX_POINTS)
     lines = []
