@@ -20,6 +20,7 @@ from typing import Any
 
 from ..models import MetricRole
 from ..roles import EVAL_SPLIT_TOKENS, TRAIN_SPLIT_TOKENS, infer_role, tokenize
+from .base import STEP_RANGE
 
 __all__ = [
     "HF_TRAIN_KEYS",
@@ -46,7 +47,6 @@ HF_TRAIN_KEYS = frozenset({"loss", "grad_norm", "learning_rate"})
 HF_MARKER_KEYS = HF_TRAIN_KEYS | {"epoch"}
 HF_MARKER_PREFIXES = ("eval_", "test_", "train_")
 MAX_DICT_CHARS = 65536  # longest printed dict handed to ast.literal_eval
-STEP_RANGE_MAX = 2**63 - 1
 
 _NUMBER = r"[-+]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|(?i:infinity|inf|nan))"
 # One "|"-separated segment that is nothing but "multi word key[:=] number" (Megatron's "lm loss: 2.3E+00").
@@ -295,7 +295,7 @@ def step_total(text: str) -> int | None:
     modded-nanogpt's "step:125/3000", "Step 40/500". The run has finished once its step reaches it."""
     found = _STEP_OF_TOTAL.search(text) if "/" in text else None
     total = int(found[1]) if found is not None else 0
-    return total if 0 < total <= STEP_RANGE_MAX else None
+    return total if 0 < total <= STEP_RANGE[1] else None
 
 
 def pop_step(metrics: dict[str, float]) -> int | None:

@@ -59,10 +59,11 @@ MAX_WARNINGS = 20  # per kind and per read; the most recent are kept
 WARNING_LINE_CHARS = 240
 
 MAX_LINE_BYTES = 64 * 1024
-MAX_MLLOG_METRICS = 256
-"""Metric names whose last MLLOG step the parser state keeps (a log names a handful)."""
 """A log line longer than this is skipped and counted, never parsed: a metrics line is a few hundred bytes
 (2,000 metrics of JSONL fit), and a longer one (a config dump, a corrupt record) would cost time and stack."""
+
+MAX_MLLOG_METRICS = 256
+"""Metric names whose last MLLOG step the parser state keeps (a log names a handful)."""
 
 LINE_FAILURES = (OverflowError, RecursionError, csv.Error)
 """What one hostile line can make a grammar raise (a number beyond float or int64, JSON nested thousands
