@@ -634,10 +634,11 @@ class EvalDetector(Detector):
         if (train is not None and train >= self.degrade_margin) or trend is None or trend.slope >= 0:
             return []
         steady = trend.falling and gap >= self.degrade_margin and values.size - 1 >= self.decay_min_evals
+        share = falling_pairs_share(values)
         head = (
             f"{series.name} at step {fmt_step(int(steps[-1]))} is {fmt_pct(gap)} below its best {fmt(best)} at "
             f"step {fmt_step(best_step)} (median of 3) and falling over the {values.size - 1} evals since "
-            f"(Mann–Kendall z {trend.z:.1f}, {fmt_pct(falling_pairs_share(values))} of its pairs falling)"
+            f"(Mann–Kendall z {trend.z:.1f}, {fmt_pct(share)} of its pairs falling)"
         )
         if not steady:
             severity, tail = Severity.WATCH, f"{'significant' if trend.falling else 'not significant'} yet: watched"
@@ -657,7 +658,7 @@ class EvalDetector(Detector):
         return [
             signal(SignalKind.EVAL_DEGRADING, severity, msg, metric=series.name, step=int(steps[-1]), gap=gap,
                    best=best, evals_since_best=values.size - 1, train_change=train, mk_z=trend.z,
-                   falling_share=falling_pairs_share(values))
+                   falling_share=share)
         ]  # fmt: skip
 
     @staticmethod

@@ -233,5 +233,5 @@ def falling_pairs_share(values: np.ndarray) -> float:
     y = np.asarray(values, dtype=np.float64)
     if y.size < 2:
         return 0.0
-    i, j = np.triu_indices(y.size, k=1)
-    return float((y[j] < y[i]).mean())
+    later_below = np.triu(y[None, :] < y[:, None], k=1)  # [i, j]: y[j] < y[i] for j > i, one byte a pair
+    return float(later_below.sum()) / (y.size * (y.size - 1) / 2)
