@@ -46,8 +46,14 @@ def printed(step: int) -> str:  # no step numbers: steps are line counters
     return f"loss={2.0 / (1.0 + step * 1e-3):.6f} grad_norm={1.0 + (step % 5) * 0.1:.3f}"
 
 
+def bar(step: int) -> str:  # PyTorch Lightning's console: steps are a tqdm bar's counts, restarted every epoch
+    epoch, n = divmod(step, 1000)
+    return (f"Epoch {epoch}: {n // 10:3d}%|{'█' * (n // 100):<10}| {n}/1000 [00:10<00:10, 99.00it/s, v_num=0, "
+            f"loss={2.0 / (1.0 + step * 1e-3):.6f}, grad_norm={1.0 + (step % 5) * 0.1:.3f}]")  # fmt: skip
+
+
 FORMATS = {"jsonl": (jsonl, "train.jsonl", ""), "csv": (csv, "metrics.csv", "step,loss,grad_norm\n"),
-           "printed": (printed, "train.log", "")}  # fmt: skip
+           "printed": (printed, "train.log", ""), "bar": (bar, "console.log", "")}  # fmt: skip
 
 
 def write(path: Path, line, steps: range, header: str = "") -> None:
@@ -82,7 +88,7 @@ def test_tail_first_then_fill_in_stores_what_a_full_read_stores(tmp_path, scaled
     assert first.fill is not None and first.fill.first
     history = store.load_history("log")
     assert history.exact_from is not None and history.metrics["loss"].total_points < STEPS
-    if kind == "printed":
+    if kind in ("printed", "bar"):
         assert history.exact_from > history.last_step  # counted steps: nothing is exact yet
         assert any("no step numbers" in w for w in first.warnings)
     else:

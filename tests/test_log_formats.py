@@ -135,3 +135,113 @@ def test_the_total_is_read_from_megatron_and_kept_across_reads() -> None:
     assert first.state["total_steps"] == 143000
     later = parse_lines([" iteration      200/  143000 | lm loss: 6.5E+00 |", "some chatter 5/10"], first.state)
     assert later.state["total_steps"] == 143000, "a line that is no step count does not change it"
+
+
+# --------------------------------------------------------------------------- progress bars (the real tqdm)
+
+
+def lightning_console(
+    path, epochs: int, batches: int, loss: Callable[[int], float], val: Callable[[int], float]
+) -> None:
+    """What PyTorch Lightning's default TQDMProgressBar writes to a redirected stdout, driven through the real
+    tqdm the way it drives it: one train bar reset every epoch ("Epoch N"), its count set and refreshed after
+    every batch and then its postfix set (so every count shows the old values once, then the new); a
+    validation bar one row below (cursor-up escapes in the file), then the val metrics in the train bar's
+    postfix. Lightning pads floats to 5 characters ("2.300")."""
+    from tqdm import tqdm
+
+    class LightningTqdm(tqdm):
+        @staticmethod
+        def format_num(n):
+            text = tqdm.format_num(n)
+            return text if isinstance(n, int) or "e" in text else (text if "." in text else text + ".").ljust(5, "0")
+
+    metrics: dict[str, float] = {"v_num": 0}
+    with path.open("w") as out:
+        train = LightningTqdm(desc="Training", file=out, leave=True, dynamic_ncols=True, smoothing=0)
+        for epoch in range(epochs):
+            train.reset(batches)
+            train.initial = 0
+            train.set_description(f"Epoch {epoch}")
+            for n in range(1, batches + 1):
+                metrics["train_loss"] = loss(epoch * batches + n)
+                train.n = n
+                train.refresh()
+                train.set_postfix(metrics)
+            bar = LightningTqdm(desc="Validation", file=out, position=1, leave=False, dynamic_ncols=True)
+            bar.reset(4)
+            bar.set_description("Validation DataLoader 0")
+            for n in range(1, 5):
+                bar.n = n
+                bar.refresh()
+            metrics["val_loss"] = val(epoch)
+            train.set_postfix(metrics)
+            bar.close()
+        train.close()
+
+
+def test_a_lightning_console_log_is_read_from_its_progress_bar(tmp_path) -> None:
+    """Before, a bar's postfix was never read: Lightning's default console output gave "no train-loss or eval
+    metric". Steps are the bar's counts across epochs; each value once, however often the bar shows it."""
+    log = tmp_path / "console.log"
+    lightning_console(log, 3, 50, lambda s: 2.3 * math.exp(-s / 60) + 0.1 + 1e-4 * s, lambda e: 1.5 - 0.2 * e)
+    points, roles = parsed(log.read_text().splitlines())
+    assert roles["train_loss"] == "train_loss" and roles["val_loss"] == "eval"
+    assert [s for s, _ in points["train_loss"]] == list(range(1, 151))
+    assert all(abs(v - (2.3 * math.exp(-s / 60) + 0.1 + 1e-4 * s)) < 5e-3 for s, v in points["train_loss"])
+    assert points["val_loss"] == [(50, 1.5), (100, 1.3), (150, 1.1)]
+    assert "v_num" not in points
+
+
+def test_a_lightning_run_gone_nan_is_stopped_from_its_console_log(tmp_path) -> None:
+    log = tmp_path / "console.log"
+    lightning_console(log, 4, 40, lambda s: math.nan if s > 130 else 2.0 * math.exp(-s / 50) + 0.2, lambda e: 1.0)
+    report = json.loads(cli("check", str(log), "--json", home=tmp_path / "home", cwd=tmp_path).stdout)
+    assert report["verdict"]["decision"] == "stop", report["summary"]
+    assert "train_loss" in report["summary"] and "131" in report["summary"]
+
+
+def test_a_set_postfix_loop_reads_its_step_bar(tmp_path) -> None:
+    """diffusers' and accelerate's training scripts: one bar over all steps ("Steps"), updated every step and
+    its postfix set to the step's logs."""
+    from tqdm import tqdm
+
+    log = tmp_path / "train.log"
+    with log.open("w") as out:
+        bar = tqdm(range(200), desc="Steps", file=out, mininterval=0)
+        for step in range(1, 201):
+            bar.update(1)
+            bar.set_postfix(step_loss=0.5 + 0.4 * math.cos(step / 7) * math.exp(-step / 80), lr=1e-4)
+        bar.close()
+    points, roles = parsed(log.read_text().splitlines())
+    assert roles["step_loss"] == "train_loss" and roles["lr"] == "learning_rate"
+    assert [s for s, _ in points["step_loss"]][:3] == [1, 2, 3] and points["step_loss"][-1][0] == 200
+    assert points["lr"] == [(1, 1e-4)], "an unchanged value is one point"
+
+
+def test_printed_metric_lines_win_over_a_bar_showing_the_same_metric(tmp_path) -> None:
+    """A loop that shows its loss in its bar and also prints it every 10 steps: from the first printed line
+    on, the printed lines hold the loss (the bar shows what it happens to show, at its own counts); before
+    it, the bar was all the log had."""
+    from tqdm import tqdm
+
+    log = tmp_path / "train.log"
+    with log.open("w") as out:
+        bar = tqdm(total=100, file=out, mininterval=0)
+        for step in range(1, 101):
+            bar.update(1)
+            bar.set_postfix(loss=f"{1 / step:.3f}", acc=0.5 + step / 400)
+            if step % 10 == 0:
+                bar.write(f"step {step} loss {1 / step:.5f}", file=out)
+        bar.close()
+    points, _ = parsed(log.read_text().splitlines())
+    assert [s for s, _ in points["loss"]] == [*range(1, 10), *range(10, 101, 10)]
+    assert [v for _, v in points["loss"]][9:] == [round(1 / s, 5) for s in range(10, 101, 10)]
+    assert len(points["acc"]) == 100, "a metric only the bar shows is still read from it"
+
+
+def test_a_bar_count_beyond_int64_is_one_skipped_line() -> None:
+    good = "Epoch 0:  50%|█████     | {n}/10 [00:01<00:01, 9.00it/s, loss={v}]"
+    parsed_lines = parse_lines([good.format(n=1, v=2.0), good.format(n=10**30, v=1.0), good.format(n=2, v=1.5)])
+    assert parsed_lines.skipped_lines == 1
+    assert {k: c.steps.tolist() for k, c in parsed_lines.series.items()} == {"loss": [1, 2]}

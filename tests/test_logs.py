@@ -150,6 +150,12 @@ DEEPSPEED = (
         ('{"iteration": 4, "loss": -Infinity}', {"loss": [(4, -INF)]}),
         ('{"iter": 4.0, "loss": 1}', {"loss": [(4, 1.0)]}),
         ('2024-01-05 12:00:00 {"step": 2, "loss": 0.5}', {"loss": [(2, 0.5)]}),
+        (" 45%|████▌     | 450/1000 [00:45<00:55, 10.0it/s, loss=2.31]", {"loss": [(450, 2.31)]}),
+        (
+            "Epoch 0:  45%|████▌     | 450/1000 [00:45<00:55, 10.0it/s, v_num=0, train_loss=2.310]",
+            {"train_loss": [(450, 2.31)]},
+        ),
+        ("\x1b[32mstep\x1b[0m 3 \x1b[1mloss\x1b[0m 0.25", {"loss": [(3, 0.25)]}),
     ],
 )
 def test_metric_lines(line: str, expected: Points) -> None:
@@ -161,8 +167,8 @@ def test_metric_lines(line: str, expected: Points) -> None:
     [
         "Loaded 5 files",
         "Starting training with 8 GPUs",
-        " 45%|████▌     | 450/1000 [00:45<00:55, 10.0it/s, loss=2.31]",
-        "Epoch 0:  45%|████▌     | 450/1000 [00:45<00:55, 10.0it/s, v_num=0, train_loss=2.31]",
+        " 45%|████▌     | 450/1000 [00:45<00:55, 10.0it/s]",
+        "Validation DataLoader 0:  50%|█████     | 40/79 [00:00<00:00, 200.00it/s]",
         "2024-01-05 12:30:01,123 - INFO - Saving checkpoint to /ckpt/step_500",
         "[deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 65536, reducing to 32768",
         "{'model_name': 'gpt2', 'lr': 0.001}",

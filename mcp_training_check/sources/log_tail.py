@@ -12,9 +12,10 @@ Each later read re-reads the log from its start, `LOG_FILL_BYTES_PER_CHECK` at a
 own, up to where the live reading stands; when it arrives its points replace the stored series and its
 parser replaces the live one (so step counters of logs without explicit steps come out right).
 
-A log without step numbers (steps are line counters) cannot be read from its middle with the right steps:
-there each part's counter starts from an estimate (the head's lines per byte), and nothing counts as exact
-(``exact_from`` is past the last step) until the fill-in has counted every line.
+A log without step numbers (steps are line counters, or the counts of a progress bar that restarts every
+epoch) cannot be read from its middle with the right steps: there each part's counter starts from an estimate
+(the head's steps per byte), and nothing counts as exact (``exact_from`` is past the last step) until the
+fill-in has counted every line.
 
 Line parsing is ``logs``' (its ``consume`` is passed in, so this module needs nothing from it).
 """
@@ -170,19 +171,27 @@ NO_STEPS_NOTE = (
 @dataclass
 class _StartState:
     """The parser state a part of the log starting at some offset begins with: the head's, and for a log whose
-    steps are line counters (``counted``), with the counter estimated from the head's lines per byte."""
+    steps are counted (``counted``: line counters, or a progress bar's counts), with the step estimated from
+    the head's steps per byte."""
 
     head: _Part
 
     @property
     def counted(self) -> bool:
         parser = self.head.parser
-        return not parser.explicit_steps and parser.counter > 0 and self.head.end > 0
+        if self.head.end <= 0:
+            return False
+        return (not parser.explicit_steps and parser.counter > 0) or (parser.bar_steps and bool(parser.last_step))
 
     def parser(self, offset: int, fmt: str | None) -> LogParser:
-        state = self.head.parser.to_state()
-        if self.counted:
-            estimate = round(self.head.parser.counter * offset / self.head.end)
+        head = self.head.parser
+        state = head.to_state()
+        if self.counted and head.bar_steps:
+            estimate = round((head.last_step or 0) * offset / self.head.end)
+            label, _, _, values, printed = state["bar"]
+            state = {**state, "last_step": estimate, "bar": [label, 0, estimate, values, printed]}
+        elif self.counted:
+            estimate = round(head.counter * offset / self.head.end)
             state = {**state, "counter": estimate, "last_step": estimate}
         return LogParser.from_state(state, fmt)
 

@@ -15,6 +15,7 @@ import json
 import math
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
@@ -26,12 +27,14 @@ __all__ = [
     "HF_TRAIN_KEYS",
     "IGNORED_KEYS",
     "STEP_KEYS",
+    "BarRefresh",
     "csv_header",
     "flatten",
     "hf_dict",
     "json_dict",
     "parse_float",
     "pop_step",
+    "progress_bar",
     "split_row",
     "step_total",
     "text_metrics",
@@ -41,7 +44,9 @@ STEP_KEYS = ("step", "_step", "global_step", "iteration", "iter", "num_updates")
 # Keys that may be written as "N/TOTAL" (a progress count is a metric for no other key).
 COUNT_KEYS = frozenset({*STEP_KEYS, "epoch"})
 # Numbers that are not metrics even when a key precedes them.
-IGNORED_KEYS = frozenset({"eta", "date", "datetime", "timestamp", "_timestamp", "rank", "local_rank", "pid"})
+IGNORED_KEYS = frozenset(
+    {"eta", "date", "datetime", "timestamp", "_timestamp", "rank", "local_rank", "pid", "v_num"}  # Lightning's version
+)
 SOURCE_FILE_SUFFIXES = (".py", ".cc", ".cpp", ".cu", ".h")  # "[logging.py:96:log_dist]" is not a metric
 HF_TRAIN_KEYS = frozenset({"loss", "grad_norm", "learning_rate"})
 HF_MARKER_KEYS = HF_TRAIN_KEYS | {"epoch"}
@@ -60,6 +65,15 @@ _VALUE_CLOSERS = ",;)]}|"  # "2.31," "200]" → the number
 _NUMBER_START = frozenset("0123456789+-.nNiI")
 _VALUE_START = _NUMBER_START | {"["}
 _PROGRESS_BAR = re.compile(r"\d{1,3}%\|[^|]*\|[^\[\n]*(?:\[[^\]]*\])?")
+# A tqdm bar with a postfix: "Epoch 3:  45%|████▌     | 450/1000 [00:45<00:55, 10.0it/s, v_num=0, loss=2.31]",
+# or, with no known total, "Epoch 3: 450it [00:45, 10.0it/s, loss=2.31]". The bracket holds the elapsed time,
+# the rate and then the postfix.
+_TQDM_BAR = re.compile(
+    r"(?P<desc>[^|\[]*?)\s*(?:\d{1,3}%\|[^|]*\|\s*(?P<n>\d+)/\d+|(?P<count>\d+)it)\s*"
+    r"\[[^,\]]*,[^,\]]*,(?P<postfix>[^\]]*)\]"
+)
+_DIGITS = re.compile(r"\d+")
+_PADDED_NONFINITE = re.compile(r"^([-+]?(?:nan|inf))\.0*$", re.IGNORECASE)  # Lightning pads NaN to "nan.0"
 _BARE_NONFINITE = re.compile(r"(:\s*)(-?)(infinity|inf|nan)\b", re.IGNORECASE)
 _NAN_SENTINEL = "'__nan__'"
 _HEADER_FIELD = re.compile(r"[A-Za-z_][\w./@()-]*")
@@ -235,6 +249,38 @@ def _segment_pairs(segment: str) -> list[Pair]:
     if whole["total"] and key.lower() not in COUNT_KEYS:
         return []
     return [(key, parse_float(whole["num"]), whole["sep"].strip() != "")]
+
+
+@dataclass(frozen=True)
+class BarRefresh:
+    """One refresh of a tqdm bar that shows metrics in its postfix."""
+
+    label: str  # its description without numbers: the same bar across epochs ("Epoch 3:" → "Epoch")
+    n: int  # its count: batches of this epoch, or steps
+    metrics: dict[str, float]
+
+
+def progress_bar(text: str) -> BarRefresh | None:
+    """A tqdm bar's count and the ``key=value`` numbers of its postfix, or None when ``text`` is not such a bar
+    (PyTorch Lightning's default console output, diffusers' and accelerate's ``set_postfix`` loops). A bar
+    shows the latest values at every refresh, so which of them are new points is the parser's call."""
+    if not text.endswith("]") or ("%|" not in text and "it [" not in text):
+        return None
+    bar = _TQDM_BAR.fullmatch(text)
+    if bar is None:
+        return None
+    metrics: dict[str, float] = {}
+    for item in bar["postfix"].split(","):
+        key, sep, raw = item.partition("=")
+        key = key.strip()
+        if not sep or not _is_key(key) or key.lower() in IGNORED_KEYS:
+            continue
+        try:
+            metrics[key] = parse_float(_PADDED_NONFINITE.sub(r"\1", raw.strip()))
+        except ValueError:
+            continue  # a string in the postfix (set_postfix_str, a phase name)
+    label = _DIGITS.sub("", bar["desc"]).strip(" :")
+    return BarRefresh(label, int(bar["n"] or bar["count"]), metrics) if metrics else None
 
 
 def _line_pairs(text: str) -> list[Pair]:

@@ -10,6 +10,7 @@ parsed. ``logs`` feeds it bytes and files.
 from __future__ import annotations
 
 import csv
+import math
 import re
 from collections import deque
 from collections.abc import Iterable, Mapping
@@ -23,12 +24,14 @@ from .base import STEP_RANGE, SeriesBuilder, SeriesChunk
 from .loglines import (
     HF_TRAIN_KEYS,
     IGNORED_KEYS,
+    BarRefresh,
     csv_header,
     flatten,
     hf_dict,
     json_dict,
     parse_float,
     pop_step,
+    progress_bar,
     split_row,
     step_total,
     text_metrics,
@@ -65,6 +68,10 @@ MAX_LINE_BYTES = 64 * 1024
 MAX_MLLOG_METRICS = 256
 """Metric names whose last MLLOG step the parser state keeps (a log names a handful)."""
 
+MAX_BAR_METRICS = 256
+"""Metric names the parser state keeps for progress bars: each one's last value a bar showed, and the names
+printed metric lines brought (a bar never feeds those)."""
+
 LINE_FAILURES = (OverflowError, RecursionError, csv.Error)
 """What one hostile line can make a grammar raise (a number beyond float or int64, JSON nested thousands
 deep, a CSV field past the csv module's limit): that line is skipped and counted, the read goes on."""
@@ -79,6 +86,7 @@ _FINAL_LINE = re.compile("|".join(re.escape(m) for m in FINAL_LINE_MARKERS))
 _SKIP_LINE = re.compile("|".join(re.escape(m) for m in SKIP_LINE_MARKERS))
 _MAYBE_NUMBER = re.compile(r"\d|nan|inf", re.IGNORECASE)
 _ANY_MARKER = re.compile("|".join(re.escape(m) for m in FATAL_MARKERS + ERROR_MARKERS))
+_ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")  # colours, and tqdm's cursor moves between its bars
 
 
 # --------------------------------------------------------------------------- notes
@@ -132,6 +140,8 @@ class LogParser:
     Steps: a line's own step key wins. A training line without one takes the next counter value (or the
     latest explicit step once the file has shown one); an eval line without one takes the latest step, so
     ``eval_loss`` lands where the preceding ``loss`` did. ``to_state``/``from_state`` carry this across reads.
+
+    Progress bars (`_bar_line`) are the fallback for a log that prints its metrics nowhere else.
     """
 
     def __init__(self, fmt: str | None = None) -> None:
@@ -151,6 +161,12 @@ class LogParser:
         self.mllog_fine = False  # an MLLOG event was placed by samples or steps: epochs no longer place one
         self.mllog_at: dict[str, int] = {}  # the step each MLLOG metric was last placed at
         self.total_steps: int | None = None  # a metric line's "step N/TOTAL": the run's own total
+        self.bar_label: str | None = None  # the bar whose count gives the steps (the first with metrics)
+        self.bar_n = 0  # its latest count
+        self.bar_offset = 0  # the counts of its earlier resets (epochs): step = offset + count
+        self.bar_values: dict[str, float] = {}  # the last value a bar showed of each metric
+        self.printed_keys: set[str] = set()  # metrics printed lines brought: bars never feed them
+        self.bar_pending: tuple[int, dict[str, float]] | None = None  # the latest refresh's points (`_bar_line`)
 
     def to_state(self) -> dict[str, Any]:
         return {
@@ -167,6 +183,7 @@ class LogParser:
             "finished": self.finished,
             "mllog": [self.mllog_benchmark, self.mllog_fine, self.mllog_at],
             "total_steps": self.total_steps,
+            "bar": [self.bar_label, self.bar_n, self.bar_offset, self.bar_values, sorted(self.printed_keys)],
         }
 
     @classmethod
@@ -193,6 +210,11 @@ class LogParser:
             parser.mllog_at = {str(name): int(step) for name, step in dict(at).items()}
             total = state.get("total_steps")
             parser.total_steps = None if total is None else int(total)
+            label, bar_n, offset, values, printed = state.get("bar") or [None, 0, 0, {}, []]
+            parser.bar_label = None if label is None else str(label)
+            parser.bar_n, parser.bar_offset = int(bar_n), int(offset)
+            parser.bar_values = {str(name): float(value) for name, value in dict(values).items()}
+            parser.printed_keys = {str(name) for name in printed}
         except (KeyError, TypeError, ValueError, ConfigError) as exc:
             raise ValueError(f"parser state is malformed: {exc}") from exc
         return parser
@@ -206,6 +228,8 @@ class LogParser:
                 notes.skip_hostile()
                 continue
             notes.scan(line)
+            if "\x1b" in line:
+                line = _ANSI_ESCAPE.sub("", line)
             text = line.strip() if self.lines_seen else line.strip().lstrip(UTF8_BOM)
             if text:
                 position = (self.counter, self.last_step)
@@ -218,6 +242,7 @@ class LogParser:
                     self.finished = True
                 elif (self.counter, self.last_step) != position:
                     self.finished = False
+        self._flush_bar(sink)
 
     def drop_long_line(self, notes: ParseNotes) -> None:
         """The bytes read of a line are over `MAX_LINE_BYTES` and it has not ended: they are dropped, and so is
@@ -244,10 +269,63 @@ class LogParser:
         if fmt in (None, "hf") and self._hf_line(text, sink):
             return
         if fmt in (None, "text"):
+            bar = progress_bar(text)
+            if bar is not None:
+                self._bar_line(bar, sink)
+                return
             found = text_metrics(text)
             if found is not None:
                 self._emit(found[0], found[1], self._kind(found[0]), sink)
                 self.total_steps = step_total(text) or self.total_steps
+
+    @property
+    def bar_steps(self) -> bool:
+        """Whether a progress bar's counts give this log's steps (it feeds a metric printed lines do not)."""
+        return self.bar_label is not None and not self.printed_keys.issuperset(self.bar_values)
+
+    def _bar_line(self, bar: BarRefresh, sink: SeriesBuilder) -> None:
+        """A tqdm postfix's values, each taken when it differs from the last value a bar showed of it: a bar
+        shows the latest values at every refresh (Lightning refreshes once with the old values when the count
+        moves, then with the new ones), so an unchanged value is the same point again. A metric that printed
+        lines also carry is theirs alone (printed lines hold every point; a bar, what it happened to show).
+        So a refresh's points wait for the next refresh or the end of the read: a log that prints its metrics
+        after its first bar (a loop that shows the loss in its bar and prints it every N steps) then gets no
+        bar point at all."""
+        fresh = {
+            name: value for name, value in bar.metrics.items()
+            if name not in self.printed_keys and not _same(self.bar_values.get(name), value)
+        }  # fmt: skip
+        step = self._bar_step(bar)
+        if step is None or not fresh:
+            return
+        if len(self.bar_values) < MAX_BAR_METRICS or set(fresh) <= set(self.bar_values):
+            self.bar_values.update(fresh)
+        self._flush_bar(sink)
+        self.bar_pending = (step, fresh)
+
+    def _flush_bar(self, sink: SeriesBuilder) -> None:
+        if self.bar_pending is None:
+            return
+        step, points = self.bar_pending
+        self.bar_pending = None
+        kept = {name: value for name, value in points.items() if name not in self.printed_keys}
+        self._emit(kept, step, self._kind(kept), sink, printed=False)
+
+    def _bar_step(self, bar: BarRefresh) -> int | None:
+        """The step of a bar refresh. The first bar with metrics counts the steps: each time its count goes back
+        (the next epoch) the count it reached is added to an offset. Another bar's values (an outer epoch bar)
+        land at the latest step. None at count 0: a bar just reset still shows the previous epoch's values."""
+        if self.bar_label is None:
+            self.bar_label = bar.label
+        if bar.label != self.bar_label:
+            return self.last_step
+        if bar.n == 0:
+            return None
+        offset = self.bar_offset + self.bar_n if bar.n < self.bar_n else self.bar_offset
+        if offset + bar.n > STEP_RANGE[1]:
+            raise OverflowError(f"bar count {bar.n} is beyond int64")  # one hostile line, the state untouched
+        self.bar_n, self.bar_offset = bar.n, offset
+        return offset + bar.n
 
     def _try_header(self, text: str) -> bool:
         delim = "\t" if "\t" in text else "," if "," in text else None
@@ -360,12 +438,21 @@ class LogParser:
         self.eval_counter += 1
         return self.eval_counter
 
-    def _emit(self, metrics: Mapping[str, float], step: int | None, kind: str, sink: SeriesBuilder) -> None:
+    def _emit(
+        self, metrics: Mapping[str, float], step: int | None, kind: str, sink: SeriesBuilder, *, printed: bool = True
+    ) -> None:
         if not metrics:
             return
+        if printed and len(self.printed_keys) < MAX_BAR_METRICS and not self.printed_keys.issuperset(metrics):
+            self.printed_keys.update(list(metrics)[: MAX_BAR_METRICS - len(self.printed_keys)])
         at = self._step_for(step, kind)
         for name, value in metrics.items():
             sink.add(name, at, value)
+
+
+def _same(before: float | None, value: float) -> bool:
+    """The value a bar showed last time (NaN is NaN again)."""
+    return before is not None and (before == value or (math.isnan(before) and math.isnan(value)))
 
 
 @dataclass
