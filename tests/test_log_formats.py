@@ -245,3 +245,29 @@ def test_a_bar_count_beyond_int64_is_one_skipped_line() -> None:
     parsed_lines = parse_lines([good.format(n=1, v=2.0), good.format(n=10**30, v=1.0), good.format(n=2, v=1.5)])
     assert parsed_lines.skipped_lines == 1
     assert {k: c.steps.tolist() for k, c in parsed_lines.series.items()} == {"loss": [1, 2]}
+
+
+def test_the_logs_own_error_lines_reach_the_check(tmp_path) -> None:
+    """Before, a log's traceback and "CUDA out of memory" lines were collected and dropped on the way to the
+    snapshot: a crashed run's check said only "no new points"."""
+    log = tmp_path / "train.log"
+    log.write_text("".join(f"step {s} loss {2.0 / s:.4f}\n" for s in range(1, 31)))
+    home = tmp_path / "home"
+    cli("check", str(log), "--json", home=home, cwd=tmp_path)
+    crash = ["Traceback (most recent call last):"] * 5 + ["RuntimeError: CUDA out of memory. Tried to allocate 2 GiB"]
+    with log.open("a") as fh:
+        fh.write("\n".join(crash) + "\n")
+    report = json.loads(cli("check", str(log), "--json", home=home, cwd=tmp_path).stdout)
+    warnings = report["snapshot"]["warnings"]
+    assert warnings[:2] == ["error: Traceback (most recent call last):", f"error: {crash[-1]}"]
+    assert warnings[2] == "note: earlier error/fatal lines of the log not shown: 4"
+    again = json.loads(cli("check", str(log), "--json", home=home, cwd=tmp_path).stdout)
+    assert again["snapshot"]["warnings"] == [], "only the lines read at this check are quoted"
+
+
+def test_a_trainer_state_json_says_what_to_point_at_instead(tmp_path) -> None:
+    state = tmp_path / "trainer_state.json"
+    history = [{"epoch": s / 100, "loss": 2.0 - s / 100, "step": s} for s in range(10, 200, 10)]
+    state.write_text(json.dumps({"global_step": 190, "log_history": history}, indent=2))
+    report = json.loads(cli("check", str(state), "--json", home=tmp_path / "home", cwd=tmp_path).stdout)
+    assert any("trainer_state.json" in w and "console output" in w for w in report["snapshot"]["warnings"])

@@ -36,6 +36,7 @@ from .base import (
     ThrottledProgress,
     no_progress,
 )
+from .logparse import ERROR_PREFIX, FATAL_PREFIX, HIDDEN_LINES_NOTE
 from .logs import LogFileSource
 
 if TYPE_CHECKING:
@@ -193,4 +194,28 @@ def _read(source: Source, name: str, cursors: Cursor) -> tuple[ReadBatch, list[s
         batch.restarted = True
         notes.append(f"the stored read position was unusable ({type(exc).__name__}: {exc}); read again from the start")
     batch.cursor = {**cursors, name: batch.cursor}
-    return batch, [*notes, *batch.notes]
+    return batch, [*notes, *batch.notes, *shown_warnings(batch.warnings)]
+
+
+MAX_LOG_LINES_SHOWN = 2
+"""Of the error and of the fatal lines a read found in a log (a traceback, CUDA out of memory, DeepSpeed's loss
+scale at its minimum), the latest this many are shown: what a person looking at the log's end would read
+first, in a tool result that stays small."""
+
+
+def shown_warnings(warnings: list[str]) -> list[str]:
+    """A read's own warnings as the snapshot shows them: the latest `MAX_LOG_LINES_SHOWN` fatal and error lines
+    of the log, a count of the others, and every other note (a record that could not be decoded, a resumed run,
+    a file that is not a log)."""
+    fatal = [w for w in warnings if w.startswith(FATAL_PREFIX)]
+    errors = [w for w in warnings if w.startswith(ERROR_PREFIX)]
+    shown = fatal[-MAX_LOG_LINES_SHOWN:] + errors[-MAX_LOG_LINES_SHOWN:]
+    hidden = len(fatal) + len(errors) - len(shown)
+    rest = []
+    for w in warnings:
+        if w.startswith(HIDDEN_LINES_NOTE):
+            hidden += int(w.removeprefix(HIDDEN_LINES_NOTE))  # the parser's own count of lines it did not keep
+        elif not w.startswith((FATAL_PREFIX, ERROR_PREFIX)):
+            rest.append(w)
+    more = [f"{HIDDEN_LINES_NOTE} {hidden}"] if hidden else []
+    return [*shown, *more, *rest]

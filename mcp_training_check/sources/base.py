@@ -111,8 +111,8 @@ class ReadBatch:
     restart_drops_read_metrics_only: bool = False
     warnings: list[str] = field(default_factory=list)
     fill: FillBatch | None = None  # set while the older history is an overview (see the module docstring)
-    # said in the snapshot's warnings (`warnings` are not): how the source was reached when that matters (SSH
-    # through exec instead of SFTP), a catch-up read
+    # said in the snapshot's warnings as they are (`warnings` pass through `sources.shown_warnings`): how the
+    # source was reached when that matters (SSH through exec instead of SFTP), a catch-up read
     notes: list[str] = field(default_factory=list)
     # True: one process writes this source (a `.wandb` file), so points appended to it are that process's,
     # even after it was stopped (wandb-core flushes its blocks up to ~15 s late); only a restart (another

@@ -42,6 +42,7 @@ __all__ = [
     "ERROR_PREFIX",
     "FATAL_PREFIX",
     "FORMATS",
+    "HIDDEN_LINES_NOTE",
     "MAX_LINE_BYTES",
     "MAX_WARNINGS",
     "LogParser",
@@ -81,6 +82,14 @@ FINAL_LINE_MARKERS = ("train_runtime", "Training completed", '"key": "run_stop"'
 (``{'train_runtime': ..., 'train_loss': ...}``) and its "Training completed." message, and MLPerf's
 ``:::MLLOG {..., "key": "run_stop", ...}`` event. A training line after it (a resumed run appending to
 the same log) clears it."""
+
+HIDDEN_LINES_NOTE = "note: earlier error/fatal lines of the log not shown:"
+
+TRAINER_STATE_NOTE = (
+    "note: this is a Hugging Face trainer_state.json, a JSON document the Trainer rewrites into each new "
+    "checkpoint-N directory, not a log it appends to: point `run` at the training's console output (the "
+    "Trainer prints every log there as {'loss': ...}) or at its W&B run"
+)
 
 _FINAL_LINE = re.compile("|".join(re.escape(m) for m in FINAL_LINE_MARKERS))
 _SKIP_LINE = re.compile("|".join(re.escape(m) for m in SKIP_LINE_MARKERS))
@@ -122,7 +131,7 @@ class ParseNotes:
         out = [*self.fatal, *self.errors, *self.extra]
         hidden = self.fatal_seen - len(self.fatal) + self.errors_seen - len(self.errors)
         if hidden:
-            out.append(f"note: {hidden} earlier fatal/error lines not shown (only the latest are kept)")
+            out.append(f"{HIDDEN_LINES_NOTE} {hidden}")
         if self.skipped_hostile:
             out.append(
                 f"note: {self.skipped_hostile} log line(s) skipped: longer than {MAX_LINE_BYTES // 1024} KiB, a step "
@@ -259,6 +268,9 @@ class LogParser:
             self._csv_line(text, sink, notes)
             return
         if fmt is None and self.lines_seen == 0 and self._try_header(text):
+            return
+        if text.startswith('"log_history"'):
+            notes.extra.append(TRAINER_STATE_NOTE)
             return
         if MLLOG_MARKER in text and self._mllog_line(text, sink):  # before: submission_benchmark has no digit
             return
