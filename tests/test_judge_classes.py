@@ -1356,3 +1356,41 @@ def test_a_real_strict_map_near_zero_is_not_stopped_while_the_loose_map_learns(r
     without = {name: series for name, series in run.metrics.items() if name != "eval/mAP_0.5"}
     controls = replay_cuts(without, checkpoints(run), run_config=run.config)
     assert decisions(controls)[5] == "S" and "eval/mAP_0.5:0.95 is not learning" in controls[5].summary
+
+
+# --------------------------------------------------------------------------- never learned, stopped within a check
+
+
+def test_a_real_eval_loss_at_ln_n_falling_by_rounding_digits_is_not_learning_at_its_fourth_eval(real):
+    """log-quality-lrqa-1 (train, bad, stuck_at_chance): a 4-option QA model whose eval loss is ln 4 = 1.3863 at
+    every eval. Its first four (1.3863, 1.38628, 1.38619, 1.3856) fall in rank order, a 0.05 % fall that Theil–Sen
+    calls significant, so the first check saw nothing and the run was stopped two checks after its fault was
+    visible. A fall under ``chance_min_fall_fraction`` (1 %) over the evals is no learning: unsure at the first
+    check, stopped at the next. Control: the same four evals falling 2 % are learning, not flagged."""
+    run = real["log-quality-lrqa-1"]
+    code, visible, verdicts = replay_real(run)
+    assert stopped_within_one_check(code, visible), (code, visible)
+    assert code[visible] == "u" and "ln 4" in verdicts[visible].summary, verdicts[visible].summary
+    cuts = checkpoints(run)
+    steps, values = run.metrics["eval/loss"]
+    falling = values.copy()
+    falling[:4] = 1.3863 * np.exp(-0.02 * np.arange(4) / 3)
+    control = replay_cuts(dict(run.metrics) | {"eval/loss": (steps, falling)}, cuts[:1])
+    assert not any("eval/loss is not learning" in v.summary for v in control), control[0].summary
+    assert decisions(replay_cuts(run.metrics, cuts[:2])) == "uS"
+
+
+def test_a_real_train_loss_at_zero_from_its_first_point_is_stopped_at_the_next_check(real):
+    """log-anemia2-1 (train, bad, stuck_at_chance): a YOLOv8 whose box loss (the train loss followed) is exactly
+    0.0 at every one of its 50 epochs: no box target ever matched, mAP never above 0.04. The zero-loss warning
+    held for two checks and the run was stopped at the third by its flat mAP. A loss that never held a real value,
+    warned of at the previous check and still 0.0 at every point: critical. Control: the same log with one real
+    box loss at its first epoch stays a warning (a loss that fell to 0.0 may be a hinge at its margin)."""
+    run = real["log-anemia2-1"]
+    code, visible, verdicts = replay_real(run)
+    assert stopped_within_one_check(code, visible), (code, visible)
+    assert code[:2] == "uS" and "at every point from its first" in verdicts[1].summary, verdicts[1].summary
+    cuts = checkpoints(run)
+    assert decisions(replay_cuts(run.metrics, cuts[:2])) == "uS"
+    control = replay_cuts(with_point(run, "train/box_loss", 0, 3.2), cuts[:2])
+    assert decisions(control) == ".u" and "exactly 0.0" in control[1].summary, [v.summary for v in control]
