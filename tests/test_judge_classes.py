@@ -1395,3 +1395,20 @@ def test_a_real_train_loss_at_zero_from_its_first_point_is_stopped_at_the_next_c
     assert decisions(replay_cuts(run.metrics, cuts[:2])) == "uS"
     control = replay_cuts(with_point(run, "train/box_loss", 0, 3.2), cuts[:2])
     assert decisions(control) == ".u" and "exactly 0.0" in control[1].summary, [v.summary for v in control]
+
+
+def test_a_real_map_falling_at_every_eval_beyond_its_noise_margin_is_stopped(real):
+    """issue-yolov3-1211 (train, bad, eval_decay): a YOLOv3 whose mAP@0.5 peaks at 0.647 and then falls at every
+    eval to 0.575. Past its 5 % noise margin but under the 15 % a decay stops at, it was a warning to the end,
+    while the same slide inside its noise margin would have been stopped as a steady decay. Steady over 6 evals
+    since its best (a significant trend, ≥ 80 % of its pairs falling, over a quarter of the run) and degrading at
+    the previous check: stopped. Control: the same evals with one back near its best (0.640 at epoch 5) are not
+    a steady decay, and stay unsure."""
+    run = real["issue-yolov3-1211"]
+    code, visible, verdicts = replay_real(run)
+    first = code.index("S")
+    assert first > visible and code[first - 1] == "u", code
+    assert "eval/map50" in verdicts[first].summary and "falling steadily" in verdicts[first].summary
+    control = with_point(run, "eval/map50", 5, 0.640)
+    control_code = decisions(replay_cuts(control, checkpoints(run)))
+    assert "S" not in control_code and "u" in control_code, control_code
