@@ -562,6 +562,13 @@ class EvalDetector(Detector):
                 f"; still decaying since the previous check, {fmt_pct(gap)} below its best (critical from "
                 f"{fmt_pct(self.decay_stop_margin)} for a higher-is-better eval)."
             )
+        elif not with_train and falling and self._steady_beyond_noise(ctx, series.name, d, since_best, steps):
+            severity = Severity.CRITICAL
+            msg = msg[:-1] + (
+                f"; falling steadily over the {since_best} evals since (a significant trend, "
+                f"≥ {fmt_pct(self.decay_falling_share)} of its pairs falling) and degrading at the previous check "
+                "too: critical, as a steady decay within its noise margin is."
+            )
         elif self._large_overfit(ctx, series.name, d, gap, since_best, train, int(steps[-1])):
             severity = Severity.CRITICAL
             msg = msg[:-1] + (
@@ -660,6 +667,26 @@ class EvalDetector(Detector):
                    best=best, evals_since_best=values.size - 1, train_change=train, mk_z=trend.z,
                    falling_share=share)
         ]  # fmt: skip
+
+    def _steady_beyond_noise(
+        self, ctx: JudgeContext, name: str, d: Direction, since_best: int, steps: np.ndarray
+    ) -> bool:
+        """A higher-is-better eval beyond its noise margin whose evals since the best fall steadily over a real
+        share of the run (the caller's `_long_steady`), over ≥ ``decay_min_evals`` of them, degrading or leaning at
+        the previous check (with evals since) too: the steady decay of `_steady_decay`, which stops a slide
+        within the eval's noise margin, must not spare one that left it (issue 9: a YOLOv3 mAP@0.5 falling at
+        every eval, 0.647 → 0.575, 7.5 % below its best, was a warning to the end: over the noise margin,
+        under ``decay_stop_margin``)."""
+        if d is not Direction.HIGHER or since_best < self.decay_min_evals:
+            return False
+        prev = ctx.previous_signal(SignalKind.EVAL_DEGRADING, name)
+        return (
+            prev is not None
+            and "collapsed_evals" not in prev.evidence
+            and (prev.severity is not Severity.WATCH or "mk_z" in prev.evidence)
+            and prev.step is not None
+            and prev.step < int(steps[-1])
+        )
 
     @staticmethod
     def _leaning_before(ctx: JudgeContext, name: str, last_step: int) -> bool:

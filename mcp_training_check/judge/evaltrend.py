@@ -142,6 +142,12 @@ class EvalTrendDetector(Detector):
       accuracies moved for several evals and then repeat to the last digit is a finding of its own, not this.
     - ``chance_drop_fraction``: 5 %, the trend detector's ``stuck_drop_fraction``: within it of ln N the loss
       is the uniform predictor's.
+    - ``chance_min_fall_fraction``: an eval loss at ln N that falls significantly is learning only when its
+      fitted fall over its evals (Theil–Sen slope × their span, log scale) is at least 1 %, a fifth of
+      ``chance_drop_fraction``: at that pace it leaves chance within five such spans. Four evals of a
+      model outputting the uniform distribution can fall in rank order by digits of rounding (issue 9: a
+      4-option QA model's eval loss 1.3863, 1.38628, 1.38619, 1.3856 = ln 4, a 0.05 % fall, read as
+      falling, so the run was flagged a check after its fault was visible and stopped two after).
     """
 
     min_evals: int = Field(default=4, ge=4)
@@ -156,6 +162,7 @@ class EvalTrendDetector(Detector):
     hopeless_fraction: float = Field(default=0.15, gt=0, lt=0.5)
     settle_evals: int = Field(default=1, ge=0, le=1)
     chance_drop_fraction: float = Field(default=0.05, gt=0, lt=1)
+    chance_min_fall_fraction: float = Field(default=0.01, ge=0, lt=1)
 
     def check(self, ctx: JudgeContext) -> list[Signal]:
         primary = primary_eval(ctx) if ctx.train_loss is None else None
@@ -250,7 +257,7 @@ class EvalTrendDetector(Detector):
         drop = -np.expm1(float(np.min(rolling_median(y, 3))) - float(y[0]))
         if level < (1 - self.chance_drop_fraction) * chance or drop >= self.chance_drop_fraction:
             return None
-        if self._falling(steps, y):
+        if self._falling(steps, y) and self._fitted_fall(steps, y) >= self.chance_min_fall_fraction:
             return None
         implied = f"the {count} classes its accuracy at 1/{count} implies"
         whose = "its class count" if ctx.config.class_count else implied
@@ -258,6 +265,14 @@ class EvalTrendDetector(Detector):
             f"sits at a median {fmt(level)}, at or above ln {count:,} = {fmt(chance)}, the untrained model's loss for "
             f"{whose}, not falling"
         )
+
+    def _fitted_fall(self, steps: np.ndarray, y: np.ndarray) -> float:
+        """How far a log-scale series falls over its steps: its Theil–Sen slope × its span from 4 points,
+        its first minus its last below that."""
+        trend = theil_sen(steps, y, confidence_z=self.slope_confidence_z) if y.size >= 4 else None
+        if trend is None:
+            return float(y[0] - y[-1]) if y.size > 1 else 0.0
+        return -trend.slope * float(steps[-1] - steps[0])
 
     def _falling(self, steps: np.ndarray, y: np.ndarray) -> bool:
         """Theil–Sen falling from 4 points; below that, every point lower than the one before."""

@@ -79,6 +79,11 @@ class NonFiniteDetector(Detector):
     - ``zero_loss_points``: this many train-loss values of exactly 0.0 among the last
       ``recovered_points`` → warning. No real loss is exactly zero; HF logs 0.0 when every label is
       masked or the loss is dropped. 3 so that one odd batch does not count. None turns it off.
+      A loss exactly 0.0 at every one of its points from its first, new points included, when the previous
+      check already warned about it, is critical: it never once held a real value, so the objective it
+      stands for is not being trained (issue 9: a YOLOv8's box and DFL losses at 0.0 for all 50 epochs,
+      no box target ever matched, mAP never above 0.04). A loss that fell to 0.0 from real values (a
+      hinge or triplet loss at its margin) stays a warning.
     - ``rounded_units_points``: zeros that come after a loss within this many units of its own last logged
       decimal are a converged loss rounded away, not a dropped one: the Trainer logs ``round(loss, 4)``, so
       0.0001 is one unit and any smaller loss is logged as 0.0. A dropped or masked loss falls to 0.0 from
@@ -97,7 +102,7 @@ class NonFiniteDetector(Detector):
         loss, grad = ctx.train_loss, ctx.grad_norm
         if loss is not None:
             out += self._series(loss)
-            out += self._zeros(loss)
+            out += self._zeros(loss, ctx)
         if grad is not None:
             out += self._grad(grad, loss, ctx.learning_rate)
         return out
@@ -198,7 +203,7 @@ class NonFiniteDetector(Detector):
             )
         ]
 
-    def _zeros(self, series: MetricSeries) -> list[Signal]:
+    def _zeros(self, series: MetricSeries, ctx: JudgeContext) -> list[Signal]:
         if self.zero_loss_points is None:
             return []
         recent = series.raw_values[-self.recovered_points :]
@@ -209,18 +214,30 @@ class NonFiniteDetector(Detector):
         msg = (
             f"{series.name} is exactly 0.0 in {zeros.size} of the last {recent.size} points "
             f"(threshold {self.zero_loss_points}), latest at step {fmt_step(step)}: a dropped or "
-            f"fully masked loss, not a real value."
+            f"fully masked loss, not a real value"
         )
+        confirmed = self._never_real(series, ctx)
+        if confirmed:
+            msg += "; 0.0 at every point from its first, as at the previous check: its objective is not trained"
         return [
             signal(
                 SignalKind.NON_FINITE,
-                Severity.WARNING,
-                msg,
+                Severity.CRITICAL if confirmed else Severity.WARNING,
+                msg + ".",
                 metric=series.name,
                 step=step,
                 zero_points=zeros.size,
             )
         ]
+
+    @staticmethod
+    def _never_real(series: MetricSeries, ctx: JudgeContext) -> bool:
+        """0.0 at every point ever read (its all-time extremes, kept exactly when old points are downsampled),
+        with new points since a previous check that warned of zeros."""
+        if series.new_points <= 0 or series.non_finite or not series.min_value == series.max_value == 0.0:
+            return False
+        prev = ctx.previous_signal(SignalKind.NON_FINITE, series.name)
+        return prev is not None and "zero_points" in prev.evidence
 
     def _rounded_away(self, series: MetricSeries, from_end: int) -> bool:
         """Whether the last non-zero loss before the zero ``from_end`` points from the end was within
