@@ -185,15 +185,14 @@ class _StartState:
 
     def parser(self, offset: int, fmt: str | None) -> LogParser:
         head = self.head.parser
-        state = head.to_state()
+        parser = LogParser.from_state(head.to_state(), fmt)
         if self.counted and head.bar_steps:
             estimate = round((head.last_step or 0) * offset / self.head.end)
-            label, _, _, values, printed = state["bar"]
-            state = {**state, "last_step": estimate, "bar": [label, 0, estimate, values, printed]}
+            parser.last_step, parser.bar_n, parser.bar_offset = estimate, 0, estimate
         elif self.counted:
             estimate = round(head.counter * offset / self.head.end)
-            state = {**state, "counter": estimate, "last_step": estimate}
-        return LogParser.from_state(state, fmt)
+            parser.counter = parser.last_step = estimate
+        return parser
 
 
 def _read_tail(

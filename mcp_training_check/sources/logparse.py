@@ -174,6 +174,7 @@ class LogParser:
         self.bar_n = 0  # its latest count
         self.bar_offset = 0  # the counts of its earlier resets (epochs): step = offset + count
         self.bar_values: dict[str, float] = {}  # the last value a bar showed of each metric
+        self.bar_step: int | None = None  # the step of the latest points taken from a bar
         self.printed_keys: set[str] = set()  # metrics printed lines brought: bars never feed them
         self.bar_pending: tuple[int, dict[str, float]] | None = None  # the latest refresh's points (`_bar_line`)
 
@@ -192,7 +193,9 @@ class LogParser:
             "finished": self.finished,
             "mllog": [self.mllog_benchmark, self.mllog_fine, self.mllog_at],
             "total_steps": self.total_steps,
-            "bar": [self.bar_label, self.bar_n, self.bar_offset, self.bar_values, sorted(self.printed_keys)],
+            "bar": [
+                self.bar_label, self.bar_n, self.bar_offset, self.bar_values, sorted(self.printed_keys), self.bar_step
+            ],
         }
 
     @classmethod
@@ -219,7 +222,8 @@ class LogParser:
             parser.mllog_at = {str(name): int(step) for name, step in dict(at).items()}
             total = state.get("total_steps")
             parser.total_steps = None if total is None else int(total)
-            label, bar_n, offset, values, printed = state.get("bar") or [None, 0, 0, {}, []]
+            label, bar_n, offset, values, printed, bar_step = state.get("bar") or [None, 0, 0, {}, [], None]
+            parser.bar_step = None if bar_step is None else int(bar_step)
             parser.bar_label = None if label is None else str(label)
             parser.bar_n, parser.bar_offset = int(bar_n), int(offset)
             parser.bar_values = {str(name): float(value) for name, value in dict(values).items()}
@@ -303,17 +307,29 @@ class LogParser:
         So a refresh's points wait for the next refresh or the end of the read: a log that prints its metrics
         after its first bar (a loop that shows the loss in its bar and prints it every N steps) then gets no
         bar point at all."""
+        step = self._bar_step(bar)
+        if step is None:
+            return
         fresh = {
             name: value for name, value in bar.metrics.items()
-            if name not in self.printed_keys and not _same(self.bar_values.get(name), value)
+            if name not in self.printed_keys and self._shows_new(name, value, step)
         }  # fmt: skip
-        step = self._bar_step(bar)
-        if step is None or not fresh:
+        if not fresh:
             return
         if len(self.bar_values) < MAX_BAR_METRICS or set(fresh) <= set(self.bar_values):
             self.bar_values.update(fresh)
         self._flush_bar(sink)
-        self.bar_pending = (step, fresh)
+        self.bar_pending, self.bar_step = (step, fresh), step
+
+    def _shows_new(self, name: str, value: float, step: int) -> bool:
+        """A value the bar did not show last time; a NaN or Inf again at each new step: a loss that stays NaN
+        is NaN at every step, and the judge must see it go on."""
+        before = self.bar_values.get(name)
+        if before is None:
+            return True
+        if math.isfinite(value):
+            return before != value
+        return step != self.bar_step or not (before == value or (math.isnan(before) and math.isnan(value)))
 
     def _flush_bar(self, sink: SeriesBuilder) -> None:
         if self.bar_pending is None:
@@ -460,11 +476,6 @@ class LogParser:
         at = self._step_for(step, kind)
         for name, value in metrics.items():
             sink.add(name, at, value)
-
-
-def _same(before: float | None, value: float) -> bool:
-    """The value a bar showed last time (NaN is NaN again)."""
-    return before is not None and (before == value or (math.isnan(before) and math.isnan(value)))
 
 
 @dataclass
