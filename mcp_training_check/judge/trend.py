@@ -15,7 +15,7 @@ from ..models import Direction, MetricRole, Severity, Signal, SignalKind
 from ..roles import tokenize
 from ..state import MetricSeries
 from .chance import implied_class_count
-from .context import Detector, JudgeContext, finite_after, signal, train_start
+from .context import PLATEAU_EVIDENCE, Detector, JudgeContext, finite_after, signal, train_start
 from .stats import (
     finite_xy,
     fmt,
@@ -245,6 +245,20 @@ class TrendDetector(Detector):
       floor to wobble at). The slope's rising test is not gated: it is a watch, then a warning, never a stop
       on its own, and it exists for drifts far smaller than a quarter of the way back (tests/test_judge_trend.py:
       a 1.4× ramp on a loss that fell 6 → 2 is under a quarter of the way back when first seen).
+    - ``plateau_min_points``: an excerpt (a log without its run's start, whose flat start the start rules judge)
+      whose loss shows no significant trend over all of its ≥ 7 points and whose slope band (``confidence_z``)
+      rules out a fall of ``stuck_drop_fraction`` (5 %) over them is flat over the whole window seen: a warning
+      (the product's "flat → unsure", a reviewer's look), never a stop, and no not-learning finding that would
+      confirm one (`context.PLATEAU_EVIDENCE`): a converged plateau looks the same in a window. 7: the fewest
+      points on which the Mann–Kendall band is narrow enough to rule out 5 % on a loss steady to a percent
+      (issue 9: a darkflow YOLO loss 103.8-104.5 over 19 steps, a DeepLab fine-tune 0.371-0.379 over 8 logs, a
+      transformer_base 1.96-2.31 over 9, an ESPnet LM 1.46-1.50 over 7 — ambiguous, continue at every check).
+      The band, not the missing significance, is the test: the noisy per-step losses of healthy LLM
+      fine-tunes (MLPerf's Llama-2 LoRA, 10-38 points leaning down at z −1 to −2) show no significant trend
+      either, but their band still holds a 7-40 % fall; on corpus_real/'s train split the rule flags one
+      healthy check (a PVT excerpt at the end of its cosine schedule, flat to 0.6 %). A log holding its run's
+      start is left to the start rules even when warmup or an LR restart cuts the points judged (corpus/'s
+      h07 after its restart).
     """
 
     min_points: int = Field(default=10, ge=4)
@@ -280,6 +294,7 @@ class TrendDetector(Detector):
     witness_evals: int = Field(default=5, ge=1)
     witness_drop_fraction: float = Field(default=0.02, gt=0, lt=1)
     floor_min_share: float = Field(default=0.25, gt=0, lt=1)
+    plateau_min_points: int = Field(default=7, ge=4)
 
     def check(self, ctx: JudgeContext) -> list[Signal]:
         loss = ctx.train_loss
@@ -291,7 +306,7 @@ class TrendDetector(Detector):
         raw = self._raw_blowup(ctx, loss, steps, values)
         if values.size < self.min_points:
             short = at_chance or raw or self._raw_divergence(ctx, loss, steps, values)
-            return short or [self._too_few(loss, values.size, ctx)]
+            return short or self._no_progress(loss, steps, values) or [self._too_few(loss, values.size, ctx)]
         y = positive_log(values)
         window = self._smooth_points(y)
         smooth = self._smooth_tail(y, window)
@@ -302,7 +317,39 @@ class TrendDetector(Detector):
             out = self._divergence(ctx, loss, steps, y, smooth, best, window, early)
         if not out:
             out = self._slow_divergence(ctx, loss, steps, y, smooth, best, window, early)
-        return at_chance + (self._witnessed(ctx, out, steps, y, window) or self._slope(ctx, loss, steps, y))
+        found = at_chance + (self._witnessed(ctx, out, steps, y, window) or self._slope(ctx, loss, steps, y))
+        if all(s.severity is Severity.INFO for s in found):
+            found += self._no_progress(loss, steps, values)
+        return found
+
+    def _no_progress(self, loss: MetricSeries, steps: np.ndarray, values: np.ndarray) -> list[Signal]:
+        """A loss flat over all the points seen: over ≥ ``plateau_min_points`` points its Theil–Sen band (at
+        ``confidence_z``, on log loss) holds no significant trend and rules out a fall of
+        ``stuck_drop_fraction`` or more over them. A warning (a reviewer's look, never a stop: a converged
+        plateau and a stuck run look the same in a window)."""
+        if values.size < self.plateau_min_points or _holds_start(finite_xy(loss.steps, loss.values)[0]):
+            return []  # the whole log, not only its points after warmup or a restart
+        y = positive_log(values)
+        trend = theil_sen(steps, y, confidence_z=self.confidence_z)
+        if trend is None or trend.falling or trend.rising:
+            return []
+        span = float(steps[-1] - steps[0])
+        fall_ruled_out = float(-np.expm1(trend.low * span))
+        if fall_ruled_out >= self.stuck_drop_fraction:
+            return []
+        third = max(y.size // 3, 1)
+        first, last = float(np.exp(np.median(y[:third]))), float(np.exp(np.median(y[-third:])))
+        msg = (
+            f"{loss.name} is flat over all {values.size} points seen (steps {fmt_step(int(steps[0]))}–"
+            f"{fmt_step(int(steps[-1]))}): {fmt(first)} → {fmt(last)} (medians of the first and last thirds), no "
+            f"significant trend (Mann–Kendall z {trend.z:.1f}), and its slope's band rules out a fall of "
+            f"{fmt_pct(self.stuck_drop_fraction)} over them (at most {fmt_pct(fall_ruled_out)}); a plateau or a "
+            "stuck run, worth a look."
+        )
+        return [
+            signal(SignalKind.FLAT, Severity.WARNING, msg, metric=loss.name, step=int(steps[-1]),
+                   mk_z=trend.z, points=values.size, since_step=int(steps[0]), **{PLATEAU_EVIDENCE: fall_ruled_out})
+        ]  # fmt: skip
 
     def _early_log(self, warm: np.ndarray) -> float | None:
         """log of the median of the run's first points after warmup (where the loss started), None without."""
