@@ -906,8 +906,9 @@ def test_a_real_gcn_predicting_the_same_on_train_and_val_while_its_losses_fall_i
     """Train runs, ambiguous: a train accuracy frozen to the last digit beside an eval accuracy repeated
     exactly (from the first or the second eval) is a model predicting the same on both sets: unsure from the
     check where that is visible (3 repeated evals), never a stop (the losses may still move the predictions).
-    The same run with its train accuracy moving in the 4th digit is not flagged: 0.51 alone, 51 of 100
-    nodes, repeats by chance."""
+    The same run with its train accuracy moving in the 4th digit is not flagged so: 0.51 alone, 51 of 100
+    nodes, repeats by chance (its val accuracy flat while the train loss falls is still an eval plateau: a
+    flag, never a stop)."""
     run = real[run_id]
     code, visible, verdicts = replay_real(run)
     assert "S" not in code and code[visible:] == "u" * (len(code) - visible), (code, visible)
@@ -915,7 +916,8 @@ def test_a_real_gcn_predicting_the_same_on_train_and_val_while_its_losses_fall_i
     steps, train_acc = run.metrics["train/accuracy"]
     moving = train_acc + 1e-4 * (np.arange(train_acc.size) % 3)
     metrics = dict(run.metrics) | {"train/accuracy": (steps, moving)}
-    assert "u" not in decisions(replay_cuts(metrics, checkpoints(run)))
+    control = replay_cuts(metrics, checkpoints(run))
+    assert "S" not in decisions(control) and not any("predictions do not change" in v.summary for v in control)
 
 
 def test_a_real_recommenders_hit_rate_is_read_higher_is_better(real):
@@ -1018,6 +1020,34 @@ def test_a_real_excerpt_flat_over_every_point_seen_is_flagged_never_stopped(real
     lora = real["mlperf-v5.0-llama2-70b-lora-oracle-18xbm-gpu-gb200-4-r5"]
     assert lora.label == "healthy" and lora.split == "train"
     assert not any("flat over all" in v.summary for v in replay_real(lora)[2])
+
+
+@pytest.mark.parametrize(("run_id", "eval_name"), [("issue-ner-with-dependency-10", "eval/f1"),
+                                                   ("issue-udacity-dl-341", "eval/loss")])
+def test_a_real_eval_flat_over_all_its_evals_while_the_train_loss_falls_is_flagged_never_stopped(
+    real, run_id, eval_name
+):
+    """Eval plateaus (train, ambiguous): a NER dev F1 at 0.692-0.701 for 7 epochs while its train loss falls
+    54,603 -> 44,205; an MNIST MLP's val loss at 0.0714-0.0740 from epoch 1 to 10 while its train loss falls:
+    continue at every check. The run's judging eval flat over ≥ 7 evals (its band ruling out a 5 % gain of its
+    headroom) while the train loss falls is flagged (unsure), never stopped. Controls: the same eval gaining
+    20 % of its headroom over the window, the same eval beside a train loss that does not fall, and healthy
+    runs whose eval sits at its ceiling (an mAP@0.5 at 0.995, a val accuracy at 0.98) are not flagged."""
+    run = real[run_id]
+    code, _, verdicts = replay_real(run)
+    flagged = [v for v in verdicts if v.decision is Decision.UNSURE and "is flat over all" in v.summary]
+    assert "S" not in code and flagged, code
+    cuts = checkpoints(run)
+    steps, values = run.metrics[eval_name]
+    better = np.linspace(0.0, 0.2, values.size) * ((1 - values) if "f1" in eval_name else -values)
+    improving = dict(run.metrics) | {eval_name: (steps, values + better)}
+    loss_steps, loss = run.metrics["train/loss"]
+    still = dict(run.metrics) | {"train/loss": (loss_steps, np.full_like(loss, float(np.median(loss))))}
+    for metrics in (improving, still):
+        assert not any("is flat over all" in v.summary for v in replay_cuts(metrics, cuts))
+    for healthy in ("log-FaceCar-YOLOv5-1", "log-OSCCC-Detection-1"):
+        assert real[healthy].label == "healthy" and real[healthy].split == "train"
+        assert not any("is flat over all" in v.summary for v in replay_real(real[healthy])[2])
 
 
 def test_a_real_loss_flat_from_its_start_while_its_lr_decayed_past_half_is_stopped(real):
