@@ -245,9 +245,13 @@ class TrendDetector(Detector):
       floor to wobble at). The slope's rising test is not gated: it is a watch, then a warning, never a stop
       on its own, and it exists for drifts far smaller than a quarter of the way back (tests/test_judge_trend.py:
       a 1.4× ramp on a loss that fell 6 → 2 is under a quarter of the way back when first seen).
-    - ``plateau_min_points``: an excerpt (a log without its run's start, whose flat start the start rules judge)
-      whose loss shows no significant trend over all of its ≥ 7 points and whose slope band (``confidence_z``)
-      rules out a fall of ``stuck_drop_fraction`` (5 %) over them is flat over the whole window seen: a warning
+    - ``plateau_min_points``: a loss that shows no significant rise and no steady fall (Mann–Kendall z above
+      −``slow_learner_z``: a steady fall is a slow learner; nor a fall of ``stuck_drop_fraction`` by the slope
+      of the recent window) over all of its ≥ 7 points seen — in a log holding its run's start, all its points
+      after the first and after warmup, ≥ ``min_points`` of them as for every trend test on such a log (the
+      first logging interval holds the fast first drop; LR restarts included: the window is the whole log) —
+      and whose slope band (``confidence_z``) rules out a fall of ``stuck_drop_fraction`` (5 %) over them is
+      flat over the whole window seen: a warning
       (the product's "flat → unsure", a reviewer's look), never a stop, and no not-learning finding that would
       confirm one (`context.PLATEAU_EVIDENCE`): a converged plateau looks the same in a window. 7: the fewest
       points on which the Mann–Kendall band is narrow enough to rule out 5 % on a loss steady to a percent
@@ -255,10 +259,13 @@ class TrendDetector(Detector):
       transformer_base 1.96-2.31 over 9, an ESPnet LM 1.46-1.50 over 7 — ambiguous, continue at every check).
       The band, not the missing significance, is the test: the noisy per-step losses of healthy LLM
       fine-tunes (MLPerf's Llama-2 LoRA, 10-38 points leaning down at z −1 to −2) show no significant trend
-      either, but their band still holds a 7-40 % fall; on corpus_real/'s train split the rule flags one
-      healthy check (a PVT excerpt at the end of its cosine schedule, flat to 0.6 %). A log holding its run's
-      start is left to the start rules even when warmup or an LR restart cuts the points judged (corpus/'s
-      h07 after its restart).
+      either, but their band still holds a 7-40 % fall. A DeepConvLSTM's loss 1.646 at epoch 1, then
+      1.433-1.439 for 16 epochs with its train accuracy at one class's share, before it learns (ambiguous), is
+      flagged at its 5th check; its significant drift of 0.1 % (1.439 → 1.437) is no fall. On corpus_real/'s
+      train split the rule flags 3 healthy checks (a PVT excerpt at the end of its cosine schedule, flat to
+      0.6 %; a continued pretraining flat to 0.3 % after its warmup at its first check; an mmpretrain excerpt
+      at its last), none of corpus/'s (h07, flat for 127 points after its LR restart, falls over its whole
+      log).
     """
 
     min_points: int = Field(default=10, ge=4)
@@ -306,7 +313,7 @@ class TrendDetector(Detector):
         raw = self._raw_blowup(ctx, loss, steps, values)
         if values.size < self.min_points:
             short = at_chance or raw or self._raw_divergence(ctx, loss, steps, values)
-            return short or self._no_progress(loss, steps, values) or [self._too_few(loss, values.size, ctx)]
+            return short or self._no_progress(ctx, loss, steps, values) or [self._too_few(loss, values.size, ctx)]
         y = positive_log(values)
         window = self._smooth_points(y)
         smooth = self._smooth_tail(y, window)
@@ -318,20 +325,34 @@ class TrendDetector(Detector):
         if not out:
             out = self._slow_divergence(ctx, loss, steps, y, smooth, best, window, early)
         found = at_chance + (self._witnessed(ctx, out, steps, y, window) or self._slope(ctx, loss, steps, y))
-        if all(s.severity is Severity.INFO for s in found):
-            found += self._no_progress(loss, steps, values)
+        if all(s.severity is Severity.INFO and not self._real_improvement(s) for s in found):
+            found += self._no_progress(ctx, loss, steps, values)
         return found
 
-    def _no_progress(self, loss: MetricSeries, steps: np.ndarray, values: np.ndarray) -> list[Signal]:
+    def _real_improvement(self, s: Signal) -> bool:
+        """An improving signal worth the name: learning slowly (a steady fall over the whole run) or a fall of ≥
+        ``stuck_drop_fraction`` by the slope of its window, not a significant drift of a tenth of a per cent."""
+        if s.kind is not SignalKind.IMPROVING:
+            return False
+        return "drop" in s.evidence or (s.evidence.get("change") or 0.0) <= -self.stuck_drop_fraction
+
+    def _no_progress(
+        self, ctx: JudgeContext, loss: MetricSeries, steps: np.ndarray, values: np.ndarray
+    ) -> list[Signal]:
         """A loss flat over all the points seen: over ≥ ``plateau_min_points`` points its Theil–Sen band (at
         ``confidence_z``, on log loss) holds no significant trend and rules out a fall of
         ``stuck_drop_fraction`` or more over them. A warning (a reviewer's look, never a stop: a converged
         plateau and a stuck run look the same in a window)."""
-        if values.size < self.plateau_min_points or _holds_start(finite_xy(loss.steps, loss.values)[0]):
-            return []  # the whole log, not only its points after warmup or a restart
+        least = self.plateau_min_points
+        whole_steps, whole = finite_xy(loss.steps, loss.values)
+        if _holds_start(whole_steps):  # the whole log after its first point and warmup, restarts or not
+            after = max(int(whole_steps[0]), ctx.lr_events.warmup_end or int(whole_steps[0]))
+            steps, values, least = whole_steps[whole_steps > after], whole[whole_steps > after], self.min_points
+        if values.size < least:
+            return []
         y = positive_log(values)
         trend = theil_sen(steps, y, confidence_z=self.confidence_z)
-        if trend is None or trend.falling or trend.rising:
+        if trend is None or trend.rising or trend.z <= -self.slow_learner_z:
             return []
         span = float(steps[-1] - steps[0])
         fall_ruled_out = float(-np.expm1(trend.low * span))
