@@ -345,9 +345,11 @@ class TrendDetector(Detector):
     def _no_progress(
         self, ctx: JudgeContext, loss: MetricSeries, steps: np.ndarray, values: np.ndarray
     ) -> list[Signal]:
-        """A loss flat over all the points seen: over ≥ ``plateau_min_points`` points its Theil–Sen band (at
-        ``confidence_z``, on log loss) holds no significant trend and rules out a fall of
-        ``stuck_drop_fraction`` or more over them. A warning (a reviewer's look, never a stop: a converged
+        """A loss flat over all the points seen (≥ ``plateau_min_points``; a log holding its start from its
+        second point after warmup, ≥ ``min_points``): no significant rise nor steady fall (``slow_learner_z``),
+        and its Theil–Sen band (``confidence_z``, log loss) rules out a fall of ``stuck_drop_fraction``, or,
+        from ``flat_start_min_points``, its last third's median holds its first third's level (not below it,
+        less than ``rising_min_change`` above). A warning (a reviewer's look, never a stop: a converged
         plateau and a stuck run look the same in a window)."""
         least = self.plateau_min_points
         whole_steps, whole = finite_xy(loss.steps, loss.values)
