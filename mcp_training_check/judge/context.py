@@ -92,13 +92,21 @@ class JudgeContext:
         """The previous check already found ``metric`` not learning (a FLAT warning or critical): at an
         earlier step when ``new_points`` (a critical finding with no point since is the same evidence, still
         critical), else at this step or an earlier one. A finding at a later step belongs to a log that has
-        since been rewound (a relaunch), not to this one."""
+        since been rewound (a relaunch), not to this one. A plateau flag (`PLATEAU_EVIDENCE`: flat over the
+        window seen, which a converged run shows too) is no such finding."""
         prev = self.previous_signal(SignalKind.FLAT, metric)
         if prev is None or prev.step is None or prev.severity not in (Severity.WARNING, Severity.CRITICAL):
+            return False
+        if PLATEAU_EVIDENCE in prev.evidence:
             return False
         if new_points:
             return prev.step < last_step or prev.severity is Severity.CRITICAL
         return prev.step <= last_step
+
+
+PLATEAU_EVIDENCE = "plateau_fall_bound"
+"""The evidence key of a plateau flag (a metric flat over the whole window seen): a doubt for a reviewer, not
+a finding that the metric does not learn, so it confirms no not-learning stop (`not_learning_before`)."""
 
 
 def train_start(ctx: JudgeContext) -> int | None:

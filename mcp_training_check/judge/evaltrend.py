@@ -18,7 +18,7 @@ from ..models import Direction, Severity, Signal, SignalKind
 from ..roles import tokenize
 from ..state import MetricSeries
 from .chance import ACCURACY_TOKENS, implied_class_count
-from .context import Detector, JudgeContext, signal
+from .context import PLATEAU_EVIDENCE, Detector, JudgeContext, signal
 from .evals import _train_accuracy, is_quality_eval, secondary_at_most_warning
 from .stats import finite_xy, fmt, fmt_pct, fmt_step, is_frozen, positive_log, rolling_median, theil_sen
 
@@ -57,6 +57,24 @@ def progress(values: np.ndarray, direction: Direction, baseline: float | None = 
     bounded = bool(values.min() >= 0 and values.max() <= 1)
     room = (1 - first if direction is Direction.HIGHER else first) if bounded else abs(first)
     return gain / room if room > 0 else 0.0
+
+
+def headroom(values: np.ndarray, direction: Direction) -> float:
+    """What an eval's median level has left to gain: to 1 for a higher-is-better metric bounded in [0, 1] (an
+    accuracy, an mAP), else its own size (a loss, a WER: a gain is a share of the level), as `progress`."""
+    level = float(np.median(values))
+    bounded = bool(values.min() >= 0 and values.max() <= 1)
+    return 1 - level if bounded and direction is Direction.HIGHER else abs(level)
+
+
+def judging_eval(ctx: JudgeContext) -> tuple[MetricSeries, Direction] | None:
+    """The eval that sums the run up: the one with most finite points, a quality eval (`is_quality_eval`: mAP,
+    accuracy, F1) first among equals, then the first by name."""
+    ranked = sorted(
+        ctx.evals,
+        key=lambda e: (-int(np.isfinite(e[0].values).sum()), not is_quality_eval(e[0].name), e[0].name),
+    )
+    return ranked[0] if ranked else None
 
 
 def hopeless_progress(values: np.ndarray, direction: Direction) -> float:
@@ -148,6 +166,23 @@ class EvalTrendDetector(Detector):
       model outputting the uniform distribution can fall in rank order by digits of rounding (issue 9: a
       4-option QA model's eval loss 1.3863, 1.38628, 1.38619, 1.3856 = ln 4, a 0.05 % fall, read as
       falling, so the run was flagged a check after its fault was visible and stopped two after).
+    - ``plateau_min_evals`` / ``plateau_gain_fraction``: in a run whose train loss falls (Theil–Sen over its
+      points since the first eval), the eval that sums the run up (`judging_eval`: most evals, a quality eval
+      first) flat over all of its ≥ 7 evals — no significant trend either way, and a slope band
+      (``slope_confidence_z``) that rules out a gain of 5 % of its headroom (`headroom`: to 1 for an accuracy,
+      its own level for a loss) over them — is flagged: the model keeps fitting its training set while the
+      held-out metric gains nothing (converged, or no longer generalising). A warning, never a stop, and no
+      not-learning finding (`context.PLATEAU_EVIDENCE`). 7 evals and 5 %, the train-loss plateau's
+      ``plateau_min_points`` and ``stuck_drop_fraction`` (issue 9: a NER dev F1 at 0.692-0.701 for 7 epochs
+      while its train loss fell 54,603 → 44,205; an MNIST MLP's val loss at 0.0714-0.0740 for 10 epochs from
+      the first while its train loss fell — ambiguous, continue at every check). A train loss flat too is the
+      trend detector's plateau; an eval that improves early and then saturates has a significant trend over
+      all its evals.
+    - ``plateau_ceiling_fraction``: an accuracy-like eval whose median is ≥ 0.95 (the ``memorised`` level of the eval
+      detector) is at its ceiling, not on a plateau: a YOLO mAP@0.5 at 0.995 for 140 epochs, a classifier's
+      val accuracy at 0.98 (log-FaceCar-YOLOv5-1, log-OSCCC-Detection-1, healthy: flagged at 7 and 8 checks
+      without it). Its headroom is too small for any band to rule out 5 % of it anyway, except on an eval
+      repeated to the last digit.
     """
 
     min_evals: int = Field(default=4, ge=4)
@@ -163,6 +198,9 @@ class EvalTrendDetector(Detector):
     settle_evals: int = Field(default=1, ge=0, le=1)
     chance_drop_fraction: float = Field(default=0.05, gt=0, lt=1)
     chance_min_fall_fraction: float = Field(default=0.01, ge=0, lt=1)
+    plateau_min_evals: int = Field(default=7, ge=4)
+    plateau_gain_fraction: float = Field(default=0.05, gt=0, lt=1)
+    plateau_ceiling_fraction: float = Field(default=0.95, gt=0, le=1)
 
     def check(self, ctx: JudgeContext) -> list[Signal]:
         primary = primary_eval(ctx) if ctx.train_loss is None else None
@@ -179,7 +217,49 @@ class EvalTrendDetector(Detector):
                 out += self._stuck(ctx, series, direction, steps, values)
             elif ctx.train_loss is not None:
                 out += self._unchanged(ctx, series, direction, steps, values)
+        if not any(s.severity is not Severity.INFO for s in out):
+            out += self._plateau(ctx)
         return secondary_at_most_warning(out, ctx)
+
+    def _plateau(self, ctx: JudgeContext) -> list[Signal]:
+        """The run's judging eval (`judging_eval`) flat over all its evals: no significant trend either way
+        over ≥ ``plateau_min_evals`` evals, and a slope band (``slope_confidence_z``) ruling out a gain of
+        ``plateau_gain_fraction`` of its level over them. A warning, never a stop (`PLATEAU_EVIDENCE`)."""
+        judged = judging_eval(ctx)
+        if judged is None or ctx.train_loss is None:
+            return []
+        series, d = judged
+        steps, values = finite_xy(series.steps, series.values)
+        if values.size < self.plateau_min_evals:
+            return []
+        room = headroom(values, d)
+        if room <= 1 - self.plateau_ceiling_fraction:
+            return []  # an accuracy-like eval at its ceiling has nothing left to gain
+        loss_steps, loss = finite_xy(ctx.train_loss.steps, ctx.train_loss.values)
+        since = loss_steps >= steps[0]
+        if not self._falling(loss_steps[since], positive_log(loss[since])):
+            return []  # the train loss flat too is the trend detector's plateau
+        trend = theil_sen(steps, values, confidence_z=self.slope_confidence_z)
+        if trend is None or trend.rising or trend.falling:
+            return []
+        span = float(steps[-1] - steps[0])
+        gain_bound = (trend.high if d is Direction.HIGHER else -trend.low) * span / room
+        if gain_bound >= self.plateau_gain_fraction:
+            return []
+        third = max(values.size // 3, 1)
+        first, last = float(np.median(values[:third])), float(np.median(values[-third:]))
+        msg = (
+            f"{series.name} is flat over all {values.size} evals (steps {fmt_step(int(steps[0]))}–"
+            f"{fmt_step(int(steps[-1]))}): {fmt(first)} → {fmt(last)} (medians of the first and last thirds, "
+            f"{d.value} is better), no significant trend, and its slope's band rules out a gain of "
+            f"{fmt_pct(self.plateau_gain_fraction)} of its headroom over them (at most "
+            f"{fmt_pct(max(gain_bound, 0.0))}) while {ctx.train_loss.name} falls: converged below its ceiling, "
+            "or no longer generalising: worth a look."
+        )
+        return [
+            signal(SignalKind.FLAT, Severity.WARNING, msg, metric=series.name, step=int(steps[-1]),
+                   points=values.size, since_step=int(steps[0]), **{PLATEAU_EVIDENCE: gain_bound})
+        ]  # fmt: skip
 
     def _unchanged(
         self, ctx: JudgeContext, series: MetricSeries, d: Direction, steps: np.ndarray, values: np.ndarray
