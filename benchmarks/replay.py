@@ -26,6 +26,9 @@ What the figures mean (per split: a run's own `split` when the corpus gives one 
   - false STOP (healthy): checks of healthy runs decided ``stop`` / all checks of healthy runs.
   - healthy runs stopped: healthy runs with at least one ``stop`` (the runs a rule would have killed).
   - escalated (healthy): checks of healthy runs decided ``unsure`` / all checks of healthy runs.
+  - … incl. before faults: the same two rates as issue 9's independent check counts them: a healthy check is
+    any check of a healthy run, or a check of a bad or ambiguous run before the one where its fault or
+    ambiguity becomes visible.
   - STOP recall (bad): bad runs whose first ``stop`` came at or after the check where the fault became
     *visible* — the first check whose data include at least one point at or after ``fault_step``.
   - delay: checks from that visible check to that first ``stop`` (0 = stopped at the visible check);
@@ -246,6 +249,7 @@ def score(results: Iterable[RunResult]) -> dict[str, Any]:
     bad = [r for r in results if r.run.label == "bad"]
     ambiguous = [r for r in results if r.run.label == "ambiguous"]
     h_checks = [d for r in healthy for d in r.decisions]
+    before = h_checks + [d for r in bad + ambiguous for d in r.decisions[: r.visible]]
     delays = [r.caught_at - r.visible for r in bad if r.caught_at is not None]
     return {
         "runs": {"healthy": len(healthy), "bad": len(bad), "ambiguous": len(ambiguous)},
@@ -253,6 +257,8 @@ def score(results: Iterable[RunResult]) -> dict[str, Any]:
         "false_stop_rate": _share(sum(d is Decision.STOP for d in h_checks), len(h_checks)),
         "healthy_runs_stopped": _share(sum(r.first_stop is not None for r in healthy), len(healthy)),
         "escalation_rate": _share(sum(d is Decision.UNSURE for d in h_checks), len(h_checks)),
+        "false_stop_rate_before_faults": _share(sum(d is Decision.STOP for d in before), len(before)),
+        "escalation_rate_before_faults": _share(sum(d is Decision.UNSURE for d in before), len(before)),
         "stop_recall": _share(len(delays), len(bad)),
         "max_delay_checks": max(delays) if delays else None,
         "mean_delay_checks": float(np.mean(delays)) if delays else None,
@@ -316,6 +322,7 @@ COLUMNS = (
     ("false STOP (healthy checks)", "false_stop_rate", _pct),
     ("healthy runs stopped", "healthy_runs_stopped", _pct),
     ("escalated (healthy checks)", "escalation_rate", _pct),
+    ("false STOP / escalated, incl. before faults", "before_faults", None),
     ("STOP recall (bad runs)", "stop_recall", _pct),
     ("stopped ≤ 1 check after visible", "within_one_check", _pct),
     ("max / mean delay (checks)", None, None),
@@ -333,6 +340,9 @@ def markdown(scores: Mapping[str, Mapping[str, Mapping[str, Any]]]) -> str:
             for _, key, show in COLUMNS:
                 if key is None:
                     cells.append(f"{_num(s['max_delay_checks'])} / {_num(s['mean_delay_checks'])}")
+                elif key == "before_faults":
+                    stops, escalated = s["false_stop_rate_before_faults"], s["escalation_rate_before_faults"]
+                    cells.append(f"{_pct(stops)} / {_pct(escalated)}")
                 else:
                     assert show is not None
                     cells.append(show(s[key]))

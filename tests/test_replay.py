@@ -118,6 +118,8 @@ def test_score_counts_what_the_docstring_says(corpus):
     assert got["stop_recall"] == 0.5 and got["early_stops"] == 1
     assert got["max_delay_checks"] == 1 and got["mean_delay_checks"] == 0.5
     assert got["within_one_check"] == 0.5 and got["ambiguous_flagged"] == 1 / 3
+    # issue 9's definition: the 8 healthy checks and the 9 checks of bad and ambiguous runs before visible
+    assert got["false_stop_rate_before_faults"] == 3 / 17 and got["escalation_rate_before_faults"] == 2 / 17
 
 
 def test_a_watched_episode_continues_and_checks_again_in_10_minutes(corpus, tmp_path):
