@@ -260,7 +260,7 @@ def test_the_logs_own_error_lines_reach_the_check(tmp_path) -> None:
     report = json.loads(cli("check", str(log), "--json", home=home, cwd=tmp_path).stdout)
     warnings = report["snapshot"]["warnings"]
     assert warnings[:2] == ["error: Traceback (most recent call last):", f"error: {crash[-1]}"]
-    assert warnings[2] == "note: earlier error/fatal lines of the log not shown: 4"
+    assert warnings[2] == "note: earlier error/fatal lines of the log not shown: 3"  # the 5th header: its exception
     again = json.loads(cli("check", str(log), "--json", home=home, cwd=tmp_path).stdout)
     assert again["snapshot"]["warnings"] == [], "only the lines read at this check are quoted"
 

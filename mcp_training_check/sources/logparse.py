@@ -54,7 +54,9 @@ __all__ = [
 FORMATS = ("jsonl", "csv", "tsv", "hf", "text")
 SKIP_LINE_MARKERS = ("OVERFLOW!",)  # DeepSpeed fp16 skipped step: normal, and its numbers are not metrics
 FATAL_MARKERS = ("loss scale already at minimum",)
-ERROR_MARKERS = ("Traceback (most recent call last)", "CUDA out of memory", "RuntimeError", "NCCL error")
+TRACEBACK_HEADER = "Traceback (most recent call last)"
+TRACEBACK_CHAIN_LINES = ("During handling of the above exception", "The above exception was the direct cause")
+ERROR_MARKERS = (TRACEBACK_HEADER, "CUDA out of memory", "RuntimeError", "NCCL error")
 FATAL_PREFIX = "fatal: "
 ERROR_PREFIX = "error: "
 PARSER_STATE_VERSION = 1
@@ -112,16 +114,44 @@ class ParseNotes:
     skipped: int = 0
     skipped_hostile: int = 0  # of ``skipped``: too long, a number out of range, nested too deep
     extra: list[str] = field(default_factory=list)
+    # inside a Python traceback: what precedes its header on each line (torchrun's "[rank1]: ", else "")
+    traceback_prefix: str | None = None
 
     def scan(self, line: str) -> None:
+        if self.traceback_prefix is not None and self._traceback_line(line):
+            return
         if _ANY_MARKER.search(line) is None:  # one C-level scan for the common case
             return
+        header = line.find(TRACEBACK_HEADER)
+        if header >= 0:
+            self.traceback_prefix = line[:header]
         if any(marker in line for marker in FATAL_MARKERS):
             self.fatal.append(FATAL_PREFIX + line.strip()[:WARNING_LINE_CHARS])
             self.fatal_seen += 1
         else:
             self.errors.append(ERROR_PREFIX + line.strip()[:WARNING_LINE_CHARS])
             self.errors_seen += 1
+
+    def _traceback_line(self, line: str) -> bool:
+        """Whether `line`, inside a traceback, was taken care of here: its frames and source lines (indented) are
+        not error lines of their own, and its exception line replaces the header quoted for it, since that says
+        why the training died (a `KeyError` names no marker). A new header is left to `scan`."""
+        prefix = self.traceback_prefix or ""
+        body = line.rstrip("\r\n")
+        if not body.startswith(prefix):
+            self.traceback_prefix = None  # another process's line: this traceback's end was not printed here
+            return False
+        body = body[len(prefix) :]
+        if not body.strip() or body[0].isspace() or body.startswith(TRACEBACK_CHAIN_LINES):
+            return True
+        if body.startswith(TRACEBACK_HEADER):
+            return False
+        self.traceback_prefix = None
+        header = ERROR_PREFIX + (prefix + TRACEBACK_HEADER)
+        if self.errors and self.errors[-1].startswith(header):
+            self.errors[-1] = ERROR_PREFIX + line.strip()[:WARNING_LINE_CHARS]
+            return True
+        return False
 
     def skip_hostile(self) -> None:
         self.skipped += 1
