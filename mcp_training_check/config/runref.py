@@ -62,11 +62,13 @@ def parse_run(raw: str, *, base_dir: Path | None = None, missing_path_ok: bool =
     local = _local_path(text, base_dir)
     if local is not None:
         return _parse_local(raw, local)
-    if _looks_like_path(text) or _under_local_dir(text, base_dir):
+    wandb_dir = _names_a_wandb_dir(text)
+    if wandb_dir or _looks_like_path(text) or _under_local_dir(text, base_dir):
         if missing_path_ok:
             return _parse_local(raw, _absolute(text, base_dir))
+        where = " (wandb/ is written in the directory the training ran in: run this there)" if wandb_dir else ""
         raise RunNotFound(
-            f"`run` {raw!r}: no such file or directory (resolved against {base_dir or Path.cwd()}). "
+            f"`run` {raw!r}: no such file or directory (resolved against {base_dir or Path.cwd()}{where}). "
             "Check the path, or pass an absolute one; for a W&B run or project, write 'wandb:' before it."
         )
     if WANDB_RUN_PATH.match(text.strip("/")) or _WANDB_SWEEP.match(text.strip("/")):
@@ -91,6 +93,16 @@ _PATH_SUFFIXES = (".log", ".txt", ".jsonl", ".json", ".csv", ".tsv", ".out", ".w
 def _looks_like_path(text: str) -> bool:
     """A string that can only mean a local path, even when nothing is there (yet)."""
     return text.startswith(("/", "~", "./", "../")) or text.lower().endswith(_PATH_SUFFIXES)
+
+
+_WANDB_RUN_DIR = re.compile(r"^(latest-run|(offline-)?run-\d{8}_\d{6}-[A-Za-z0-9]+)$")
+
+
+def _names_a_wandb_dir(text: str) -> bool:
+    """``wandb/...`` or a run directory's own name (``latest-run``, ``run-20260101_000000-<id>``): what wandb
+    writes locally, never a W&B entity/project/run (the entity ``wandb`` is W&B's own; ``wandb:`` reaches it)."""
+    parts = text.strip("/").split("/")
+    return len(parts) > 1 and (parts[0] == "wandb" or any(_WANDB_RUN_DIR.match(part) for part in parts))
 
 
 def _under_local_dir(text: str, base_dir: Path | None) -> bool:
