@@ -76,6 +76,25 @@ def test_readable_output_and_baseline_and_role_flags(tmp_path):
     assert "STOP" in done.stdout or "UNSURE" in done.stdout
 
 
+def test_a_baseline_or_role_for_a_metric_the_run_lacks_is_named_in_the_warnings(tmp_path):
+    """Before, `--baseline val_scor=0.9` (a typo) was dropped without a word: the user believed the run was
+    judged against the baseline. It stays a warning, not an error: a metric may appear later in a run."""
+    path = tmp_path / "run.jsonl"
+    rows = [{"step": s, "loss": healthy_loss(s), "val_score": 0.4} for s in range(0, 400, 10)]
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    done = cli(
+        "check", str(path), "--json", "--baseline", "val_scor=0.9", "--role", "val_score=eval_higher",
+        "--role", "Loss=train_loss", home=tmp_path / "home", cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    warnings = json.loads(done.stdout)["snapshot"]["warnings"]
+    unmatched = [w for w in warnings if "no metric of this run" in w]
+    assert len(unmatched) == 1, warnings
+    assert "baseline 'val_scor'" in unmatched[0] and "role 'Loss'" in unmatched[0]
+    assert "val_score" not in unmatched[0].split("metrics read:")[0].replace("'val_scor'", "")
+    assert "metrics read: loss, val_score" in unmatched[0]
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
