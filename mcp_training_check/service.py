@@ -54,7 +54,7 @@ from .models import (
 )
 from .roles import RoleInfo, assign_roles
 from .schedule import check_report, handed_out, schedule_after
-from .snapshot import build_snapshot
+from .snapshot import build_snapshot, unmatched_overrides_note
 from .sources import Progress
 from .state import CheckRecord, HandedOutCron, RunFootprint, RunHistory, StateStore, last_interval
 
@@ -167,7 +167,10 @@ class Monitor:
             new_points=batch.new_points if batch else 0,
             skipped_chunks=batch.skipped_chunks if batch else 0,
             restarted=batch.restarted if batch else False,
-            warnings=outcome.warnings,
+            warnings=[
+                *outcome.warnings,
+                *unmatched_overrides_note(stored.history.metrics, ctx.settings.roles, ctx.settings.baselines),
+            ],
         )
         return snapshot, stored
 
