@@ -95,6 +95,21 @@ def test_a_baseline_or_role_for_a_metric_the_run_lacks_is_named_in_the_warnings(
     assert "metrics read: loss, val_score" in unmatched[0]
 
 
+def test_a_mistyped_alias_or_an_entrys_missing_log_is_traced_to_training_check_toml(tmp_path):
+    """Before, `check bertt` (the alias is bert) said only "not an existing path or a known run form", and an
+    entry whose log is missing named the resolved path but not the entry: neither pointed at the file."""
+    (tmp_path / "train.log").write_text("step 1 | loss 2.0\n")
+    (tmp_path / "training-check.toml").write_text(
+        '[runs.bert]\nrun = "train.log"\n[runs.gpt]\nrun = "logs/gone.log"\n'
+    )
+    typo = cli("check", "bertt", home=tmp_path / "home", cwd=tmp_path)
+    assert typo.returncode == 2 and "did you mean the alias 'bert'" in typo.stderr, typo.stderr
+    gone = cli("check", "gpt", home=tmp_path / "home", cwd=tmp_path)
+    assert gone.returncode == 2 and "logs/gone.log" in gone.stderr, gone.stderr
+    assert f"runs.gpt.run in {tmp_path / 'training-check.toml'}" in gone.stderr
+    assert "Traceback" not in typo.stderr + gone.stderr
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
