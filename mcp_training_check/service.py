@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 from . import sources
 from .config import ProjectConfig, ReloadingConfig, ResolvedRunConfig, apply_overrides, parse_run
-from .errors import ConfigError, RunRefError, SourceError, StateError, StopError, TrainingCheckError
+from .errors import ConfigError, RunNotFound, RunRefError, SourceError, StateError, StopError, TrainingCheckError
 from .group_check import (
     GROUP_LINES,
     GROUP_WORKERS,
@@ -132,7 +132,13 @@ class Monitor:
         config = self.config  # once: the whole call sees one version of the file
         resolved = config.for_run(run)
         resolved = apply_overrides(resolved, roles=dict(roles or {}), baselines=dict(baselines or {}))
-        ref = parse_run(resolved.run, base_dir=config.base_dir, missing_path_ok=missing_path_ok)
+        try:
+            ref = parse_run(resolved.run, base_dir=config.base_dir, missing_path_ok=missing_path_ok)
+        except (RunRefError, RunNotFound) as exc:
+            hint = config.where_run_came_from(run, resolved.alias)
+            if not hint:
+                raise
+            raise type(exc)(f"{str(exc).rstrip('.')}.{hint}") from exc
         ref = ref.model_copy(update={"alias": resolved.alias, "raw": run})
         return RunContext(ref=ref, settings=resolved)
 
