@@ -66,9 +66,9 @@ def parse_run(raw: str, *, base_dir: Path | None = None, missing_path_ok: bool =
     if wandb_dir or _looks_like_path(text) or _under_local_dir(text, base_dir):
         if missing_path_ok:
             return _parse_local(raw, _absolute(text, base_dir))
-        where = " (wandb/ is written in the directory the training ran in: run this there)" if wandb_dir else ""
+        where = "; wandb/ is written in the directory the training ran in: run this there" if wandb_dir else ""
         raise RunNotFound(
-            f"`run` {raw!r}: no such file or directory (resolved against {base_dir or Path.cwd()}{where}). "
+            f"`run` {raw!r}: no such file or directory (resolved against {base_dir or Path.cwd()}){where}. "
             "Check the path, or pass an absolute one; for a W&B run or project, write 'wandb:' before it."
         )
     if WANDB_RUN_PATH.match(text.strip("/")) or _WANDB_SWEEP.match(text.strip("/")):
