@@ -110,6 +110,15 @@ def test_a_mistyped_alias_or_an_entrys_missing_log_is_traced_to_training_check_t
     assert "Traceback" not in typo.stderr + gone.stderr
 
 
+@pytest.mark.parametrize("args", [["--host", "0.0.0.0"], ["--token", "t0ken"]])
+def test_serve_refuses_http_options_without_http(tmp_path, args):
+    """Before, `serve --host 0.0.0.0` (no --http) dropped --host and served stdio: the person believed the
+    server listened on the network."""
+    done = cli("serve", *args, home=tmp_path / "home", cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert f"{args[0]} applies to --http PORT" in done.stderr and "Traceback" not in done.stderr
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
