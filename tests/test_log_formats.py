@@ -219,6 +219,27 @@ def test_a_set_postfix_loop_reads_its_step_bar(tmp_path) -> None:
     assert points["lr"] == [(1, 1e-4)], "an unchanged value is one point"
 
 
+def test_a_bar_with_scaled_counts_is_read(tmp_path) -> None:
+    """`tqdm(..., unit_scale=True)` shows counts as "5.00/3.00k", "1.50k/3.00k": before, such a bar matched
+    nothing and a check of the log said "no metrics read yet". Its steps have the bar's 3 significant digits."""
+    from tqdm import tqdm
+
+    log = tmp_path / "train.log"
+    with log.open("w") as out:
+        bar = tqdm(total=3000, desc="train", file=out, mininterval=0, unit_scale=True)
+        for step in range(1, 3001):
+            bar.update(1)
+            bar.set_postfix(loss=f"{2.0 * math.exp(-step / 600) + 0.2:.4f}")
+        bar.close()
+    assert "1.50k/3.00k" in log.read_text()
+    points, _ = parsed(log.read_text().splitlines())
+    steps = [s for s, _ in points["loss"]]
+    assert steps[:3] == [1, 2, 3] and steps[-1] == 3000 and steps == sorted(steps)
+    assert all(abs(v - (2.0 * math.exp(-s / 600) + 0.2)) < 0.02 for s, v in points["loss"])
+    report = json.loads(cli("check", str(log), "--json", home=tmp_path / "home", cwd=tmp_path).stdout)
+    assert report["snapshot"]["last_step"] == 3000 and report["verdict"]["decision"] == "continue"
+
+
 def test_printed_metric_lines_win_over_a_bar_showing_the_same_metric(tmp_path) -> None:
     """A loop that shows its loss in its bar and also prints it every 10 steps: from the first printed line
     on, the printed lines hold the loss (the bar shows what it happens to show, at its own counts); before
