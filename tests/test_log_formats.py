@@ -292,3 +292,21 @@ def test_a_trainer_state_json_says_what_to_point_at_instead(tmp_path) -> None:
     state.write_text(json.dumps({"global_step": 190, "log_history": history}, indent=2))
     report = json.loads(cli("check", str(state), "--json", home=tmp_path / "home", cwd=tmp_path).stdout)
     assert any("trainer_state.json" in w and "console output" in w for w in report["snapshot"]["warnings"])
+
+
+def test_a_log_with_lines_but_no_metric_says_so(tmp_path) -> None:
+    """Before, a log whose lines held no metric the reader knows (a tqdm bar without a postfix, prose) answered
+    "no metrics read yet" at every check with no warning: the user waited for metrics that would never come."""
+    from tqdm import tqdm
+
+    log = tmp_path / "train.log"
+    with log.open("w") as out:
+        for _ in tqdm(range(300), desc="Steps", file=out, mininterval=0):
+            pass
+    report = json.loads(cli("check", str(log), "--json", home=tmp_path / "home", cwd=tmp_path).stdout)
+    said = [w for w in report["snapshot"]["warnings"] if "holds a metric" in w]
+    assert len(said) == 1 and "none of the 1 lines read so far" in said[0] and "point `run`" in said[0], said
+    header_only = tmp_path / "metrics.csv"
+    header_only.write_text("step,loss,lr\n")  # a CSV log just started: its header, no row yet
+    report = json.loads(cli("check", str(header_only), "--json", home=tmp_path / "home", cwd=tmp_path).stdout)
+    assert not [w for w in report["snapshot"]["warnings"] if "holds a metric" in w]
