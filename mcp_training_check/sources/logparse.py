@@ -114,6 +114,7 @@ class ParseNotes:
     skipped: int = 0
     skipped_hostile: int = 0  # of ``skipped``: too long, a number out of range, nested too deep
     extra: list[str] = field(default_factory=list)
+    unrecognized_lines: int = 0  # set when no line the log's parser has read so far held a metric
     # inside a Python traceback: what precedes its header on each line (torchrun's "[rank1]: ", else "")
     traceback_prefix: str | None = None
 
@@ -162,6 +163,13 @@ class ParseNotes:
         hidden = self.fatal_seen - len(self.fatal) + self.errors_seen - len(self.errors)
         if hidden:
             out.append(f"{HIDDEN_LINES_NOTE} {hidden}")
+        if self.unrecognized_lines and not (self.fatal_seen or self.errors_seen):  # else a crash is the news
+            out.append(
+                f"note: none of the lines read so far ({self.unrecognized_lines}) holds a metric in a form this "
+                "reader knows (JSONL, CSV/TSV, Hugging Face Trainer dicts, 'key: value' or 'key=value' text, a tqdm "
+                "bar's postfix): if the training prints its metrics later, the next check reads them; else point "
+                "`run` at the file it logs its metrics to (or its W&B run)"
+            )
         if self.skipped_hostile:
             out.append(
                 f"note: {self.skipped_hostile} log line(s) skipped: longer than {MAX_LINE_BYTES // 1024} KiB, a step "
@@ -282,6 +290,12 @@ class LogParser:
                 elif (self.counter, self.last_step) != position:
                     self.finished = False
         self._flush_bar(sink)
+        notes.unrecognized_lines = self.lines_seen if self._nothing_recognized() else 0
+
+    def _nothing_recognized(self) -> bool:
+        """No line read so far held a metric, and none set up a format (a CSV header waits for its rows)."""
+        placed = self.counter or self.eval_counter or self.last_step is not None or self.mllog_at
+        return bool(self.lines_seen) and not placed and self.csv_header is None and self.bar_label is None
 
     def drop_long_line(self, notes: ParseNotes) -> None:
         """The bytes read of a line are over `MAX_LINE_BYTES` and it has not ended: they are dropped, and so is
