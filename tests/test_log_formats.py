@@ -310,3 +310,32 @@ def test_a_log_with_lines_but_no_metric_says_so(tmp_path) -> None:
     header_only.write_text("step,loss,lr\n")  # a CSV log just started: its header, no row yet
     report = json.loads(cli("check", str(header_only), "--json", home=tmp_path / "home", cwd=tmp_path).stdout)
     assert not [w for w in report["snapshot"]["warnings"] if "holds a metric" in w]
+
+
+def test_a_bar_whose_loss_shows_no_change_still_moves_the_runs_step(tmp_path) -> None:
+    """Before, a bar that counted on while its postfix showed the same loss (3 significant digits of a
+    converged loss, or a loss stuck at NaN) gave no point: the check said "0 new values", the step stayed where
+    the value last changed, and the schedule treated the advancing run as one with no new points. At the end of
+    a read the bar's train loss is a point at the bar's count; its evals are not repeated (a repeated eval
+    would pass for another eval)."""
+    from tqdm import tqdm
+
+    log = tmp_path / "train.log"
+
+    def steps(first: int, last: int, loss: Callable[[int], str]) -> None:
+        with log.open("a") as out:
+            bar = tqdm(total=10_000, initial=first - 1, desc="Steps", file=out, mininterval=0)
+            for step in range(first, last + 1):
+                bar.update(1)
+                bar.set_postfix(loss=loss(step), val_loss="0.80")
+
+    steps(1, 2000, lambda s: f"{2.0 / (1 + s / 50):.3g}")
+    home = tmp_path / "home"
+    first = json.loads(cli("check", str(log), "--json", home=home, cwd=tmp_path).stdout)
+    assert first["snapshot"]["last_step"] == 2000
+    steps(2001, 3000, lambda s: "0.0488")
+    again = json.loads(cli("check", str(log), "--json", home=home, cwd=tmp_path).stdout)
+    assert again["snapshot"]["last_step"] == 3000 and again["snapshot"]["new_points"] == 1, again["snapshot"]
+    assert "no new points" not in again["summary"]
+    val = next(m for m in again["snapshot"]["metrics"] if m["name"] == "val_loss")
+    assert val["last_step"] < 3000, "an eval shown unchanged is not another eval"
