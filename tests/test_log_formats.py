@@ -314,7 +314,7 @@ def test_a_log_with_lines_but_no_metric_says_so(tmp_path) -> None:
 
 def test_a_bar_whose_loss_shows_no_change_still_moves_the_runs_step(tmp_path) -> None:
     """Before, a bar that counted on while its postfix showed the same loss (3 significant digits of a
-    converged loss, or a loss stuck at NaN) gave no point: the check said "0 new values", the step stayed where
+    converged loss) gave no point: the check said "0 new values", the step stayed where
     the value last changed, and the schedule treated the advancing run as one with no new points. At the end of
     a read the bar's train loss is a point at the bar's count; its evals are not repeated (a repeated eval
     would pass for another eval)."""
