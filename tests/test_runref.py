@@ -105,3 +105,15 @@ def test_wandbs_own_directory_names_are_missing_paths_not_wandb_projects(raw, tm
     with pytest.raises(RunNotFound, match=r"no such file or directory.*directory the training ran in"):
         parse_run(raw, base_dir=tmp_path)
     assert parse_run(f"wandb:{raw}", base_dir=tmp_path).kind in (RunKind.WANDB_PROJECT, RunKind.WANDB_API)
+
+
+@pytest.mark.parametrize(
+    ("raw", "meant"),
+    [("ssh:/gpu-box/home/me/train.log", "ssh://gpu-box/home/me/train.log"),
+     ("ssh:gpu-box/x.log", "ssh://gpu-box/x.log"),
+     ("https:/wandb.ai/acme/llm/runs/ab12cd34", "https://wandb.ai/acme/llm/runs/ab12cd34")],
+)
+def test_a_url_with_a_missing_slash_says_which_form_was_meant(raw, meant, tmp_path):
+    """Before, `ssh:/gpu-box/...` was taken for a local path: "no such file or directory"."""
+    with pytest.raises(RunRefError, match=f"did you mean '{meant}'"):
+        parse_run(raw, base_dir=tmp_path)
