@@ -55,6 +55,7 @@ def parse_run(raw: str, *, base_dir: Path | None = None, missing_path_ok: bool =
         raise RunRefError(f"`run` {raw[:80]!r} holds a NUL character, which no path or URL can: {_FORMS_HELP}.")
     if text.startswith("ssh://"):
         return _parse_ssh(raw, text)
+    _refuse_a_mistyped_scheme(raw, text, base_dir)
     if text.startswith(("http://", "https://")):
         return _parse_url(raw, text)
     if text.startswith("wandb:"):
@@ -85,6 +86,19 @@ def parse_run(raw: str, *, base_dir: Path | None = None, missing_path_ok: bool =
             run_id=text,
         )
     raise RunRefError(f"`run` {raw!r} is not an existing path or a known run form: {_FORMS_HELP}.")
+
+
+_MISTYPED_SCHEME = re.compile(r"^(ssh|https?):/?(?!/)(.+)$", re.IGNORECASE)
+
+
+def _refuse_a_mistyped_scheme(raw: str, text: str, base_dir: Path | None) -> None:
+    """``ssh:/host/path`` or ``https:/wandb.ai/...``: a URL missing a slash, not a local path (a file name with
+    a colon is still read when it exists: it is looked up first)."""
+    mistyped = _MISTYPED_SCHEME.match(text)
+    if mistyped and not text.lower().startswith(("ssh://", "http://", "https://")):
+        meant = f"{mistyped[1].lower()}://{mistyped[2].lstrip('/')}"
+        if not os.path.lexists(_absolute(text, base_dir)):
+            raise RunRefError(f"`run` {raw!r} is not a URL ('//' after '{mistyped[1]}:'): did you mean {meant!r}?")
 
 
 _PATH_SUFFIXES = (".log", ".txt", ".jsonl", ".json", ".csv", ".tsv", ".out", ".wandb")
