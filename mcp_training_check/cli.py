@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, TextIO
 from pydantic import BaseModel
 
 from . import __version__
-from .errors import TrainingCheckError
+from .errors import ConfigError, TrainingCheckError
 from .models import (
     CheckReport,
     GroupReport,
@@ -88,7 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     serve = commands.add_parser("serve", help="run the MCP server (stdio unless --http)")
     serve.add_argument("--http", type=_port, metavar="PORT", help="serve streamable HTTP on PORT instead of stdio")
-    serve.add_argument("--host", default="127.0.0.1", help="HTTP address (default 127.0.0.1)")
+    serve.add_argument("--host", default=None, help="HTTP address (default 127.0.0.1)")
     serve.add_argument("--token", default=None, help="bearer token (default: $TRAINING_CHECK_HTTP_TOKEN)")
 
     demo = commands.add_parser("demo", help="train a small model, break it, and watch the check stop it")
@@ -268,12 +268,14 @@ def _run_command(monitor: Monitor, args: argparse.Namespace, progress: Progress 
 def _serve(args: argparse.Namespace) -> int:
     from .server import build_server, serve_http
 
-    server = build_server()
     if args.http is None:
-        server.run()
+        for option, value in (("--host", args.host), ("--token", args.token)):
+            if value is not None:
+                raise ConfigError(f"{option} applies to --http PORT only; without --http the server speaks stdio")
+        build_server().run()
         return 0
     token = args.token or os.environ.get("TRAINING_CHECK_HTTP_TOKEN")
-    serve_http(server, host=args.host, port=args.http, token=token)
+    serve_http(build_server(), host=args.host or "127.0.0.1", port=args.http, token=token)
     return 0
 
 

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 from . import sources
 from .config import ProjectConfig, ReloadingConfig, ResolvedRunConfig, apply_overrides, parse_run
-from .errors import ConfigError, RunRefError, SourceError, StateError, StopError, TrainingCheckError
+from .errors import ConfigError, RunNotFound, RunRefError, SourceError, StateError, StopError, TrainingCheckError
 from .group_check import (
     GROUP_LINES,
     GROUP_WORKERS,
@@ -54,7 +54,7 @@ from .models import (
 )
 from .roles import RoleInfo, assign_roles
 from .schedule import check_report, handed_out, schedule_after
-from .snapshot import build_snapshot
+from .snapshot import build_snapshot, unmatched_overrides_note
 from .sources import Progress
 from .state import CheckRecord, HandedOutCron, RunFootprint, RunHistory, StateStore, last_interval
 
@@ -132,7 +132,13 @@ class Monitor:
         config = self.config  # once: the whole call sees one version of the file
         resolved = config.for_run(run)
         resolved = apply_overrides(resolved, roles=dict(roles or {}), baselines=dict(baselines or {}))
-        ref = parse_run(resolved.run, base_dir=config.base_dir, missing_path_ok=missing_path_ok)
+        try:
+            ref = parse_run(resolved.run, base_dir=config.base_dir, missing_path_ok=missing_path_ok)
+        except (RunRefError, RunNotFound) as exc:
+            hint = config.where_run_came_from(run, resolved.alias)
+            if not hint:
+                raise
+            raise type(exc)(f"{str(exc).rstrip('.')}.{hint}") from exc
         ref = ref.model_copy(update={"alias": resolved.alias, "raw": run})
         return RunContext(ref=ref, settings=resolved)
 
@@ -167,7 +173,10 @@ class Monitor:
             new_points=batch.new_points if batch else 0,
             skipped_chunks=batch.skipped_chunks if batch else 0,
             restarted=batch.restarted if batch else False,
-            warnings=outcome.warnings,
+            warnings=[
+                *outcome.warnings,
+                *unmatched_overrides_note(stored.history.metrics, ctx.settings.roles, ctx.settings.baselines),
+            ],
         )
         return snapshot, stored
 

@@ -8,6 +8,7 @@ a few recent checkpoints per metric, numbers rounded to 4 significant digits, at
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Mapping
 
 import numpy as np
 
@@ -123,6 +124,28 @@ def build_snapshot(
         overview_before_step=history.exact_from,
         warnings=notes,
     )
+
+
+MAX_NAMES_LISTED = 12
+"""Metric names an unmatched-override warning lists: enough to spot the spelling, short in a tool result."""
+
+
+def unmatched_overrides_note(
+    names: Iterable[str], roles: Mapping[str, str], baselines: Mapping[str, float]
+) -> list[str]:
+    """A warning naming the roles and baselines (tool arguments or training-check.toml) whose metric the run
+    has not logged: a typo would otherwise be dropped without a word. Not an error, since a metric may appear
+    later in a run; nothing is said before any metric was read."""
+    known = sorted(names)
+    unmatched = [f"baseline {n!r}" for n in baselines if n not in known]
+    unmatched += [f"role {n!r}" for n in roles if n not in known]
+    if not known or not unmatched:
+        return []
+    listed = ", ".join(known[:MAX_NAMES_LISTED]) + (", …" if len(known) > MAX_NAMES_LISTED else "")
+    return [
+        f"{' and '.join(unmatched)} name{'s' if len(unmatched) == 1 else ''} no metric of this run (metrics read: "
+        f"{listed}): check the spelling (names are case-sensitive); it applies once such a metric is logged"
+    ]
 
 
 def overview_note(exact_from: int) -> str:

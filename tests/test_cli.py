@@ -76,6 +76,49 @@ def test_readable_output_and_baseline_and_role_flags(tmp_path):
     assert "STOP" in done.stdout or "UNSURE" in done.stdout
 
 
+def test_a_baseline_or_role_for_a_metric_the_run_lacks_is_named_in_the_warnings(tmp_path):
+    """Before, `--baseline val_scor=0.9` (a typo) was dropped without a word: the user believed the run was
+    judged against the baseline. It stays a warning, not an error: a metric may appear later in a run."""
+    path = tmp_path / "run.jsonl"
+    rows = [{"step": s, "loss": healthy_loss(s), "val_score": 0.4} for s in range(0, 400, 10)]
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    done = cli(
+        "check", str(path), "--json", "--baseline", "val_scor=0.9", "--role", "val_score=eval_higher",
+        "--role", "Loss=train_loss", home=tmp_path / "home", cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    warnings = json.loads(done.stdout)["snapshot"]["warnings"]
+    unmatched = [w for w in warnings if "no metric of this run" in w]
+    assert len(unmatched) == 1, warnings
+    assert "baseline 'val_scor'" in unmatched[0] and "role 'Loss'" in unmatched[0]
+    assert "val_score" not in unmatched[0].split("metrics read:")[0].replace("'val_scor'", "")
+    assert "metrics read: loss, val_score" in unmatched[0]
+
+
+def test_a_mistyped_alias_or_an_entrys_missing_log_is_traced_to_training_check_toml(tmp_path):
+    """Before, `check bertt` (the alias is bert) said only "not an existing path or a known run form", and an
+    entry whose log is missing named the resolved path but not the entry: neither pointed at the file."""
+    (tmp_path / "train.log").write_text("step 1 | loss 2.0\n")
+    (tmp_path / "training-check.toml").write_text(
+        '[runs.bert]\nrun = "train.log"\n[runs.gpt]\nrun = "logs/gone.log"\n'
+    )
+    typo = cli("check", "bertt", home=tmp_path / "home", cwd=tmp_path)
+    assert typo.returncode == 2 and "did you mean the alias 'bert'" in typo.stderr, typo.stderr
+    gone = cli("check", "gpt", home=tmp_path / "home", cwd=tmp_path)
+    assert gone.returncode == 2 and "logs/gone.log" in gone.stderr, gone.stderr
+    assert f"runs.gpt.run in {tmp_path / 'training-check.toml'}" in gone.stderr
+    assert "Traceback" not in typo.stderr + gone.stderr
+
+
+@pytest.mark.parametrize("args", [["--host", "0.0.0.0"], ["--token", "t0ken"]])
+def test_serve_refuses_http_options_without_http(tmp_path, args):
+    """Before, `serve --host 0.0.0.0` (no --http) dropped --host and served stdio: the person believed the
+    server listened on the network."""
+    done = cli("serve", *args, home=tmp_path / "home", cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert f"{args[0]} applies to --http PORT" in done.stderr and "Traceback" not in done.stderr
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [

@@ -46,3 +46,30 @@ def test_a_client_that_gives_up_does_not_stop_the_first_set_up(tmp_path):
     started = time.monotonic()
     assert "check" in anyio.run(listed)
     assert time.monotonic() - started < 60, "once set up, the launcher starts the server at once"
+
+
+def venv_with_this_projects_dependencies(venv: Path) -> None:
+    """A real virtual environment that sees the test environment's installed packages (through a .pth file), so
+    the launcher's real `pip install -e` has only this package to build: seconds, not a download."""
+    subprocess.run(["python3", "-m", "venv", str(venv)], check=True)
+    deps = next((ROOT / ".venv" / "lib").glob("python3*/site-packages"))
+    next((venv / "lib").glob("python3*/site-packages")).joinpath("_deps.pth").write_text(f"{deps}\n")
+
+
+def test_a_set_up_lock_left_by_a_killed_set_up_is_taken_over(tmp_path):
+    """Before, the launcher defined its lock functions twice and the later copy, without the pid check, won:
+    a lock left by a set-up that was killed (a reboot, an OOM kill) made every start wait for ever (and the
+    detached set-up 10 minutes), so the server never started until the user found and removed the lock."""
+    venv = tmp_path / "plugin-data" / "venv"
+    venv_with_this_projects_dependencies(venv)
+    lock = Path(f"{venv}.setup-lock")
+    lock.mkdir()
+    gone = subprocess.run(["sh", "-c", "echo $$"], capture_output=True, text=True, check=True).stdout.strip()
+    (lock / "pid").write_text(f"{gone}\n")
+    env = {**os.environ, "TRAINING_CHECK_VENV": str(venv), "TRAINING_CHECK_HOME": str(tmp_path / "state")}
+    done = subprocess.run(
+        [str(LAUNCHER), "--setup-only"], env=env, capture_output=True, text=True, timeout=SETUP_TIMEOUT_SECONDS // 4
+    )
+    assert done.returncode == 0, done.stderr
+    assert f"taking over the set-up lock of process {gone}, which is gone" in done.stderr
+    assert (venv / ".training-check-server-installed").exists() and not lock.exists()

@@ -219,6 +219,27 @@ def test_a_set_postfix_loop_reads_its_step_bar(tmp_path) -> None:
     assert points["lr"] == [(1, 1e-4)], "an unchanged value is one point"
 
 
+def test_a_bar_with_scaled_counts_is_read(tmp_path) -> None:
+    """`tqdm(..., unit_scale=True)` shows counts as "5.00/3.00k", "1.50k/3.00k": before, such a bar matched
+    nothing and a check of the log said "no metrics read yet". Its steps have the bar's 3 significant digits."""
+    from tqdm import tqdm
+
+    log = tmp_path / "train.log"
+    with log.open("w") as out:
+        bar = tqdm(total=3000, desc="train", file=out, mininterval=0, unit_scale=True)
+        for step in range(1, 3001):
+            bar.update(1)
+            bar.set_postfix(loss=f"{2.0 * math.exp(-step / 600) + 0.2:.4f}")
+        bar.close()
+    assert "1.50k/3.00k" in log.read_text()
+    points, _ = parsed(log.read_text().splitlines())
+    steps = [s for s, _ in points["loss"]]
+    assert steps[:3] == [1, 2, 3] and steps[-1] == 3000 and steps == sorted(steps)
+    assert all(abs(v - (2.0 * math.exp(-s / 600) + 0.2)) < 0.02 for s, v in points["loss"])
+    report = json.loads(cli("check", str(log), "--json", home=tmp_path / "home", cwd=tmp_path).stdout)
+    assert report["snapshot"]["last_step"] == 3000 and report["verdict"]["decision"] == "continue"
+
+
 def test_printed_metric_lines_win_over_a_bar_showing_the_same_metric(tmp_path) -> None:
     """A loop that shows its loss in its bar and also prints it every 10 steps: from the first printed line
     on, the printed lines hold the loss (the bar shows what it happens to show, at its own counts); before
@@ -260,7 +281,7 @@ def test_the_logs_own_error_lines_reach_the_check(tmp_path) -> None:
     report = json.loads(cli("check", str(log), "--json", home=home, cwd=tmp_path).stdout)
     warnings = report["snapshot"]["warnings"]
     assert warnings[:2] == ["error: Traceback (most recent call last):", f"error: {crash[-1]}"]
-    assert warnings[2] == "note: earlier error/fatal lines of the log not shown: 4"
+    assert warnings[2] == "note: earlier error/fatal lines of the log not shown: 3"  # the 5th header: its exception
     again = json.loads(cli("check", str(log), "--json", home=home, cwd=tmp_path).stdout)
     assert again["snapshot"]["warnings"] == [], "only the lines read at this check are quoted"
 
@@ -271,3 +292,50 @@ def test_a_trainer_state_json_says_what_to_point_at_instead(tmp_path) -> None:
     state.write_text(json.dumps({"global_step": 190, "log_history": history}, indent=2))
     report = json.loads(cli("check", str(state), "--json", home=tmp_path / "home", cwd=tmp_path).stdout)
     assert any("trainer_state.json" in w and "console output" in w for w in report["snapshot"]["warnings"])
+
+
+def test_a_log_with_lines_but_no_metric_says_so(tmp_path) -> None:
+    """Before, a log whose lines held no metric the reader knows (a tqdm bar without a postfix, prose) answered
+    "no metrics read yet" at every check with no warning: the user waited for metrics that would never come."""
+    from tqdm import tqdm
+
+    log = tmp_path / "train.log"
+    with log.open("w") as out:
+        for _ in tqdm(range(300), desc="Steps", file=out, mininterval=0):
+            pass
+    report = json.loads(cli("check", str(log), "--json", home=tmp_path / "home", cwd=tmp_path).stdout)
+    said = [w for w in report["snapshot"]["warnings"] if "holds a metric" in w]
+    assert len(said) == 1 and "none of the lines read so far (" in said[0] and "point `run`" in said[0], said
+    header_only = tmp_path / "metrics.csv"
+    header_only.write_text("step,loss,lr\n")  # a CSV log just started: its header, no row yet
+    report = json.loads(cli("check", str(header_only), "--json", home=tmp_path / "home", cwd=tmp_path).stdout)
+    assert not [w for w in report["snapshot"]["warnings"] if "holds a metric" in w]
+
+
+def test_a_bar_whose_loss_shows_no_change_still_moves_the_runs_step(tmp_path) -> None:
+    """Before, a bar that counted on while its postfix showed the same loss (3 significant digits of a
+    converged loss) gave no point: the check said "0 new values", the step stayed where
+    the value last changed, and the schedule treated the advancing run as one with no new points. At the end of
+    a read the bar's train loss is a point at the bar's count; its evals are not repeated (a repeated eval
+    would pass for another eval)."""
+    from tqdm import tqdm
+
+    log = tmp_path / "train.log"
+
+    def steps(first: int, last: int, loss: Callable[[int], str]) -> None:
+        with log.open("a") as out:
+            bar = tqdm(total=10_000, initial=first - 1, desc="Steps", file=out, mininterval=0)
+            for step in range(first, last + 1):
+                bar.update(1)
+                bar.set_postfix(loss=loss(step), val_loss="0.80")
+
+    steps(1, 2000, lambda s: f"{2.0 / (1 + s / 50):.3g}")
+    home = tmp_path / "home"
+    first = json.loads(cli("check", str(log), "--json", home=home, cwd=tmp_path).stdout)
+    assert first["snapshot"]["last_step"] == 2000
+    steps(2001, 3000, lambda s: "0.0488")
+    again = json.loads(cli("check", str(log), "--json", home=home, cwd=tmp_path).stdout)
+    assert again["snapshot"]["last_step"] == 3000 and again["snapshot"]["new_points"] == 1, again["snapshot"]
+    assert "no new points" not in again["summary"]
+    val = next(m for m in again["snapshot"]["metrics"] if m["name"] == "val_loss")
+    assert val["last_step"] < 3000, "an eval shown unchanged is not another eval"

@@ -10,6 +10,8 @@ import json
 import math
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
 import tracemalloc
 from collections.abc import Iterable, Mapping
@@ -382,8 +384,7 @@ def test_fatal_and_error_lines_become_prefixed_warnings() -> None:
     assert points(parsed.series) == {"loss": [(1, 2.0)]}
     assert parsed.warnings == [
         "fatal: " + DEEPSPEED_FATAL,
-        "error: Traceback (most recent call last):",
-        "error: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB",
+        "error: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB",  # its traceback's header
         "error: RuntimeError: NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.hpp:219",
     ]
     assert parsed.fatal_lines == [DEEPSPEED_FATAL]
@@ -395,6 +396,47 @@ def test_error_lines_are_capped_keeping_the_latest() -> None:
     assert len(warnings) == MAX_WARNINGS + 1
     assert warnings[-2] == f"error: RuntimeError: rank {MAX_WARNINGS + 4} failed"
     assert warnings[-1] == "note: earlier error/fatal lines of the log not shown: 5"
+
+
+CRASHING_SCRIPT = """\
+def load(batch):
+    return batch["labels"]
+
+
+def train_step():
+    raise RuntimeError("loader worker exited")
+
+
+try:
+    train_step()
+except RuntimeError:
+    load({})
+"""
+
+
+def real_traceback(tmp_path: Path) -> list[str]:
+    """What a crashing Python training prints: a chained traceback from a real interpreter, its source lines
+    included (one of them names RuntimeError)."""
+    script = tmp_path / "train.py"
+    script.write_text(CRASHING_SCRIPT)
+    crashed = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, check=False)
+    assert crashed.returncode == 1
+    return crashed.stderr.splitlines()
+
+
+def test_a_traceback_is_quoted_by_its_exception_not_its_header(tmp_path) -> None:
+    """Before, only "Traceback (most recent call last):" was kept of a traceback whose exception line names no
+    marker (a KeyError), and a source line `raise RuntimeError(...)` counted as an error line of its own: the
+    check quoted the header and a line of code, never why the training died."""
+    lines = ["step 1 loss 2.0", *real_traceback(tmp_path)]
+    warnings = parse_lines(lines).warnings
+    assert warnings == ["error: RuntimeError: loader worker exited", "error: KeyError: 'labels'"]
+
+
+def test_a_traceback_behind_torchrun_rank_prefixes_is_quoted_by_its_exception(tmp_path) -> None:
+    lines = [f"[rank1]: {line}" for line in real_traceback(tmp_path)]
+    expected = ["error: [rank1]: RuntimeError: loader worker exited", "error: [rank1]: KeyError: 'labels'"]
+    assert parse_lines(lines).warnings == expected
 
 
 # --------------------------------------------------------------------------- bytes and line ends

@@ -91,3 +91,29 @@ def test_a_missing_path_keeps_its_state_key_for_a_caller_that_does_not_read_it(t
     assert parse_run("run-abc.wandb", base_dir=tmp_path, missing_path_ok=True).kind is RunKind.WANDB_FILE
     with pytest.raises(RunNotFound):
         parse_run("train.log", base_dir=tmp_path)
+
+
+@pytest.mark.parametrize(
+    "raw",
+    ["wandb/latest-run", "wandb/latst-run", "wandb/run-20260101_000000-ab12cd34", "exp/wandb/latest-run",
+     "wandb/offline-run-20260101_000000-ab12cd34"],
+)
+def test_wandbs_own_directory_names_are_missing_paths_not_wandb_projects(raw, tmp_path):
+    """The README's first command, `check wandb/latest-run`, run where there is no wandb/ directory was read as
+    the W&B project 'latest-run' of the entity 'wandb' and answered "no W&B API key … run `wandb login`";
+    `exp/wandb/latest-run` as the W&B run 'latest-run'. Only wandb's own run directories have these names."""
+    with pytest.raises(RunNotFound, match=r"no such file or directory.*directory the training ran in"):
+        parse_run(raw, base_dir=tmp_path)
+    assert parse_run(f"wandb:{raw}", base_dir=tmp_path).kind in (RunKind.WANDB_PROJECT, RunKind.WANDB_API)
+
+
+@pytest.mark.parametrize(
+    ("raw", "meant"),
+    [("ssh:/gpu-box/home/me/train.log", "ssh://gpu-box/home/me/train.log"),
+     ("ssh:gpu-box/x.log", "ssh://gpu-box/x.log"),
+     ("https:/wandb.ai/acme/llm/runs/ab12cd34", "https://wandb.ai/acme/llm/runs/ab12cd34")],
+)
+def test_a_url_with_a_missing_slash_says_which_form_was_meant(raw, meant, tmp_path):
+    """Before, `ssh:/gpu-box/...` was taken for a local path: "no such file or directory"."""
+    with pytest.raises(RunRefError, match=f"did you mean '{meant}'"):
+        parse_run(raw, base_dir=tmp_path)

@@ -229,3 +229,21 @@ def test_argument_errors_name_the_argument_and_the_fix(tool, arguments, expected
     for part in expected:
         assert part in text, text
     assert "pydantic.dev" not in text and "validation error for" not in text and f"Call {tool} again" in text
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments", "expected"),
+    [
+        ("check", {"run": "x", "baseline": {"val/acc": 0.7}}, ["`baseline` is not an argument", "`baselines`"]),
+        ("stop_run", {"run": "x", "confirm": True, "reason": "r", "pid": 1}, ["`pid` is not an argument"]),
+    ],
+)
+def test_an_unknown_argument_is_refused_by_name_not_dropped(tool, arguments, expected):
+    """Before, a misspelled argument (`baseline` for `baselines`) was dropped without a word and the call ran
+    without it: the agent believed the run was judged against its baseline. Nothing is read or stopped."""
+    result = call(build_server(Monitor()), tool, arguments)
+    assert result.is_error
+    text = " ".join(block.text for block in result.content if isinstance(block, TextContent))
+    for part in expected:
+        assert part in text, text
+    assert f"Call {tool} again" in text

@@ -7,6 +7,7 @@ import json
 import math
 import os
 import queue
+import shlex
 import signal
 import subprocess
 import sys
@@ -18,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from mcp_training_check.cli import build_parser
 from mcp_training_check.config import load_config
 from mcp_training_check.errors import RunNotFound, StopError
 from mcp_training_check.service import Monitor
@@ -120,8 +122,13 @@ def test_watch_never_stops_without_the_flag(tmp_path: Path, sleeper: subprocess.
     monitor.close()
     stops = [line for line in lines if "STOP: loss is NaN" in line]
     assert len(stops) == 3 and all("next check in 10 min" in line for line in stops)
-    refused = "  STOP not acted on: watch stops a run only with --stop (or: training-check stop exp --confirm)"
-    assert lines.count(refused) == 3
+    refused = [line for line in lines if line.startswith("  STOP not acted on: watch stops a run only with --stop")]
+    assert len(refused) == 3
+    # before, the command it suggested lacked --reason, which `stop` requires: pasted, it was refused
+    suggested = shlex.split(refused[0].split("(or: ", 1)[1].removesuffix(")"))
+    assert suggested[:2] == ["training-check", "stop"]
+    parsed = build_parser().parse_args(suggested[1:])
+    assert (parsed.source, parsed.confirm) == ("exp", True) and "NaN" in parsed.reason
     assert sleeper.poll() is None, "watch stopped the run without --stop"
 
 

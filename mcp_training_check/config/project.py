@@ -84,6 +84,7 @@ messages themselves are written by ``config.messages``.
 
 from __future__ import annotations
 
+import difflib
 import math
 import os
 import re
@@ -195,6 +196,15 @@ class ProjectConfig(BaseModel):
             return self._resolve(None, run, RunEntry.model_construct(run=run))
         entry = self.runs[alias]
         return self._resolve(alias, _effective_run(entry.run, self.base_dir), entry)
+
+    def where_run_came_from(self, run: str, alias: str | None) -> str:
+        """For an error about ``run``: the entry it came from, or the aliases close to what was typed."""
+        if alias is not None:
+            return f" (runs.{alias}.run in {self.path})"
+        close = difflib.get_close_matches(run.strip(), list(self.runs), n=3, cutoff=0.6)
+        if close:
+            return f" Or did you mean the alias {' or '.join(map(repr, close))} of {self.path}?"
+        return ""
 
     def _alias_by_value(self, run: str) -> str | None:
         wanted = {_run_key(run, self.cwd), _run_key(run, self.base_dir)}

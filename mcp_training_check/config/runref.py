@@ -55,6 +55,7 @@ def parse_run(raw: str, *, base_dir: Path | None = None, missing_path_ok: bool =
         raise RunRefError(f"`run` {raw[:80]!r} holds a NUL character, which no path or URL can: {_FORMS_HELP}.")
     if text.startswith("ssh://"):
         return _parse_ssh(raw, text)
+    _refuse_a_mistyped_scheme(raw, text, base_dir)
     if text.startswith(("http://", "https://")):
         return _parse_url(raw, text)
     if text.startswith("wandb:"):
@@ -62,11 +63,13 @@ def parse_run(raw: str, *, base_dir: Path | None = None, missing_path_ok: bool =
     local = _local_path(text, base_dir)
     if local is not None:
         return _parse_local(raw, local)
-    if _looks_like_path(text) or _under_local_dir(text, base_dir):
+    wandb_dir = _names_a_wandb_dir(text)
+    if wandb_dir or _looks_like_path(text) or _under_local_dir(text, base_dir):
         if missing_path_ok:
             return _parse_local(raw, _absolute(text, base_dir))
+        where = "; wandb/ is written in the directory the training ran in: run this there" if wandb_dir else ""
         raise RunNotFound(
-            f"`run` {raw!r}: no such file or directory (resolved against {base_dir or Path.cwd()}). "
+            f"`run` {raw!r}: no such file or directory (resolved against {base_dir or Path.cwd()}){where}. "
             "Check the path, or pass an absolute one; for a W&B run or project, write 'wandb:' before it."
         )
     if WANDB_RUN_PATH.match(text.strip("/")) or _WANDB_SWEEP.match(text.strip("/")):
@@ -85,12 +88,35 @@ def parse_run(raw: str, *, base_dir: Path | None = None, missing_path_ok: bool =
     raise RunRefError(f"`run` {raw!r} is not an existing path or a known run form: {_FORMS_HELP}.")
 
 
+_MISTYPED_SCHEME = re.compile(r"^(ssh|https?):/?(?!/)(.+)$", re.IGNORECASE)
+
+
+def _refuse_a_mistyped_scheme(raw: str, text: str, base_dir: Path | None) -> None:
+    """``ssh:/host/path`` or ``https:/wandb.ai/...``: a URL missing a slash, not a local path (a file name with
+    a colon is still read when it exists: it is looked up first)."""
+    mistyped = _MISTYPED_SCHEME.match(text)
+    if mistyped and not text.lower().startswith(("ssh://", "http://", "https://")):
+        meant = f"{mistyped[1].lower()}://{mistyped[2].lstrip('/')}"
+        if not os.path.lexists(_absolute(text, base_dir)):
+            raise RunRefError(f"`run` {raw!r} is not a URL ('//' after '{mistyped[1]}:'): did you mean {meant!r}?")
+
+
 _PATH_SUFFIXES = (".log", ".txt", ".jsonl", ".json", ".csv", ".tsv", ".out", ".wandb")
 
 
 def _looks_like_path(text: str) -> bool:
     """A string that can only mean a local path, even when nothing is there (yet)."""
     return text.startswith(("/", "~", "./", "../")) or text.lower().endswith(_PATH_SUFFIXES)
+
+
+_WANDB_RUN_DIR = re.compile(r"^(latest-run|(offline-)?run-\d{8}_\d{6}-[A-Za-z0-9]+)$")
+
+
+def _names_a_wandb_dir(text: str) -> bool:
+    """``wandb/...`` or a run directory's own name (``latest-run``, ``run-20260101_000000-<id>``): what wandb
+    writes locally, never a W&B entity/project/run (the entity ``wandb`` is W&B's own; ``wandb:`` reaches it)."""
+    parts = text.strip("/").split("/")
+    return len(parts) > 1 and (parts[0] == "wandb" or any(_WANDB_RUN_DIR.match(part) for part in parts))
 
 
 def _under_local_dir(text: str, base_dir: Path | None) -> bool:

@@ -17,6 +17,7 @@ What a client receives, and why:
 
 from __future__ import annotations
 
+import difflib
 import inspect
 import json
 import threading
@@ -73,6 +74,9 @@ class ToolServer(MCPServer):
         return [lean_tool(tool) for tool in await super().list_tools()]
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None) -> Any:
+        unknown = unknown_arguments(name, arguments, await self._input_schema(name))
+        if unknown:
+            raise ToolError(unknown)
         try:
             result = await super().call_tool(name, arguments, context)
         except UnexpectedToolError:
@@ -287,6 +291,23 @@ def argument_problem(tool: str, error: ValidationError, input_schema: dict[str, 
             problem += f" (`{name}`: {described})"
         problems.append(problem)
     return f"{tool}: invalid arguments: {'; '.join(problems)}. Call {tool} again with the arguments fixed."
+
+
+def unknown_arguments(tool: str, arguments: dict[str, Any], input_schema: dict[str, Any]) -> str | None:
+    """The arguments a call names that `tool` does not take, as one message (None: all known). pydantic drops
+    them silently, so a misspelled `baseline` would leave the call without the baseline it was meant to use."""
+    known = list(input_schema.get("properties", {}))
+    unknown = [name for name in arguments if name not in known]
+    if not known or not unknown:
+        return None
+    problems = []
+    for name in unknown:
+        close = difflib.get_close_matches(name, known, n=1)
+        problems.append(f"`{name}` is not an argument of {tool}" + (f" (did you mean `{close[0]}`?)" if close else ""))
+    return (
+        f"{tool}: invalid arguments: {'; '.join(problems)}; it takes {', '.join(known)}. "
+        f"Call {tool} again with the arguments fixed."
+    )
 
 
 def _what_is_wrong(item: Any) -> str:

@@ -68,10 +68,13 @@ _PROGRESS_BAR = re.compile(r"\d{1,3}%\|[^|]*\|[^\[\n]*(?:\[[^\]]*\])?")
 # A tqdm bar with a postfix: "Epoch 3:  45%|████▌     | 450/1000 [00:45<00:55, 10.0it/s, v_num=0, loss=2.31]",
 # or, with no known total, "Epoch 3: 450it [00:45, 10.0it/s, loss=2.31]". The bracket holds the elapsed time,
 # the rate and then the postfix.
+# With unit_scale=True the counts are scaled as tqdm's format_sizeof writes them: "5.00/3.00k", "1.50k/3.00k".
+_TQDM_COUNT = r"\d+(?:\.\d+)?[kMGTPEZY]?"
 _TQDM_BAR = re.compile(
-    r"(?P<desc>[^|\[]*?)\s*(?:\d{1,3}%\|[^|]*\|\s*(?P<n>\d+)/\d+|(?P<count>\d+)it)\s*"
+    rf"(?P<desc>[^|\[]*?)\s*(?:\d{{1,3}}%\|[^|]*\|\s*(?P<n>{_TQDM_COUNT})/{_TQDM_COUNT}|(?P<count>{_TQDM_COUNT})it)\s*"
     r"\[[^,\]]*,[^,\]]*,(?P<postfix>[^\]]*)\]"
 )
+_SCALE_PREFIXES = "kMGTPEZY"
 _DIGITS = re.compile(r"\d+")
 _PADDED_NONFINITE = re.compile(r"^([-+]?(?:nan|inf))\.0*$", re.IGNORECASE)  # Lightning pads NaN to "nan.0"
 _BARE_NONFINITE = re.compile(r"(:\s*)(-?)(infinity|inf|nan)\b", re.IGNORECASE)
@@ -280,7 +283,14 @@ def progress_bar(text: str) -> BarRefresh | None:
         except ValueError:
             continue  # a string in the postfix (set_postfix_str, a phase name)
     label = _DIGITS.sub("", bar["desc"]).strip(" :")
-    return BarRefresh(label, int(bar["n"] or bar["count"]), metrics) if metrics else None
+    return BarRefresh(label, _bar_count(bar["n"] or bar["count"]), metrics) if metrics else None
+
+
+def _bar_count(text: str) -> int:
+    """A bar's count: "450", or scaled ("1.50k" is 1,500, to the 3 significant digits the bar shows)."""
+    if text[-1] in _SCALE_PREFIXES:
+        return round(float(text[:-1]) * 1000 ** (_SCALE_PREFIXES.index(text[-1]) + 1))
+    return round(float(text)) if "." in text else int(text)
 
 
 def _line_pairs(text: str) -> list[Pair]:

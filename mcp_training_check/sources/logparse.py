@@ -54,7 +54,9 @@ __all__ = [
 FORMATS = ("jsonl", "csv", "tsv", "hf", "text")
 SKIP_LINE_MARKERS = ("OVERFLOW!",)  # DeepSpeed fp16 skipped step: normal, and its numbers are not metrics
 FATAL_MARKERS = ("loss scale already at minimum",)
-ERROR_MARKERS = ("Traceback (most recent call last)", "CUDA out of memory", "RuntimeError", "NCCL error")
+TRACEBACK_HEADER = "Traceback (most recent call last)"
+TRACEBACK_CHAIN_LINES = ("During handling of the above exception", "The above exception was the direct cause")
+ERROR_MARKERS = (TRACEBACK_HEADER, "CUDA out of memory", "RuntimeError", "NCCL error")
 FATAL_PREFIX = "fatal: "
 ERROR_PREFIX = "error: "
 PARSER_STATE_VERSION = 1
@@ -112,16 +114,45 @@ class ParseNotes:
     skipped: int = 0
     skipped_hostile: int = 0  # of ``skipped``: too long, a number out of range, nested too deep
     extra: list[str] = field(default_factory=list)
+    unrecognized_lines: int = 0  # set when no line the log's parser has read so far held a metric
+    # inside a Python traceback: what precedes its header on each line (torchrun's "[rank1]: ", else "")
+    traceback_prefix: str | None = None
 
     def scan(self, line: str) -> None:
+        if self.traceback_prefix is not None and self._traceback_line(line):
+            return
         if _ANY_MARKER.search(line) is None:  # one C-level scan for the common case
             return
+        header = line.find(TRACEBACK_HEADER)
+        if header >= 0:
+            self.traceback_prefix = line[:header]
         if any(marker in line for marker in FATAL_MARKERS):
             self.fatal.append(FATAL_PREFIX + line.strip()[:WARNING_LINE_CHARS])
             self.fatal_seen += 1
         else:
             self.errors.append(ERROR_PREFIX + line.strip()[:WARNING_LINE_CHARS])
             self.errors_seen += 1
+
+    def _traceback_line(self, line: str) -> bool:
+        """Whether `line`, inside a traceback, was taken care of here: its frames and source lines (indented) are
+        not error lines of their own, and its exception line replaces the header quoted for it, since that says
+        why the training died (a `KeyError` names no marker). A new header is left to `scan`."""
+        prefix = self.traceback_prefix or ""
+        body = line.rstrip("\r\n")
+        if not body.startswith(prefix):
+            self.traceback_prefix = None  # another process's line: this traceback's end was not printed here
+            return False
+        body = body[len(prefix) :]
+        if not body.strip() or body[0].isspace() or body.startswith(TRACEBACK_CHAIN_LINES):
+            return True
+        if body.startswith(TRACEBACK_HEADER):
+            return False
+        self.traceback_prefix = None
+        header = ERROR_PREFIX + (prefix + TRACEBACK_HEADER)
+        if self.errors and self.errors[-1].startswith(header):
+            self.errors[-1] = ERROR_PREFIX + line.strip()[:WARNING_LINE_CHARS]
+            return True
+        return False
 
     def skip_hostile(self) -> None:
         self.skipped += 1
@@ -132,6 +163,13 @@ class ParseNotes:
         hidden = self.fatal_seen - len(self.fatal) + self.errors_seen - len(self.errors)
         if hidden:
             out.append(f"{HIDDEN_LINES_NOTE} {hidden}")
+        if self.unrecognized_lines and not (self.fatal_seen or self.errors_seen):  # else a crash is the news
+            out.append(
+                f"note: none of the lines read so far ({self.unrecognized_lines}) holds a metric in a form this "
+                "reader knows (JSONL, CSV/TSV, Hugging Face Trainer dicts, 'key: value' or 'key=value' text, a tqdm "
+                "bar's postfix): if the training prints its metrics later, the next check reads them; else point "
+                "`run` at the file it logs its metrics to (or its W&B run)"
+            )
         if self.skipped_hostile:
             out.append(
                 f"note: {self.skipped_hostile} log line(s) skipped: longer than {MAX_LINE_BYTES // 1024} KiB, a step "
@@ -256,6 +294,28 @@ class LogParser:
                 elif (self.counter, self.last_step) != position:
                     self.finished = False
         self._flush_bar(sink)
+        self._bar_train_loss_at_its_count(sink)
+        notes.unrecognized_lines = self.lines_seen if self._nothing_recognized() else 0
+
+    def _bar_train_loss_at_its_count(self, sink: SeriesBuilder) -> None:
+        """At the end of what was read, the train loss a bar shows is a point at the bar's count when the count
+        has moved past the latest point: a converged loss at the bar's 3 significant digits
+        changes no value, yet the run has advanced (without this the check saw no new points). Evals are not
+        repeated (a repeated eval would pass for another eval), and a log with printed metric lines keeps its
+        own steps."""
+        if self.printed_keys or self.bar_label is None or self.last_step is None:
+            return
+        step = self.bar_offset + self.bar_n
+        losses = {
+            n: v for n, v in self.bar_values.items() if infer_role(n).role is MetricRole.TRAIN_LOSS and math.isfinite(v)
+        }  # a NaN shown again adds nothing: the stop names where it began
+        if step > self.last_step and losses:
+            self._emit(losses, step, "train", sink, printed=False)
+
+    def _nothing_recognized(self) -> bool:
+        """No line read so far held a metric, and none set up a format (a CSV header waits for its rows)."""
+        placed = self.counter or self.eval_counter or self.last_step is not None or self.mllog_at
+        return bool(self.lines_seen) and not placed and self.csv_header is None and self.bar_label is None
 
     def drop_long_line(self, notes: ParseNotes) -> None:
         """The bytes read of a line are over `MAX_LINE_BYTES` and it has not ended: they are dropped, and so is

@@ -11,6 +11,7 @@ for a demo or a test.
 
 from __future__ import annotations
 
+import shlex
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -126,6 +127,13 @@ def _group_turn(monitor: Monitor, run: str, at: datetime) -> tuple[Schedule, lis
     return report.schedule, lines
 
 
+def stop_command(run: str, reason: str) -> str:
+    """The `training-check stop` command a person can paste for a STOP watch did not act on; the reason is the
+    verdict's or reviewer's first clause ("loss is NaN at step 469")."""
+    short = reason.removeprefix("STOP: ").split(": ", 1)[0].strip()
+    return f"training-check stop {shlex.quote(run)} --confirm --reason {shlex.quote(short)}"
+
+
 def _act(
     monitor: Monitor, run: str, report: CheckReport, *, act_on_stop: bool, clock: WatchClock
 ) -> tuple[Schedule, list[str]]:
@@ -140,7 +148,7 @@ def _act(
     if report.next_action == "stop_run" and report.verdict is not None:
         stop_reason = report.verdict.summary
     if stop_reason is not None and not act_on_stop:
-        notes.append(f"STOP not acted on: watch stops a run only with --stop (or: training-check stop {run} --confirm)")
+        notes.append(f"STOP not acted on: watch stops a run only with --stop (or: {stop_command(run, stop_reason)})")
     elif stop_reason is not None:
         notes.append(stop_line(monitor.stop_run(run, confirm=True, reason=stop_reason)))
     if review is None and (stop_reason is None or not act_on_stop):
