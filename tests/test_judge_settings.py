@@ -7,7 +7,9 @@ import re
 import pytest
 from pydantic import ValidationError
 
+from mcp_training_check.errors import ConfigError
 from mcp_training_check.judge import JudgeSettings
+from mcp_training_check.judge.settings import judge_settings
 from mcp_training_check.models import SignalKind
 from tests.test_judge_helpers import decay_loss, kinds, make_series, run_judge
 
@@ -66,3 +68,19 @@ def test_none_turns_a_detector_off():
     series = make_series("loss", loss)
     assert SignalKind.SPIKE_RECOVERED in kinds(run_judge(series))
     assert SignalKind.SPIKE_RECOVERED not in kinds(run_judge(series, settings=JudgeSettings(spikes=None)))
+
+
+@pytest.mark.parametrize(
+    ("table", "message"),
+    [
+        ({"trend_divergence_ratio": 0.5}, "'x': trend_divergence_ratio = 0.5: Input should be greater than 1. Fix"),
+        ({"divergence_ratoi": 3.0}, "did you mean trend_divergence_ratio, "),
+        ({"no_such_threshold": 3}, "'no_such_threshold' is unknown; the README's detector table lists every one"),
+    ],
+)
+def test_a_config_error_names_the_setting_as_written(table, message):
+    """Before, an out-of-range value said only "Input should be greater than 1" (which setting?) and an unknown
+    name pointed a CLI user at a Python classmethod."""
+    with pytest.raises(ConfigError) as caught:
+        judge_settings(table, where="training-check.toml", run="x")
+    assert message in str(caught.value) and "Value error" not in str(caught.value)

@@ -118,7 +118,12 @@ def _locate(key: str) -> tuple[str, str]:
         raise ValueError(f"judge setting {key!r} is ambiguous; write one of {options}")
     known = list(JudgeSettings.flat_defaults())
     close = difflib.get_close_matches(key, known, n=3)
-    hint = f"; did you mean {', '.join(close)}?" if close else "; see JudgeSettings.flat_defaults() for the list"
+    hint = (
+        f"; did you mean {', '.join(close)}?"
+        if close
+        else "; the README's detector table lists every one (its name is the detector's prefix and the threshold: "
+        "trend_divergence_ratio)"
+    )
     raise ValueError(f"judge setting {key!r} is unknown{hint}")
 
 
@@ -128,8 +133,19 @@ def judge_settings(table: Mapping[str, Any], *, where: object | None, run: str) 
     try:
         return JudgeSettings.model_validate(table)
     except ValidationError as exc:
-        first = exc.errors()[0]
+        detail = _setting_error(exc.errors()[0])
+        stop = "" if detail.endswith("?") else "."
         raise ConfigError(
-            f"{where or 'training-check.toml'}: judge settings for {run!r}: {first['msg']}. "
+            f"{where or 'training-check.toml'}: judge settings for {run!r}: {detail}{stop} "
             "Fix the [defaults.judge] or [runs.<name>.judge] table."
         ) from exc
+
+
+def _setting_error(error: Mapping[str, Any]) -> str:
+    """One validation error as the user wrote the setting: ``trend_divergence_ratio = 0.5: Input should be
+    greater than 1``; an unknown or ambiguous name says so by itself."""
+    msg = str(error["msg"]).removeprefix("Value error, ")
+    loc = [str(part) for part in error.get("loc", ())]
+    if not loc:
+        return msg
+    return f"{'_'.join(loc)} = {error.get('input')!r}: {msg}"
