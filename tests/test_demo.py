@@ -24,5 +24,6 @@ def test_demo_catches_and_stops_the_broken_run(tmp_path):
     pid = int((tmp_path / "demo" / "train.pid").read_text())
     stat = Path(f"/proc/{pid}/stat")
     assert not stat.exists() or stat.read_text().split()[2] in "ZX", "the training process is still alive"
+    assert (tmp_path / "demo" / "state").is_dir() and not (tmp_path / "home").exists(), "the user's state was used"
     healthy_lines = [line for line in out.splitlines() if "CONTINUE:" in line]
     assert healthy_lines, "the demo never showed a healthy check before the fault"

@@ -49,7 +49,7 @@ def run_demo(*, seconds_per_minute: float = 0.4, workdir: str | None = None) -> 
     root = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="training-check-demo-"))
     root.mkdir(parents=True, exist_ok=True)
     (root / "training-check.toml").write_text(CONFIG_TEMPLATE)
-    os.environ.setdefault("TRAINING_CHECK_HOME", str(root / "state"))
+    os.environ["TRAINING_CHECK_HOME"] = str(root / "state")  # its own state: no demo incident in the user's
     _say(f"work directory {root}")
     child = _start_training(root)
     try:
