@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -171,3 +173,20 @@ def test_too_few_points_is_too_early_not_a_problem(points):
     verdict = run_judge(make_series("loss", decay_loss(max(points, 1))[:points]))
     assert verdict.decision is Decision.CONTINUE
     assert "too early to judge" in verdict.summary
+
+
+def test_a_train_loss_flat_after_warmup_is_no_plateau_while_its_eval_still_climbs(tmp_path):
+    """The example training (examples/demo_train, a real run written by wandb): its per-batch loss converged
+    within the warmup and wanders flat for 500 steps while eval accuracy climbs 0.807 → 0.838 to its best at
+    the last eval. It was unsure at its end; without its evals (the control) it is flagged."""
+    from tests.runs import train
+    from tests.test_cli import cli
+
+    run = train(tmp_path / "example", steps=600)
+    home = tmp_path / "home"
+    report = json.loads(cli("check", str(run), "--json", home=home, cwd=tmp_path).stdout)
+    assert report["verdict"]["decision"] == "continue", report["summary"]
+    blind = cli("check", str(run), "--json", "--role", "eval/acc=ignore", "--role", "eval/loss=ignore",
+                home=tmp_path / "home2", cwd=tmp_path)  # fmt: skip
+    control = json.loads(blind.stdout)
+    assert control["verdict"]["decision"] == "unsure" and "flat over all" in control["summary"], control["summary"]

@@ -272,6 +272,15 @@ class TrendDetector(Detector):
       model at 0.05-0.10 with spikes: ambiguous, continue at every check); it flags 5 healthy checks of
       corpus_real/'s train split (a Llama-2 LoRA at 3 checks, an irrigation classifier at 2) and one of
       corpus/'s (h16 at 1,650 steps, its log 1.14 → 1.16 by thirds after its noisy shard).
+    - ``eval_improving_z``: no such flag while an eval of the run improves over the same steps (≥ 4 evals,
+      Mann–Kendall z ≥ 1.645 in its better direction: one-sided 95 %, as the question "does it still
+      improve" has one side): the model still gets better on held-out data, so the flat train loss is a
+      converged one, not a stuck run. A per-batch train loss that converged within its warmup looks flat for
+      the rest of its run while its evals keep climbing (the example training of `examples/demo_train`:
+      train loss 0.64 → 0.67 by thirds over steps 101–599 while its eval accuracy climbs 0.807 → 0.838 at
+      z 1.94, best at its last eval; unsure at its end, which the README's first command shows a new user).
+      A flat eval beats 1.645 one time in twenty by chance, which the two-sided band's 1.96 would make one
+      in forty, at the cost of such saturating climbs.
     """
 
     min_points: int = Field(default=10, ge=4)
@@ -307,6 +316,7 @@ class TrendDetector(Detector):
     witness_evals: int = Field(default=5, ge=1)
     witness_drop_fraction: float = Field(default=0.02, gt=0, lt=1)
     floor_min_share: float = Field(default=0.25, gt=0, lt=1)
+    eval_improving_z: float = Field(default=1.645, gt=0)
     plateau_min_points: int = Field(default=7, ge=4)
 
     def check(self, ctx: JudgeContext) -> list[Signal]:
@@ -350,7 +360,8 @@ class TrendDetector(Detector):
         and its Theil–Sen band (``confidence_z``, log loss) rules out a fall of ``stuck_drop_fraction``, or,
         from ``flat_start_min_points``, its last third's median holds its first third's level (not below it,
         less than ``rising_min_change`` above). A warning (a reviewer's look, never a stop: a converged
-        plateau and a stuck run look the same in a window)."""
+        plateau and a stuck run look the same in a window). Not while an eval of the run improves
+        significantly over the same steps (`_eval_improving`): the model still gets better on held-out data."""
         least = self.plateau_min_points
         whole_steps, whole = finite_xy(loss.steps, loss.values)
         if _holds_start(whole_steps):  # the whole log after its first point and warmup, restarts or not
@@ -370,6 +381,8 @@ class TrendDetector(Detector):
         no_gain = values.size >= self.flat_start_min_points and level_held and not trend.falling
         if fall_ruled_out >= self.stuck_drop_fraction and not no_gain:
             return []
+        if self._eval_improving(ctx, int(steps[0])):
+            return []
         why = (
             f"its slope's band rules out a fall of {fmt_pct(self.stuck_drop_fraction)} over them (at most "
             f"{fmt_pct(fall_ruled_out)})"
@@ -386,6 +399,20 @@ class TrendDetector(Detector):
             signal(SignalKind.FLAT, Severity.WARNING, msg, metric=loss.name, step=int(steps[-1]),
                    mk_z=trend.z, points=values.size, since_step=int(steps[0]), **{PLATEAU_EVIDENCE: fall_ruled_out})
         ]  # fmt: skip
+
+    def _eval_improving(self, ctx: JudgeContext, since: int) -> bool:
+        """Whether an eval of the run improves from step ``since`` on: over its ≥ 4 evals there, a Mann–Kendall
+        z of at least ``eval_improving_z`` in its better direction."""
+        for series, direction in ctx.evals:
+            steps, values = finite_xy(series.steps, series.values)
+            keep = steps >= since
+            if int(keep.sum()) < 4:
+                continue
+            trend = theil_sen(steps[keep], values[keep], confidence_z=self.confidence_z)
+            better = -1.0 if direction is Direction.LOWER else 1.0
+            if trend is not None and better * trend.z >= self.eval_improving_z:
+                return True
+        return False
 
     def _early_log(self, warm: np.ndarray) -> float | None:
         """log of the median of the run's first points after warmup (where the loss started), None without."""
