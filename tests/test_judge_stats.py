@@ -126,3 +126,12 @@ def test_falling_pairs_share_counts_pairs_in_falling_order():
     assert falling_pairs_share(np.array([3.0, 1.0, 2.0])) == pytest.approx(2 / 3)  # (3,1), (3,2) fall; (1,2) rises
     assert falling_pairs_share(np.array([2.0, 2.0])) == pytest.approx(0.0)  # a tie is not falling
     assert falling_pairs_share(np.array([1.0])) == pytest.approx(0.0)
+
+
+def test_percentages_stay_readable_at_any_size() -> None:
+    """A blow-up of a tiny loss printed "+111509099%" (issue found by trying the CLI as a new user)."""
+    from mcp_training_check.judge.stats import fmt_pct
+
+    assert [fmt_pct(x) for x in (0.0123, -0.05, 0.5, 12.3, 250.0, 1115090.99)] == [
+        "1.2%", "-5.0%", "50%", "1,230%", "25,000%", "1.1e+08%",
+    ]  # fmt: skip

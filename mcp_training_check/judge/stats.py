@@ -202,7 +202,11 @@ def fmt_ratio(ratio: float) -> str:
 
 
 def fmt_pct(fraction: float) -> str:
-    return f"{100 * fraction:.0f}%" if abs(fraction) >= 0.1 else f"{100 * fraction:.1f}%"
+    """0.0123 → "1.2%", 0.5 → "50%", 12.3 → "1,230%"; from 10,000× on in powers of ten ("1.1e+08%"), as a blow-up
+    of a tiny loss would otherwise print nine digits."""
+    if abs(fraction) >= 1e4:
+        return f"{100 * fraction:.2g}%"
+    return f"{100 * fraction:,.0f}%" if abs(fraction) >= 0.1 else f"{100 * fraction:.1f}%"
 
 
 FROZEN_MIN_DIGITS = 4
