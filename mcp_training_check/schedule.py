@@ -221,7 +221,7 @@ def _choose_interval(
     if read_failed:
         return current, "nothing could be read, interval unchanged"
     if stalled and decision is not Decision.STOP:
-        return current, "no new points, interval unchanged (process health is the launcher's job)"
+        return current, "no new points, interval unchanged: process health is the launcher's job"
     if anomaly or decision in (Decision.STOP, Decision.UNSURE):
         what = f"verdict {decision.value.upper()}" if decision in (Decision.STOP, Decision.UNSURE) else "anomaly"
         return ANOMALY_INTERVAL_MINUTES, f"{what}, back to {ANOMALY_INTERVAL_MINUTES} from {previous}"
