@@ -1514,3 +1514,23 @@ def test_a_real_secondary_eval_stuck_while_a_quality_eval_learns_is_information(
     control = replay_cuts(renamed, checkpoints(run), run_config=run.config)
     assert decisions(control)[1:7] == "uuuuuu", decisions(control)
     assert "eval/mAP_strict(B) is not learning" in control[3].summary, control[3].summary
+
+
+def test_a_real_val_loss_rising_at_one_eval_in_its_noise_is_no_growing_overfit(real):
+    """log-Cmamba_reconstruct-1 (train, healthy): a reconstruction net's val loss at its floor 0.004 rises by
+    0.1-20 % at every other eval (0.00479 -> 0.00575, 0.004 -> 0.00414) while its train loss falls to 1e-4: 'a
+    deep, growing overfit' at 4 checks (........u..u..u.u..). One rise is an eval's noise; growing is worse at
+    each of its last 2 evals (`overfit_rising_evals`). Controls: the same log rising at two evals in a row is
+    flagged, and log-roberta-sentiment-1 (train, ambiguous: a val loss 0.111 -> 0.114 -> 0.142 while its
+    accuracy still improves) still is."""
+    run = real["log-Cmamba_reconstruct-1"]
+    code, _, _ = replay_real(run)
+    assert set(code) == {"."}, code
+    steps, values = run.metrics["eval/loss"]
+    climbing = values.copy()
+    climbing[10:12] = (0.0039, 0.0040)  # then 0.00414 at its 12th eval: worse at each of its last 2
+    check = replay_cuts(dict(run.metrics) | {"eval/loss": (steps, climbing)}, checkpoints(run))[11]
+    assert check.decision is Decision.UNSURE and "growing overfit" in check.summary, check.summary
+    ambiguous = real["log-roberta-sentiment-1"]
+    code, visible, verdicts = replay_real(ambiguous)
+    assert code[visible] == "u" and "growing overfit" in verdicts[visible].summary, code

@@ -264,6 +264,13 @@ class EvalDetector(Detector):
       the healthy ones peak at 2.0× (a MatConvNet ImageNet run) and 2.4× (a corpus/ MLP whose noisy per-step
       train loss dips at an eval 2 % worse than the one before: the closest a healthy run comes); a GPT-2 XL
       fine-tuned on Shakespeare has its val loss at 3.75 then 3.90 while its train loss falls 0.93 → 0.65 (6×).
+    - ``overfit_rising_evals``: "growing" is the eval loss worse than the eval before at each of its last 2
+      evals (a run with only 2 evals shows its one rise). One rise is an eval's noise: a classifier's val loss
+      swinging 0.7-1.5 between evals, or one 0.004 → 0.00414 at its floor, rises at every other eval while
+      the train loss falls to 1e-4 (log-topnmusic-1, log-VisLungTransformer-1, log-Cmamba_reconstruct-1,
+      log-OSCCC-Detection-1, log-irrigation-classification-1: healthy, unsure at 1-4 checks each on it). An
+      overfit grows eval after eval: a RoBERTa's val loss 0.111 → 0.114 → 0.142, a sentiment classifier's
+      0.279 → 0.282 → 0.284 (ambiguous, still flagged).
     """
 
     baseline_margin: float = Field(default=0.02, ge=0)
@@ -293,6 +300,7 @@ class EvalDetector(Detector):
     memorised_gap_fraction: float = Field(default=0.2, gt=0, le=1)
     memorised_min_evals: int = Field(default=4, ge=4)
     overfit_gap_ratio: float = Field(default=3.0, gt=1)
+    overfit_rising_evals: int = Field(default=2, ge=1)
 
     def check(self, ctx: JudgeContext) -> list[Signal]:
         out: list[Signal] = []
@@ -334,12 +342,14 @@ class EvalDetector(Detector):
         return ", ".join(parts)
 
     def _far_above_train(self, ctx: JudgeContext, series: MetricSeries, d: Direction) -> list[Signal]:
-        """An eval loss ≥ ``overfit_gap_ratio`` × the train loss and worse than at the eval before, while the
-        train loss fell between the two: a deep, growing overfit (a warning)."""
+        """An eval loss ≥ ``overfit_gap_ratio`` × the train loss and worse than at the eval before at each of
+        its last ``overfit_rising_evals`` evals, while the train loss fell between the last two: a deep, growing
+        overfit (a warning)."""
         if d is not Direction.LOWER or "loss" not in tokenize(series.name) or ctx.train_loss is None:
             return []
         steps, values = finite_xy(series.steps, series.values)
-        if values.size < 2 or values[-1] <= values[-2]:
+        rises = min(self.overfit_rising_evals, values.size - 1)  # a run with 2 evals shows one rise at most
+        if rises < 1 or not np.all(np.diff(values[-rises - 1 :]) > 0):
             return []
         train_steps, train = finite_xy(ctx.train_loss.steps, ctx.train_loss.values)
         before, now = (self._train_level(train_steps, train, int(s)) for s in steps[-2:])
@@ -348,7 +358,8 @@ class EvalDetector(Detector):
         msg = (
             f"{series.name} {fmt(float(values[-1]))} at step {fmt_step(int(steps[-1]))} is "
             f"{fmt_ratio(float(values[-1]) / now)} the train loss there ({fmt(now)}, median of 5; threshold "
-            f"{fmt_ratio(self.overfit_gap_ratio)}) and worse than its eval before ({fmt(float(values[-2]))}) while "
+            f"{fmt_ratio(self.overfit_gap_ratio)}) and worse than the eval before at each of its last {rises} "
+            f"evals (from {fmt(float(values[-rises - 1]))}) while "
             f"the train loss fell from {fmt(before)}: a deep, growing overfit (a flag, not a stop)."
         )
         return [
