@@ -85,15 +85,13 @@ def is_secondary_eval(name: str, eval_names: Sequence[str]) -> bool:
     return "loss" in tokens and len(losses) >= 2 and bool(qualified)
 
 
-def _outvoted(s: Signal, at_best: str) -> Signal:
-    """A secondary eval's finding while the run's quality evals are at their best: information, and no cause
-    for another detector's finding (``outvoted`` in its evidence)."""
+def _outvoted(s: Signal, why: str) -> Signal:
+    """A secondary eval's finding while the run's quality evals say otherwise (``why``: at their best, or not
+    degrading): information, and no cause for another detector's finding (``outvoted`` in its evidence)."""
     if s.severity not in (Severity.WARNING, Severity.CRITICAL):
         return s
-    message = (
-        f"{s.message.rstrip('.')}; but the quality eval is at its best ({at_best}), which outvotes a "
-        "secondary eval: information, not a flag."
-    )
+    message = f"{s.message.rstrip('.')}; but {why}, which outvotes a secondary eval: information, not a flag."
+
     evidence = s.evidence | {"outvoted": 1.0}
     return s.model_copy(update={"severity": Severity.INFO, "message": message, "evidence": evidence})
 
@@ -257,6 +255,14 @@ class EvalDetector(Detector):
       every eval, 6 % under its best by the median of 3 (issue-yolov3-1211, bad), is not at its best, so
       its cls_loss still warns. The total eval loss is no secondary: an AlexNet whose val loss doubles while
       its accuracy holds near 0.67 is overfitting (issue-dli-alexnet-15, bad).
+      Nor is a secondary eval's finding a flag while no quality eval of the run is flagged by this detector
+      (degrading, decaying, collapsed, below its baseline): the quality eval's own rules say whether the
+      model got worse, and the secondary eval is one side of a trade-off or one term of it. A YOLOv5's
+      precision falling from an early 0.97 (at recall 0.41) to 0.55-0.7 while its noisy mAP holds 0.5-0.79
+      (log-Plane-OR-Ship-1, healthy, unsure at its last 12 checks, now only at the 5 where its mAP itself is
+      flagged); an obj_loss creeping up in a 20-epoch run whose mAPs end at 0.5 and 0.99
+      (log-yolov5_model-1). With the quality eval flagged too, the secondary eval still warns beside it
+      (issue-yolov3-1211's cls_loss, the check before its mAP's decay stops it).
     - ``memorised_accuracy_fraction`` / ``memorised_gap_fraction`` / ``memorised_min_evals``: an eval accuracy whose
       median of its last 3 evals is ≥ 0.2 (absolute) below the train accuracy's, that train accuracy at ≥ 0.95
       (the training set memorised), with no significant rise (Theil–Sen, 95 %) over ≥ 4 evals, is overfitting
@@ -311,14 +317,28 @@ class EvalDetector(Detector):
     overfit_rising_evals: int = Field(default=2, ge=1)
 
     def check(self, ctx: JudgeContext) -> list[Signal]:
+        names = [s.name for s, _ in ctx.evals]
+        found = {series.name: self._eval_signals(ctx, series, d) for series, d in ctx.evals}
+        why = self._quality_outvotes(ctx, found)
         out: list[Signal] = []
-        at_best = self._quality_at_best(ctx)
-        for series, direction in ctx.evals:
-            found = self._eval_signals(ctx, series, direction)
-            if at_best and is_secondary_eval(series.name, [s.name for s, _ in ctx.evals]):
-                found = [_outvoted(s, at_best) for s in found]
-            out += found
+        for name, signals in found.items():
+            if why and is_secondary_eval(name, names):
+                signals = [_outvoted(s, why) for s in signals]
+            out += signals
         return secondary_at_most_warning(out, ctx)
+
+    def _quality_outvotes(self, ctx: JudgeContext, found: dict[str, list[Signal]]) -> str:
+        """Why the run's quality evals outvote its secondary evals, as a phrase, or "": every quality eval at
+        or near its best (`_quality_at_best`), or none of them flagged by this detector (`QUALITY_DECIDES`)."""
+        if not has_quality_eval(ctx):
+            return ""
+        at_best = self._quality_at_best(ctx)
+        if at_best:
+            return f"the quality eval is at its best ({at_best})"
+        quality = [name for name in found if is_quality_eval(name) and not is_secondary_eval(name, list(found))]
+        flagged = any(s.severity in (Severity.WARNING, Severity.CRITICAL) for name in quality for s in found[name])
+        return "" if flagged else f"the quality eval ({', '.join(quality)}) is not degrading"
+
 
     def _eval_signals(self, ctx: JudgeContext, series: MetricSeries, direction: Direction) -> list[Signal]:
         collapse = self._collapse(ctx, series, direction)
