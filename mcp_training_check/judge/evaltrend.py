@@ -19,7 +19,7 @@ from ..roles import tokenize
 from ..state import MetricSeries
 from .chance import ACCURACY_TOKENS, implied_class_count
 from .context import PLATEAU_EVIDENCE, Detector, JudgeContext, signal
-from .evals import _train_accuracy, is_quality_eval, is_secondary_eval, secondary_at_most_warning
+from .evals import _train_accuracy, is_quality_eval, secondary_at_most_warning
 from .stats import finite_xy, fmt, fmt_pct, fmt_step, is_frozen, positive_log, rolling_median, theil_sen
 
 EDIT_RATE_TOKENS = frozenset({"wer", "cer"})
@@ -130,12 +130,13 @@ class EvalTrendDetector(Detector):
       quality eval of the run (`is_quality_eval`, bounded) has gained ≥ ``stuck_progress_fraction`` of its
       headroom by the same medians: the model is learning, and the hopeless one is its stricter reading (a
       YOLOv5's mAP@0.5:0.95 at 0.03–0.09 for its first 15 of 20 epochs while its mAP@0.5 reaches 0.25–0.46,
-      then 0.50 and 0.99: log-yolov5_model-1, healthy, was stopped at 9 checks). A warning still; but
-      information when the hopeless eval is a secondary one (`evals.is_secondary_eval`: precision, recall, a
-      component loss), as the eval detector's quality eval at its best outvotes one: one side of a
-      confidence threshold's trade-off says nothing against a quality eval that has learned (a YOLOv8's
-      precision(B) at 0.008 for 36 evals while its mAP50(B) gains 97 % of its headroom:
-      log-mouse-keyboard-detector-1, healthy, was unsure at 6 checks).
+      then 0.50 and 0.99: log-yolov5_model-1, healthy, was stopped at 9 checks). Nor is it a warning: the
+      other quality eval says the model learns, which outvotes the hopeless one (information): a stricter
+      reading of the same quality (mAP@0.5:0.95 beside mAP@0.5) is learned later, and one side of a
+      confidence threshold's trade-off (`evals.is_secondary_eval`: precision, recall) says nothing against a
+      quality eval that has learned (a YOLOv8's precision(B) at 0.008 for 36 evals while its mAP50(B) gains
+      97 % of its headroom: log-mouse-keyboard-detector-1, healthy, unsure at 6 checks;
+      log-yolov5_model-1 at 8 more). No ambiguous or bad run of either train split was flagged by it alone.
       (Judged against its headroom, an accuracy climbing from 0.001 to 0.12 gained little; its significant
       trend keeps it from being called stuck.)
     - Any other eval of a run with a train loss is judged not learning from its 3rd eval
@@ -479,11 +480,9 @@ class EvalTrendDetector(Detector):
         robust = hopeless_progress(values, d) if self._judged_as_hopeless(ctx, series, values, d) else None
         critical = persists and (gained if robust is None else robust) < self.stuck_stop_fraction
         sibling = self._learning_quality_eval(ctx, series.name) if robust is not None else None
-        outvoted = sibling is not None and is_secondary_eval(series.name, [s.name for s, _ in ctx.evals])
+        outvoted = sibling is not None
         if outvoted:
-            critical, tail = False, f"but {sibling}: the run is learning, which outvotes a secondary eval: information"
-        elif sibling is not None:
-            critical, tail = False, f"but {sibling}: the run is learning, so a warning, not a stop"
+            critical, tail = False, f"but {sibling}: the run is learning, which outvotes a hopeless eval: information"
         elif critical:
             tail = f"still so at a second check (critical below {fmt_pct(self.stuck_stop_fraction)})"
         else:
