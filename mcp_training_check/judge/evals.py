@@ -91,7 +91,6 @@ def _outvoted(s: Signal, why: str) -> Signal:
     if s.severity not in (Severity.WARNING, Severity.CRITICAL):
         return s
     message = f"{s.message.rstrip('.')}; but {why}, which outvotes a secondary eval: information, not a flag."
-
     evidence = s.evidence | {"outvoted": 1.0}
     return s.model_copy(update={"severity": Severity.INFO, "message": message, "evidence": evidence})
 
@@ -156,8 +155,8 @@ class EvalDetector(Detector):
       a shortfall is information however many evals it has: "12 evals and no new best in the last 3"
       (``late_min_evals``) does not make a run late when its eval is noisy, as its best is then its luckiest
       eval, which a slow climb takes many evals to beat. U-Net3D Dices at 0.87-0.90 against their 0.908
-      target after 13-40 evals, on their way there, made eight healthy MLPerf runs of corpus_real/'s train
-      split unsure at 1-5 checks each (and three bad ones before their fault at 3-7 checks), while no
+      target after 13-40 evals, on their way there, made seven healthy MLPerf runs of corpus_real/'s train
+      split unsure at 1-3 checks each (and three bad ones before their fault at 5-7 checks), while no
       ambiguous or bad run of either train split was flagged by it alone. Far below (≥ 25 %) it is still a
       warning from 12 evals; past half a known total, or once ended, any shortfall is, as before.
     - ``far_margin``: worse by ≥ 25 % on the last ``confirm_evals`` evals, late in the run, and so at the
@@ -329,7 +328,7 @@ class EvalDetector(Detector):
 
     def _quality_outvotes(self, ctx: JudgeContext, found: dict[str, list[Signal]]) -> str:
         """Why the run's quality evals outvote its secondary evals, as a phrase, or "": every quality eval at
-        or near its best (`_quality_at_best`), or none of them flagged by this detector (`QUALITY_DECIDES`)."""
+        or near its best (`_quality_at_best`), or none of them flagged (a warning or critical) by this detector."""
         if not has_quality_eval(ctx):
             return ""
         at_best = self._quality_at_best(ctx)
@@ -338,7 +337,6 @@ class EvalDetector(Detector):
         quality = [name for name in found if is_quality_eval(name) and not is_secondary_eval(name, list(found))]
         flagged = any(s.severity in (Severity.WARNING, Severity.CRITICAL) for name in quality for s in found[name])
         return "" if flagged else f"the quality eval ({', '.join(quality)}) is not degrading"
-
 
     def _eval_signals(self, ctx: JudgeContext, series: MetricSeries, direction: Direction) -> list[Signal]:
         collapse = self._collapse(ctx, series, direction)
