@@ -130,7 +130,13 @@ class EvalTrendDetector(Detector):
       quality eval of the run (`is_quality_eval`, bounded) has gained ≥ ``stuck_progress_fraction`` of its
       headroom by the same medians: the model is learning, and the hopeless one is its stricter reading (a
       YOLOv5's mAP@0.5:0.95 at 0.03–0.09 for its first 15 of 20 epochs while its mAP@0.5 reaches 0.25–0.46,
-      then 0.50 and 0.99: log-yolov5_model-1, healthy, was stopped at 9 checks). A warning still.
+      then 0.50 and 0.99: log-yolov5_model-1, healthy, was stopped at 9 checks). Nor is it a warning: the
+      other quality eval says the model learns, which outvotes the hopeless one (information): a stricter
+      reading of the same quality (mAP@0.5:0.95 beside mAP@0.5) is learned later, and one side of a
+      confidence threshold's trade-off (`evals.is_secondary_eval`: precision, recall) says nothing against a
+      quality eval that has learned (a YOLOv8's precision(B) at 0.008 for 36 evals while its mAP50(B) gains
+      97 % of its headroom: log-mouse-keyboard-detector-1, healthy, unsure at 6 checks;
+      log-yolov5_model-1 at 8 more). No ambiguous or bad run of either train split was flagged by it alone.
       (Judged against its headroom, an accuracy climbing from 0.001 to 0.12 gained little; its significant
       trend keeps it from being called stuck.)
     - Any other eval of a run with a train loss is judged not learning from its 3rd eval
@@ -474,8 +480,9 @@ class EvalTrendDetector(Detector):
         robust = hopeless_progress(values, d) if self._judged_as_hopeless(ctx, series, values, d) else None
         critical = persists and (gained if robust is None else robust) < self.stuck_stop_fraction
         sibling = self._learning_quality_eval(ctx, series.name) if robust is not None else None
-        if sibling is not None:
-            critical, tail = False, f"but {sibling}: the run is learning, so a warning, not a stop"
+        outvoted = sibling is not None
+        if outvoted:
+            critical, tail = False, f"but {sibling}: the run is learning, which outvotes a hopeless eval: information"
         elif critical:
             tail = f"still so at a second check (critical below {fmt_pct(self.stuck_stop_fraction)})"
         else:
@@ -488,8 +495,9 @@ class EvalTrendDetector(Detector):
             f"first eval {fmt(float(values[0]))}{medians} ({d.value} is better; threshold "
             f"{fmt_pct(self.stuck_progress_fraction)}); {tail}."
         )
-        severity = Severity.CRITICAL if critical else Severity.WARNING
+        severity = Severity.INFO if outvoted else Severity.CRITICAL if critical else Severity.WARNING
+        evidence = {"outvoted": 1.0} if outvoted else {}
         return [
             signal(SignalKind.FLAT, severity, msg, metric=series.name, step=int(steps[-1]), progress=gained,
-                   points=values.size, since_step=int(steps[0]))
+                   points=values.size, since_step=int(steps[0]), **evidence)
         ]  # fmt: skip
