@@ -367,6 +367,8 @@ class TrendDetector(Detector):
         if _holds_start(whole_steps):  # the whole log after its first point and warmup, restarts or not
             after = max(int(whole_steps[0]), ctx.lr_events.warmup_end or int(whole_steps[0]))
             steps, values, least = whole_steps[whole_steps > after], whole[whole_steps > after], self.min_points
+            if self._early_floor(ctx, whole, values, int(whole_steps[-1])):
+                return []
         if values.size < least:
             return []
         y = positive_log(values)
@@ -399,6 +401,16 @@ class TrendDetector(Detector):
             signal(SignalKind.FLAT, Severity.WARNING, msg, metric=loss.name, step=int(steps[-1]),
                    mk_z=trend.z, points=values.size, since_step=int(steps[0]), **{PLATEAU_EVIDENCE: fall_ruled_out})
         ]  # fmt: skip
+
+    def _early_floor(self, ctx: JudgeContext, whole: np.ndarray, window: np.ndarray, last_step: int) -> bool:
+        """A loss that learned from its first point (its window's median ≥ ``flat_min_drop_fraction`` below it)
+        and is flat at less than ``stuck_min_run_fraction`` of a known total: the noise floor of the LR it
+        still has, which its schedule's decay lowers later (the example training every new user runs falls
+        2.2 → 0.66 in its warmup and wanders at 0.66 until its LR decays: unsure at step 354 of 7,000)."""
+        progress = ctx.config.progress(last_step)
+        if progress is None or progress >= self.stuck_min_run_fraction or window.size == 0:
+            return False
+        return float(np.median(window)) <= (1 - self.flat_min_drop_fraction) * float(whole[0])
 
     def _eval_improving(self, ctx: JudgeContext, since: int) -> bool:
         """Whether an eval of the run improves from step ``since`` on: over its ≥ 4 evals there, a Mann–Kendall
