@@ -604,7 +604,11 @@ class EvalDetector(Detector):
             f"{fmt_pct(margin)}, {self.patience_evals} evals){why}."
         )
         severity = Severity.WATCH if with_train else Severity.WARNING
-        falling = self._falling_since(steps[i:], values[i:]) and self._long_steady(steps, values[i:], best_step)
+        falling = (
+            not with_train
+            and self._falling_since(steps[i:], values[i:])
+            and self._long_steady(steps, best_step, falling_pairs_share(values[i:]))
+        )
         if not with_train and falling and self._decaying(ctx, series.name, d, gap, int(steps[-1])):
             severity = Severity.CRITICAL
             msg = msg[:-1] + (
@@ -667,13 +671,13 @@ class EvalDetector(Detector):
                    gap=gap, best=best, evals_since_best=values.size - 1, train_change=train)
         ]  # fmt: skip
 
-    def _long_steady(self, steps: np.ndarray, values: np.ndarray, best_step: int) -> bool:
-        """A decay confirmed over a real share of the run: the evals since the best (``values``) fall steadily
-        (≥ ``decay_falling_share`` of their pairs in falling order) and span ≥ ``decay_min_run_fraction`` of
-        the steps the eval covers (``steps``, all of them)."""
+    def _long_steady(self, steps: np.ndarray, best_step: int, falling_share: float) -> bool:
+        """A decay confirmed over a real share of the run: the evals since the best fall steadily
+        (``falling_share``, their `falling_pairs_share`, ≥ ``decay_falling_share``) and span ≥
+        ``decay_min_run_fraction`` of the steps the eval covers (``steps``, all of them)."""
         covered = float(steps[-1] - steps[0])
         long = covered > 0 and float(steps[-1]) - best_step >= self.decay_min_run_fraction * covered
-        return long and falling_pairs_share(values) >= self.decay_falling_share
+        return long and falling_share >= self.decay_falling_share
 
     def _steady_decay(self, ctx: JudgeContext, since: SinceBest, all_steps: np.ndarray) -> list[Signal]:
         """A higher-is-better eval sliding from its best within its noise margin, the train loss not rising:
@@ -698,7 +702,7 @@ class EvalDetector(Detector):
         )
         if not steady:
             severity, tail = Severity.WATCH, f"{'significant' if trend.falling else 'not significant'} yet: watched"
-        elif self._long_steady(all_steps, values, best_step) and self._leaning_before(
+        elif self._long_steady(all_steps, best_step, share) and self._leaning_before(
             ctx, series.name, int(steps[-1])
         ):
             severity, tail = Severity.CRITICAL, "decaying steadily, and the previous check saw it already: critical"
