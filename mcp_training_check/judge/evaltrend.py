@@ -20,7 +20,17 @@ from ..state import MetricSeries
 from .chance import ACCURACY_TOKENS, implied_class_count
 from .context import PLATEAU_EVIDENCE, Detector, JudgeContext, signal
 from .evals import _train_accuracy, is_quality_eval, secondary_at_most_warning
-from .stats import finite_xy, fmt, fmt_pct, fmt_step, is_frozen, positive_log, rolling_median, theil_sen
+from .stats import (
+    end_thirds,
+    finite_xy,
+    fmt,
+    fmt_pct,
+    fmt_step,
+    is_frozen,
+    positive_log,
+    rolling_median,
+    theil_sen,
+)
 
 EDIT_RATE_TOKENS = frozenset({"wer", "cer"})
 """Word and character error rates: edit distances over the reference length, the only evals that exceed 1."""
@@ -252,8 +262,7 @@ class EvalTrendDetector(Detector):
         gain_bound = (trend.high if d is Direction.HIGHER else -trend.low) * span / room
         if gain_bound >= self.plateau_gain_fraction:
             return []
-        third = max(values.size // 3, 1)
-        first, last = float(np.median(values[:third])), float(np.median(values[-third:]))
+        first, last = end_thirds(values)
         msg = (
             f"{series.name} is flat over all {values.size} evals (steps {fmt_step(int(steps[0]))}–"
             f"{fmt_step(int(steps[-1]))}): {fmt(first)} → {fmt(last)} (medians of the first and last thirds, "
@@ -419,8 +428,7 @@ class EvalTrendDetector(Detector):
         if trend is None:
             return []
         better = trend.rising if d is Direction.HIGHER else trend.falling
-        third = max(ys.size // 3, 1)
-        first, last = float(np.median(ys[:third])), float(np.median(ys[-third:]))
+        first, last = end_thirds(ys)
         span = f"over the last {xs.size} evals (steps {fmt_step(int(xs[0]))}–{fmt_step(int(xs[-1]))})"
         moved = f"{fmt(first)} → {fmt(last)} (medians of the first and last thirds)"
         if better:

@@ -230,6 +230,12 @@ def is_frozen(values: np.ndarray) -> bool:
     return repeated and significant_digits(float(values[0])) >= FROZEN_MIN_DIGITS
 
 
+def end_thirds(values: np.ndarray) -> tuple[float, float]:
+    """The medians of the first and of the last third of ``values`` (one value each at least): where a series
+    started and where it is now, each robust to a point's noise."""
+    third = max(values.size // 3, 1)
+    return float(np.median(values[:third])), float(np.median(values[-third:]))
+
 
 def falling_pairs_share(values: np.ndarray) -> float:
     """The share of pairs of ``values`` (each earlier one against each later one) in falling order: 1 when every

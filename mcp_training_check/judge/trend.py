@@ -17,6 +17,7 @@ from ..state import MetricSeries
 from .chance import implied_class_count
 from .context import PLATEAU_EVIDENCE, Detector, JudgeContext, finite_after, signal, train_start
 from .stats import (
+    end_thirds,
     finite_xy,
     fmt,
     fmt_pct,
@@ -377,8 +378,7 @@ class TrendDetector(Detector):
             return []
         span = float(steps[-1] - steps[0])
         fall_ruled_out = float(-np.expm1(trend.low * span))
-        third = max(y.size // 3, 1)
-        first, last = float(np.exp(np.median(y[:third]))), float(np.exp(np.median(y[-third:])))
+        first, last = (float(np.exp(level)) for level in end_thirds(y))
         level_held = first <= last < first * (1 + self.rising_min_change)  # a higher one is an episode's
         no_gain = values.size >= self.flat_start_min_points and level_held and not trend.falling
         if fall_ruled_out >= self.stuck_drop_fraction and not no_gain:
@@ -732,8 +732,7 @@ class TrendDetector(Detector):
             return []
         change = float(np.expm1(trend.slope * (xs[-1] - xs[0])))
         span = f"over the last {xs.size} points (steps {fmt_step(int(xs[0]))}–{fmt_step(int(xs[-1]))})"
-        third = max(ys.size // 3, 1)
-        first, last = float(np.exp(np.median(ys[:third]))), float(np.exp(np.median(ys[-third:])))
+        first, last = (float(np.exp(level)) for level in end_thirds(ys))
         moved = f"{fmt(first)} → {fmt(last)} (medians of the first and last thirds)"
         ev = {"change": change, "slope_per_step": trend.slope, "mk_z": trend.z, "points": trend.n}
         name, step = loss.name, int(xs[-1])
