@@ -293,6 +293,10 @@ class LogParser:
                     self.finished = True
                 elif (self.counter, self.last_step) != position:
                     self.finished = False
+
+    def finish(self, sink: SeriesBuilder, notes: ParseNotes) -> None:
+        """The end of what one read brought (after its last `feed`, not after each chunk of it): the latest bar
+        refresh's points, a bar's train loss at its count, and whether any line so far held a metric."""
         self._flush_bar(sink)
         self._bar_train_loss_at_its_count(sink)
         notes.unrecognized_lines = self.lines_seen if self._nothing_recognized() else 0
@@ -558,4 +562,5 @@ def parse_lines(lines: Iterable[str], state: Mapping[str, Any] | None = None, *,
     notes = ParseNotes()
     sink = SeriesBuilder()
     parser.feed(lines, sink, notes)
+    parser.finish(sink, notes)
     return ParsedLines(sink.build(), parser.to_state(), notes.warnings(), notes.skipped)

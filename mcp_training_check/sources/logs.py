@@ -115,6 +115,9 @@ def _consume(chunks: Iterable[bytes], parser: LogParser, notes: ParseNotes) -> t
     if len(pending) > MAX_LINE_BYTES:  # an unfinished line already over the cap: never wait for its end
         parser.drop_long_line(notes)
         consumed += len(pending)
+    sink = SeriesBuilder()
+    parser.finish(sink, notes)
+    acc.add(sink.build())
     return acc.build(), consumed
 
 
