@@ -3,7 +3,9 @@
 One detector per module, each a small class whose thresholds are its keyword arguments:
 
 - ``nonfinite.NonFiniteDetector`` NaN/Inf in loss or grad norm; the HF Trainer traps
-- ``trend.TrendDetector``         divergence, blow-up, rising, flat, improving (on log loss)
+- ``trend.TrendDetector``         divergence, blow-up, rising, flat, improving (on log loss); its
+                                  rise tests in ``trend_rise``, stall tests in ``trend_stall``, thresholds in
+                                  ``trend_base``
 - ``spikes.SpikeDetector``        robust-z spikes, recovered (info), persisting (watch), recurring ≥ 10× (warning)
 - ``evals.EvalDetector``          eval vs baseline, vs its own best (overfitting), collapse
 - ``evaltrend.EvalTrendDetector`` a run without a train loss: its primary eval's trend, not learning

@@ -1,0 +1,343 @@
+"""The train loss's trend tests, their common part: the thresholds of ``TrendDetector`` (one settings
+section, ``[judge.trend]``) and the levels both the rise tests (`trend_rise`) and the stall tests
+(`trend_stall`) read.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from pydantic import Field
+
+from ..models import Severity, SignalKind
+from .context import Detector, JudgeContext
+from .stats import (
+    theil_sen,
+)
+
+TAIL_POINTS = 512  # trailing runs above a threshold are counted over at most this many recent points
+MEDIAN_SE = 1.2533  # standard error of a median of n normal points is this × σ / √n
+
+
+def holds_start(steps: np.ndarray) -> bool:
+    """A log holding the run's start: its first step within two of its logging intervals (the median step
+    between points, so unit-free: updates or epochs)."""
+    return steps.size >= 2 and float(steps[0]) <= 2 * float(np.median(np.diff(steps)))
+
+
+class LossTrendBase(Detector):
+    """The train-loss trend tests' thresholds, and the levels both kinds of test read (the run's early
+    points, its best block median, whether it falls).
+
+    Thresholds:
+    - ``min_points``: fewer finite loss points after warmup than this → "too early to judge" (10: the
+      smallest sample on which a median and a rank slope mean anything).
+    - ``min_smooth_points`` / ``smooth_window_points``: the recent level is a rolling median of the
+      fewest points, between 5 and 25, whose standard error puts a ``divergence_ratio`` change
+      ``divergence_z`` errors away: 5 on a smooth loss (3 of 5 points must be above — one outlier never
+      counts), 25 when per-step losses of small batches swing 10× between points (the corpus' batch-4
+      runs), where a median of 5 wanders by ±50 %. 25 points still fit many times between two checks.
+    - ``reference_window_points``: "best so far" is the lowest median of consecutive blocks of this many
+      points (50), not the single lowest value, which noise drags down.
+    - ``divergence_ratio``: the recent level ≥ this × the best so far is divergence. 2.0 is
+      llm-foundry KillLossSpike's multiplier.
+    - ``divergence_z``: and the gap must be ≥ this many standard errors of (level − best), from the noise
+      of log(loss): 4, because the best is a minimum over many blocks and so sits ~2.5 errors low.
+    - ``blowup_early_ratio`` / ``blowup_min_ratio``: the recent level ≥ 3× the median of the first
+      ``early_window_points`` after warmup (at most the first third of a short log's points; worse than
+      the untrained model by far), or ≥ 10× the best
+      level (Megatron's 10×), is a blow-up. Sustained, it is a warning at the first check that sees it
+      and critical when the previous check (with points since) saw it too, or at once when it is still
+      climbing (a runaway) or has a cause (the policy: an LR jump, a grad-norm explosion). Large real
+      runs have blow-ups that fall back within a check (a recommendation model's loss at 3× its early
+      median in its first few dozen logged steps); the seed's rule confirms over several checkpoints.
+      The same 10× is also read on raw points, at any length of log: the last ``sustain_points`` raw
+      points in a row each ≥ 10× the median of the log's first ``early_window_points`` (at most its first
+      third, at least ``sustain_points``). A per-step loss whose noise sizes the rolling median to 25
+      points hides a blow-up shorter than half of that window however large it is (issue 9: a Faster
+      R-CNN loss swinging 0.14–1.0, then 25,238 and on to 1.2e6, was a "spike" at every check).
+    - ``blowup_stop_ratio``: those raw points each ≥ 100× the early median (``blowup_min_ratio``²: ten
+      times past the blow-up line at every point) are critical at once, without waiting for the next
+      check: two orders of magnitude past the untrained model's loss is weights thrown off, not a
+      transient — the recoverable blow-ups of issue 9 reach 3–4× the early median, the healthy runs of
+      both corpora' train splits stay below 1.3× at three points in a row (2× at any single point), and
+      a single 1e16 batch (a detection run's recurring explosions) is one point, never three in a row.
+      Between 10× and 100× the raw blow-up is confirmed like the smoothed one (a short pasted log at 12×,
+      70×, 83× is unsure, then stopped at the next check).
+    - ``sustain_points``: smoothed (or, for the raw blow-up, raw) points in a row above a threshold
+      before it is reported (3).
+    - Raw divergence in a short log: below ``min_points`` the smoothed divergence cannot be measured, so
+      raw points stand in for it, as for the raw blow-up: the last ``sustain_points`` raw points in a row
+      each ≥ ``divergence_ratio`` × the median of the log's first points (at most its first third, at
+      least ``sustain_points``). Watch, like an unconfirmed divergence; a warning (a reviewer's look)
+      while it keeps climbing — each of those points above the one before — or when the previous check
+      (with points since) saw it rising or diverging too, and critical at once only with a cause (the
+      policy: an LR jump, a grad-norm explosion). No healthy run of either corpus' train
+      split gets there: their short prefixes stay below 1.3× at three points in a row; issue 9's
+      BEVFusion loss at 2.6× with its grad norm ×15 and a MAR total loss climbing 10.8 → 85 (×4.4 the
+      median of its first three points) do.
+    - ``raw_climb_ratio``: a short log's climb below the raw divergence's 2×: its last ``sustain_points``
+      raw points each above the one before and above every earlier point, the last ≥ 1.5× the median of
+      its first points, is a warning (never a stop on its own: three points are too few to confirm).
+      1.5: between the healthy short prefixes' 1.3× at three points in a row
+      and the divergence ratio's 2× (issue 9: a TF2 detector's loss 1.19–1.44 for six points, then
+      1.77, 2.16, 2.37 — 1.76× the median of its first three — was continue at every check).
+    - ``start_min_points``: a log holding the run's start (its first step within two logging intervals)
+      whose loss never went below its first point over ≥ 8 points and is not falling has not moved from
+      its initial loss: a warning (never a stop; its chance level is unknown and an unstated warmup keeps a
+      start flat too). The later points' median must sit ``rising_z`` errors (of the point noise) above the
+      first point, so a slow noisy decay whose first point happened to be low is not flagged, and less
+      than ``rising_min_change`` above it, so a climb is left to the divergence rules.
+      A healthy start falls below its first point within a few logging intervals (no
+      healthy log of either corpus' train split that holds its start gets there; an excerpt from epoch 95
+      of a converged diffusion run would, which is why the start must be in the log); issue 9: a fairseq
+      pointer-generator at 10.52–10.72 for 81 updates, never below its first 10.519 and its median 3.1
+      errors above it, was continue; the synthetic slow decay of tests/test_judge_trend.py (9 points) is 1.7.
+    - ``flat_start_min_points``: from this many points (20, ``early_window_points``: where the Theil–Sen
+      band of the not-falling test has the power the 9-point start lacks) such a log is flagged the same
+      way when it merely stayed within ``stuck_drop_fraction`` of its first value (its rolling median of 3
+      never lower) and is not falling over the whole log, even if some point dipped below the first: "never
+      improved by more than a small share since its first points" is the principle, and the strict
+      never-below test only guards short logs. A warning, never a stop: a per-epoch log whose first point
+      averages a whole epoch cannot tell stuck from converged within that epoch (the product's "flat →
+      unsure"). A run that fell a lot and then flattened is not flagged: it left its first value long ago.
+      The ``flat_min_points`` test (200 points) judges against the median of the first 20, so a per-epoch
+      log of 50 never reached it (issue 9: a Lightning regression's per-epoch loss 0.03334 → 0.03323 over 50
+      epochs, within 0.3 % from its first epoch, was continue at every check; at 50 points the
+      flat_min_points test would instead escalate six healthy runs of corpus_real/'s train split).
+    - ``stuck_lr_spent_fraction``: such a flat start is critical when the previous check (with points
+      since) found it too and the run's logged LR has meanwhile decayed to ≤ 50 % of its highest value in
+      the log. Both reasons the flat start is only a warning are then answered by the run's own LR: it is
+      past any warmup (its peak is behind it), and at half its peak a linear decay has spent 3/4 of its
+      step-size budget and a cosine one half: the phase where a model learns most is over, and a run that
+      converged within its first logged point is told apart by the decay having happened with no loss
+      movement at all (issue 9: a Phi-3 SFT at 4.67–4.71 from step 20 to 680 while its LR decayed linearly
+      from 4.9e-5 to 0 was unsure from step 400 and never stopped). The one healthy run of either corpus'
+      train split with a flat-start warning has it at one check, its LR still at 71 % of its peak, and
+      learns from there (log-drowsy-driver-detection-1, 0.109 at step 100 and at step 2,000, 0.06 at the
+      end); a run without an LR series, or with a constant one, stays at the warning (a slow start that
+      learns later, log-DeepConvLstm-1, logs no LR).
+    - ``confirm_checks``: divergence seen alone (no LR jump, grad-norm explosion or eval collapse behind
+      it, not a blow-up) becomes critical only when this many consecutive checks (3) saw the same episode
+      and it is not falling: a corrupted shard lifts the train loss 3× for hundreds of steps and recovers.
+      Until then it is ``watch`` (continue, next check in 10 minutes): a reviewer asked about one
+      check's episode could only answer WAIT.
+      With a cause, the policy makes it critical at once.
+      A divergence still climbing within its episode (rising medians of its thirds, ≥
+      ``rising_min_change`` and ``rising_z`` errors from first to last) is a runaway: critical at once.
+    - ``confirm_share``: and the episode must cover 25 % of the steps judged so far, so that denser checks
+      do not confirm it sooner in steps: a transient shorter than a quarter of the run can still recover.
+    - ``trend_window_points``: the slope is measured over the last this many points (100).
+    - ``rising_min_change``: a rise of at least 10 % over the window (by the slope and by the medians of
+      its first and last thirds) and a recent level 10 % above the best so far is "rising".
+    - ``rising_z``: "rising" when the autocorrelation-corrected Mann–Kendall z is ≥ 3 — watch at the first
+      check that sees it, a warning when the previous check saw the loss rising or diverging too (a
+      bad batch or clipping lifts 100 points once; a drift goes on); between
+      the ``confidence_z`` band and 3 it is info ("possibly rising"), which an LR jump or a grad-norm
+      explosion before it still turns critical. Noisy, autocorrelated healthy curves reach z ≈ 2.2 over a
+      100-point window; real divergence shows z ≥ 4. Once the previous check (with points since) saw it
+      rising or diverging, "possibly rising" is enough for the warning, with the same ≥
+      ``rising_min_change`` above the best: the drift is established, and its continuation only has to
+      be significant at ``confidence_z``, not to reach z 3 again at every check (hysteresis, as an alarm
+      that needs more to start than to go on). A noisy per-step loss climbing 0.85 → 1.5 in stages
+      (issue 9: DeepLab-LargeFOV, z 3.0 at one check, 2.8 at the next) was watched once and then dropped.
+    - ``plateau_window_points``: without a significant move over the trend window, the slope over the
+      last 200 points tells "still improving" from "no clear trend" (both info).
+    - ``flat_min_points`` / ``flat_min_drop_fraction``: after at least 200 points, a best level less than 15 % below
+      the median of the run's first ``early_window_points`` is "not learning" (warning) — unless an eval
+      loss improved by as much. Judged against the start of the run, not a recent window: a converged
+      plateau (late in a decaying schedule or not) has long dropped far below its start and is only info.
+      So is a log holding the run's start whose best is ≥ 15 % below its first point, unless stuck (below):
+      it learned within its early window, which then hides its start (a Lightning per-epoch log whose loss
+      falls 0.57 → 0.47 in its first epoch and plateaus at 0.41 for 190 more: 27 % below its first point,
+      6 % below its first 20 points' median; log-isl-python-1, healthy, was unsure at its last check).
+    - ``stuck_drop_fraction``: a loss not learning whose best is less than 5 % below its first points, and
+      that is not falling over the whole run (Theil–Sen band at ``confidence_z``: a fine-tuning loss falling
+      slowly is learning), sits at its initial value (ln of the class count for a classifier that never
+      learns); when the previous check
+      (with points since) found it not learning too, it is critical: stuck for a large share of its steps
+      over two checks, it does not start learning later.
+    - ``stuck_min_run_fraction``: when the run's total steps are known (config, or the log's step N/total),
+      that critical waits until the run has done a quarter of them; before, it stays a warning. The loss
+      level alone does not say the model is untrained: a pretrained model's continued training or
+      fine-tune starts at its trained loss, sits through its warmup and may then fall only a few per cent
+      over its whole run, and two checks early in a long run cover a small share of it (issue 9: healthy
+      log-tokalign-baseline-1, a GPT-NeoX continued pretraining with a per-step loss of 1.95–2.37, flat to
+      0.3 % over its first 376 of 2,500 steps and then falling 2.23 → 2.10, was stopped at 15 % and 20 % of
+      its run; its fall is significant from 25 %). A quarter: the stop still saves 3/4 of the run's budget,
+      and no bad run of either corpus' train split is stopped by this test earlier. Without a known total
+      the two checks stay the test (a classifier at ln N from its start).
+    - ``slow_learner_z``: a loss less than 15 % below its first points that falls over the whole run with
+      a Mann–Kendall z of at least 3 (the slope's ``rising_z``: the same evidence for a fall as a rise needs
+      for a warning) is learning slowly, not "not learning" (info): continued pretraining and LLM
+      fine-tunes lower a pretrained model's loss by a few per cent over a whole run, steadily (issue 9:
+      healthy log-tokalign-baseline-1, 2.23 → 2.10 over 2,500 steps with z 3–6.6 from its 5th check on,
+      was unsure at 19 of 20 checks). A run that learns nothing does not keep a trend that strong: the
+      noise of corpus/'s a02 (LR 1e-6, ambiguous) and a03 (vanishing gradients) peaks at |z| 2.6 and 2.4
+      over their 20 checks, so they stay flagged; 3 leaves that margin and has a false-alarm rate of 0.3 %
+      per check for a loss with no trend.
+    - ``chance_min_points`` / ``zero_accuracy_fraction``: a loss that never learned is told without its
+      run's start, in a short excerpt (a log pasted from step 690 on), when its chance level is known: the
+      config states the class or vocabulary count N (``vocab_size``, ``num_labels``, ``num_classes``) and
+      the loss's median is within ``stuck_drop_fraction`` of ln N or above it (the untrained model's
+      loss; without a count in the config, N = round(e^loss) when an accuracy logged with it sits at
+      1/N: `chance.implied_class_count`), or an accuracy logged with it has been ≤ 0.001 at every point
+      (never one prediction right; 0.001 is a 3-decimal log's 0.000, and 1/N of a 30k vocabulary is
+      below it), or it is identical to
+      the last digit at its last 3 points (`is_frozen`, ≥ 4 significant digits: the model's output does
+      not change; a Keras classifier sure of one class logs 14.5063 every epoch, and no healthy run of
+      either corpus repeats a 4-digit loss three times). From its 3rd point (``chance_min_points``: when
+      "it does not move" is visible, as for a stuck eval), with its median less than
+      ``stuck_drop_fraction`` below its first point and not falling either (Theil–Sen from 4 points;
+      below that, not every point lower than the one before), it is a warning, and critical when the
+      next check still sees it, new points or not: the evidence is not noise that more points could
+      average away, and waiting for points a stalled run will not log only lets it hold its GPUs. A
+      healthy run leaves ln N within its first steps, and its accuracy leaves 0 with it; points inside a
+      stated warmup are not judged (issue 9: a BERT loss at 11.17 = ln 30k + ln 2 with MLM accuracy 0.000
+      from step 10 to 1,460, a TF upgrade's silent failure; a text recogniser at accuracy 0 after 10k
+      iterations).
+    - ``confidence_z``: two-sided normal quantile of the Theil–Sen band (1.96 → 95 %), with the
+      variance inflated for autocorrelation (Hamed–Rao effective sample size).
+    - ``witness_evals`` / ``witness_drop_fraction``: a train-loss episode not yet confirmed and not
+      falling back (a divergence seen on too few checks, or a slow climb below) is critical at once when
+      an eval accuracy fell with it: the median of its evals since the episode began (the first raw point of the first
+      smoothed window above) ≥ 2 % (the eval detector's ``baseline_margin``: eval noise on typical eval
+      sets) below the median of its last 5 evals before, with ≥ 5 evals on each side. Two detectors see
+      one failure — the model got worse on held-out data, not only on its current batches — as the
+      policy's eval collapse or LR jump does for a divergence. 5 evals, not 3: a noisy shard (corpus/'s
+      ``noisy_shard`` runs) lifts the train loss 2.5× and costs the eval accuracy 5 % for the 3–4 evals
+      before it recovers; a slow divergence (issue 9, class 4: a Keras CIFAR run whose train loss climbs
+      from 0.77 to 0.87 over 90 epochs, a DE-GNN whose train loss doubles while its accuracies swing to
+      0.76) keeps the eval down for ≥ 8 evals, often with gaps in the log between checks that would
+      otherwise postpone the confirmation by many checks. (On the train splits, 4 evals would still stop no
+      healthy run, 3 would stop the noisy shard.)
+    - ``slow_divergence_ratio``: a train loss climbing back above its best block median by ≥ 10 % (the
+      slope's ``rising_min_change``) and ≥ ``divergence_z`` standard errors for ``sustain_points``
+      smoothed points is a slow divergence — reported only when an eval accuracy fell with it (above); a
+      rise alone is left to the slope's rising test (watch, then warning), since a rising train loss can
+      be a schedule's or a curriculum's doing.
+    - ``floor_min_share``: a divergence and a slow divergence must also climb back at least 25 %
+      of the way from the best median to where the loss started (the median of its first ``early_window_points``
+      after warmup), on the log scale the ratios are read on. A loss that fell by orders of magnitude wobbles at its
+      floor by ratios that are large only because both numbers are tiny (issue 9: healthy log-MLP_FPS-1, a
+      regression loss 0.2 → 4e-5, eight and a half e-folds, whose recent median at its floor was 3.1× its best, 16 %
+      of the way back, was stopped). The bad runs' divergences in both corpora's train splits climb ≥ 86 % of the way
+      back at every check from their fault on (a divergence climbs back toward the untrained loss); the closest
+      healthy one is corpus/'s h16 at 28 % (never more than watched); a quarter leaves margin both
+      ways, and it keeps the 10× blow-up line reportable by this rule on any fall the corpora have (ln 10 is 27 % of
+      MLP_FPS's 8.5 e-folds) — the blow-up rules themselves (3× the early median, 10× the best, raw 10×/100×) are
+      not gated. When the start is not known or the loss fell by less than ``divergence_ratio`` the share is 1 (no
+      floor to wobble at). The slope's rising test is not gated: it is a watch, then a warning, never a stop
+      on its own, and it exists for drifts far smaller than a quarter of the way back (tests/test_judge_trend.py:
+      a 1.4× ramp on a loss that fell 6 → 2 is under a quarter of the way back when first seen).
+    - ``plateau_min_points``: a loss that shows no significant rise and no steady fall (Mann–Kendall z above
+      −``slow_learner_z``: a steady fall is a slow learner; nor a fall of ``stuck_drop_fraction`` by the slope
+      of the recent window) over all of its ≥ 7 points seen — in a log holding its run's start, all its points
+      after the first and after warmup, ≥ ``min_points`` of them as for every trend test on such a log (the
+      first logging interval holds the fast first drop; LR restarts included: the window is the whole log) —
+      and whose slope band (``confidence_z``) rules out a fall of ``stuck_drop_fraction`` (5 %) over them, or,
+      from ``flat_start_min_points`` (20) points on, whose last third's median is no lower than its first
+      third's (nor ``rising_min_change`` above it: a higher one is an episode the divergence rules judge, a
+      noisy shard's), is flat over the whole window seen: a warning
+      (the product's "flat → unsure", a reviewer's look), never a stop, and no not-learning finding that would
+      confirm one (`context.PLATEAU_EVIDENCE`): a converged plateau looks the same in a window. 7: the fewest
+      points on which the Mann–Kendall band is narrow enough to rule out 5 % on a loss steady to a percent
+      (issue 9: a darkflow YOLO loss 103.8-104.5 over 19 steps, a DeepLab fine-tune 0.371-0.379 over 8 logs, a
+      transformer_base 1.96-2.31 over 9, an ESPnet LM 1.46-1.50 over 7 — ambiguous, continue at every check).
+      The band, not the missing significance, is the test: the noisy per-step losses of healthy LLM
+      fine-tunes (MLPerf's Llama-2 LoRA, 10-38 points leaning down at z −1 to −2) show no significant trend
+      either, but their band still holds a 7-40 % fall. A DeepConvLSTM's loss 1.646 at epoch 1, then
+      1.433-1.439 for 16 epochs with its train accuracy at one class's share, before it learns (ambiguous), is
+      flagged at its 5th check; its significant drift of 0.1 % (1.439 → 1.437) is no fall. On corpus_real/'s
+      train split the rule flags 3 healthy checks (a PVT excerpt at the end of its cosine schedule, flat to
+      0.6 %; a continued pretraining flat to 0.3 % after its warmup at its first check; an mmpretrain excerpt
+      at its last), none of corpus/'s (h07, flat for 127 points after its LR restart, falls over its whole
+      log). The no-gain reading is for noisy per-step losses whose band is too wide to rule anything out (a
+      RoPE classifier at 0.23-4.5 around 0.84 for 80 logs, a Lightning model at 0.23-0.81 for 75, a hydrology
+      model at 0.05-0.10 with spikes: ambiguous, continue at every check); it flags 5 healthy checks of
+      corpus_real/'s train split (a Llama-2 LoRA at 3 checks, an irrigation classifier at 2) and one of
+      corpus/'s (h16 at 1,650 steps, its log 1.14 → 1.16 by thirds after its noisy shard).
+    - ``eval_improving_z``: no such flag while an eval of the run improves over the same steps (≥ 4 evals,
+      Mann–Kendall z ≥ 1.645 in its better direction: one-sided 95 %, as the question "does it still
+      improve" has one side): the model still gets better on held-out data, so the flat train loss is a
+      converged one, not a stuck run. A per-batch train loss that converged within its warmup looks flat for
+      the rest of its run while its evals keep climbing (the example training of `examples/demo_train`:
+      train loss 0.64 → 0.67 by thirds over steps 101–599 while its eval accuracy climbs 0.807 → 0.838 at
+      z 1.94, best at its last eval; unsure at its end, which the README's first command shows a new user).
+      A flat eval beats 1.645 one time in twenty by chance, which the two-sided band's 1.96 would make one
+      in forty, at the cost of such saturating climbs.
+    """
+
+    min_points: int = Field(default=10, ge=4)
+    min_smooth_points: int = Field(default=5, ge=1)
+    smooth_window_points: int = Field(default=25, ge=1)
+    reference_window_points: int = Field(default=50, ge=1)
+    divergence_ratio: float = Field(default=2.0, gt=1)
+    divergence_z: float = Field(default=4.0, ge=0)
+    blowup_early_ratio: float = Field(default=3.0, gt=1)
+    blowup_min_ratio: float = Field(default=10.0, gt=1)
+    blowup_stop_ratio: float = Field(default=100.0, gt=1)
+    early_window_points: int = Field(default=20, ge=1)
+    sustain_points: int = Field(default=3, ge=1)
+    confirm_checks: int = Field(default=3, ge=1)
+    confirm_share: float = Field(default=0.25, ge=0, le=1)
+    trend_window_points: int = Field(default=100, ge=4)
+    rising_min_change: float = Field(default=0.10, gt=0)
+    rising_z: float = Field(default=3.0, gt=0)
+    plateau_window_points: int = Field(default=200, ge=4)
+    flat_min_points: int = Field(default=200, ge=4)
+    flat_min_drop_fraction: float = Field(default=0.15, gt=0, lt=1)
+    stuck_drop_fraction: float = Field(default=0.05, gt=0, lt=1)
+    stuck_min_run_fraction: float = Field(default=0.25, ge=0, lt=1)
+    slow_learner_z: float = Field(default=3.0, gt=0)
+    chance_min_points: int = Field(default=3, ge=3)
+    zero_accuracy_fraction: float = Field(default=0.001, ge=0)
+    confidence_z: float = Field(default=1.96, gt=0)
+    slow_divergence_ratio: float = Field(default=1.10, gt=1)
+    raw_climb_ratio: float = Field(default=1.5, gt=1)
+    start_min_points: int = Field(default=8, ge=3)
+    flat_start_min_points: int = Field(default=20, ge=4)
+    stuck_lr_spent_fraction: float = Field(default=0.5, gt=0, lt=1)
+    witness_evals: int = Field(default=5, ge=1)
+    witness_drop_fraction: float = Field(default=0.02, gt=0, lt=1)
+    floor_min_share: float = Field(default=0.25, gt=0, lt=1)
+    eval_improving_z: float = Field(default=1.645, gt=0)
+    plateau_min_points: int = Field(default=7, ge=4)
+
+    def _early_points(self, n: int) -> int:
+        """The run's first ``early_window_points``, but no more than its first third: in a log of 40
+        points, 20 would take in the blow-up itself and lift the reference it is measured against."""
+        return max(1, min(self.early_window_points, n // 3))
+
+    def _block_width(self, n: int) -> int:
+        return max(1, min(self.reference_window_points, n // 2))
+
+    def _best_before(self, y: np.ndarray, k: int) -> np.ndarray:
+        """For each of the last ``k`` points, the lowest block median over the blocks ended before it.
+
+        Blocks are consecutive runs of ``reference_window_points``: medians of disjoint blocks cost n
+        instead of n × window and a high block (an excursion) never lowers the minimum.
+        """
+        w = self._block_width(y.size)
+        nb = y.size // w
+        best = np.minimum.accumulate(np.median(y[: nb * w].reshape(nb, w), axis=1))
+        done = (y.size - k + np.arange(k)) // w  # blocks fully before each point
+        return np.where(done > 0, best[np.clip(done - 1, 0, nb - 1)], np.inf)
+
+    @staticmethod
+    def _rising_before(ctx: JudgeContext, name: str) -> bool:
+        """The previous check (with points since) already saw this loss rising or diverging."""
+        if not ctx.previous:
+            return False
+        return any(
+            s.kind is SignalKind.DIVERGENCE and s.metric == name and s.severity is not Severity.INFO
+            and s.step is not None and ctx.last_step is not None and s.step < ctx.last_step
+            for s in ctx.previous[0].signals
+        )  # fmt: skip
+
+    def _falling(self, steps: np.ndarray, y: np.ndarray) -> bool:
+        """Whether the loss falls over the whole run (a fine-tuning loss falling slowly is learning); below
+        Theil–Sen's 4 points, whether every point is below the one before (a start falling 3 % a log)."""
+        if y.size < 4:
+            return bool(y.size > 1 and np.all(np.diff(y) < 0))
+        trend = theil_sen(steps, y, confidence_z=self.confidence_z)
+        return trend is not None and trend.falling

@@ -1,0 +1,309 @@
+"""A train loss not going down: flat over every point seen, not learning from its start or its first points,
+at its untrained model's level (chance), or learning slowly (information)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..models import Direction, MetricRole, Severity, Signal, SignalKind
+from ..roles import tokenize
+from ..state import MetricSeries
+from .chance import implied_class_count
+from .context import PLATEAU_EVIDENCE, JudgeContext, signal
+from .stats import (
+    end_thirds,
+    finite_xy,
+    fmt,
+    fmt_pct,
+    fmt_step,
+    is_frozen,
+    positive_log,
+    robust_sigma,
+    rolling_median,
+    theil_sen,
+)
+from .trend_base import MEDIAN_SE, LossTrendBase, holds_start
+
+ACCURACY_TOKENS = frozenset({"acc", "accuracy"})  # an accuracy logged beside the loss (``train/mlm_accuracy``)
+
+
+class LossStallTests(LossTrendBase):
+    """The stall tests of ``TrendDetector`` (its thresholds: ``LossTrendBase``)."""
+
+    def _no_progress(
+        self, ctx: JudgeContext, loss: MetricSeries, steps: np.ndarray, values: np.ndarray
+    ) -> list[Signal]:
+        """A loss flat over all the points seen (≥ ``plateau_min_points``; a log holding its start from its
+        second point after warmup, ≥ ``min_points``): no significant rise nor steady fall (``slow_learner_z``),
+        and its Theil–Sen band (``confidence_z``, log loss) rules out a fall of ``stuck_drop_fraction``, or,
+        from ``flat_start_min_points``, its last third's median holds its first third's level (not below it,
+        less than ``rising_min_change`` above). A warning (a reviewer's look, never a stop: a converged
+        plateau and a stuck run look the same in a window). Not while an eval of the run improves
+        significantly over the same steps (`_eval_improving`): the model still gets better on held-out data."""
+        least = self.plateau_min_points
+        whole_steps, whole = finite_xy(loss.steps, loss.values)
+        if holds_start(whole_steps):  # the whole log after its first point and warmup, restarts or not
+            after = max(int(whole_steps[0]), ctx.lr_events.warmup_end or int(whole_steps[0]))
+            steps, values, least = whole_steps[whole_steps > after], whole[whole_steps > after], self.min_points
+            if self._early_floor(ctx, whole, values, int(whole_steps[-1])):
+                return []
+        if values.size < least:
+            return []
+        y = positive_log(values)
+        trend = theil_sen(steps, y, confidence_z=self.confidence_z)
+        if trend is None or trend.rising or trend.z <= -self.slow_learner_z:
+            return []
+        span = float(steps[-1] - steps[0])
+        fall_ruled_out = float(-np.expm1(trend.low * span))
+        first, last = (float(np.exp(level)) for level in end_thirds(y))
+        level_held = first <= last < first * (1 + self.rising_min_change)  # a higher one is an episode's
+        no_gain = values.size >= self.flat_start_min_points and level_held and not trend.falling
+        if fall_ruled_out >= self.stuck_drop_fraction and not no_gain:
+            return []
+        if self._eval_improving(ctx, int(steps[0])):
+            return []
+        why = (
+            f"its slope's band rules out a fall of {fmt_pct(self.stuck_drop_fraction)} over them (at most "
+            f"{fmt_pct(fall_ruled_out)})"
+            if fall_ruled_out < self.stuck_drop_fraction
+            else f"its last third no lower than its first (nor {fmt_pct(self.rising_min_change)} above it) over ≥ "
+            f"{self.flat_start_min_points} points"
+        )
+        msg = (
+            f"{loss.name} is flat over all {values.size} points seen (steps {fmt_step(int(steps[0]))}–"
+            f"{fmt_step(int(steps[-1]))}): {fmt(first)} → {fmt(last)} (medians of the first and last thirds), no "
+            f"significant trend (Mann–Kendall z {trend.z:.1f}), and {why}; a plateau or a stuck run, worth a look."
+        )
+        return [
+            signal(SignalKind.FLAT, Severity.WARNING, msg, metric=loss.name, step=int(steps[-1]),
+                   mk_z=trend.z, points=values.size, since_step=int(steps[0]), **{PLATEAU_EVIDENCE: fall_ruled_out})
+        ]  # fmt: skip
+
+    def _early_floor(self, ctx: JudgeContext, whole: np.ndarray, window: np.ndarray, last_step: int) -> bool:
+        """A loss that learned from its first point (its window's median ≥ ``flat_min_drop_fraction`` below it)
+        and is flat at less than ``stuck_min_run_fraction`` of a known total: the noise floor of the LR it
+        still has, which its schedule's decay lowers later (the example training every new user runs falls
+        2.2 → 0.66 in its warmup and wanders at 0.66 until its LR decays: unsure at step 354 of 7,000)."""
+        progress = ctx.config.progress(last_step)
+        if progress is None or progress >= self.stuck_min_run_fraction or window.size == 0:
+            return False
+        return float(np.median(window)) <= (1 - self.flat_min_drop_fraction) * float(whole[0])
+
+    def _eval_improving(self, ctx: JudgeContext, since: int) -> bool:
+        """Whether an eval of the run improves from step ``since`` on: over its ≥ 4 evals there, a Mann–Kendall
+        z of at least ``eval_improving_z`` in its better direction."""
+        for series, direction in ctx.evals:
+            steps, values = finite_xy(series.steps, series.values)
+            keep = steps >= since
+            if int(keep.sum()) < 4:
+                continue
+            trend = theil_sen(steps[keep], values[keep], confidence_z=self.confidence_z)
+            better = -1.0 if direction is Direction.LOWER else 1.0
+            if trend is not None and better * trend.z >= self.eval_improving_z:
+                return True
+        return False
+
+    def _plateau(self, name: str, x: np.ndarray, y: np.ndarray) -> list[Signal]:
+        """Info only: still improving over the longer ``plateau_window_points``, or no clear trend."""
+        trend = theil_sen(x, y, confidence_z=self.confidence_z)
+        if trend is None:
+            return []
+        change = float(np.expm1(trend.slope * (x[-1] - x[0])))
+        ev = {"change": change, "slope_per_step": trend.slope, "mk_z": trend.z, "points": trend.n}
+        span = f"over the last {x.size} points (steps {fmt_step(int(x[0]))}–{fmt_step(int(x[-1]))})"
+        kind, verb = (SignalKind.IMPROVING, "improving") if trend.falling else (SignalKind.FLAT, "no clear trend")
+        msg = f"{name} {verb}: {fmt_pct(change)} change {span}."
+        return [signal(kind, Severity.INFO, msg, metric=name, step=int(x[-1]), **ev)]
+
+    def _not_learning(self, ctx: JudgeContext, loss: MetricSeries) -> list[Signal]:
+        """A best level barely below the run's first points, after ``flat_min_points`` points."""
+        steps, values = finite_xy(loss.steps, loss.values)
+        if values.size < self.flat_min_points:
+            return []
+        y = positive_log(values)
+        early = float(np.median(y[: self.early_window_points]))
+        best = float(self._best_before(y, 1)[-1])
+        drop = float(-np.expm1(best - early))
+        if not np.isfinite(drop) or drop >= self.flat_min_drop_fraction:
+            return []
+        eval_drop = self._eval_drop(ctx)
+        if eval_drop is not None and eval_drop >= self.flat_min_drop_fraction:
+            return []
+        evals = f"; eval loss improved {fmt_pct(eval_drop)}" if eval_drop is not None else ""
+        learning = self._learning_slowly(loss.name, steps, y, drop)
+        if learning:
+            return learning
+        stuck = drop < self.stuck_drop_fraction and not self._falling(steps, y)
+        if not stuck and holds_start(steps) and float(-np.expm1(best - y[0])) >= self.flat_min_drop_fraction:
+            return []  # it learned from its first point within the early window: a converged plateau
+        critical = stuck and ctx.not_learning_before(loss.name, int(steps[-1]), new_points=True)
+        progress = ctx.config.progress(int(steps[-1])) or 1.0  # an unknown total: judged as done
+        if not stuck:
+            tail = ""
+        elif progress < self.stuck_min_run_fraction:
+            critical, tail = False, (
+                f"; within {fmt_pct(self.stuck_drop_fraction)} of its initial level, at {fmt_pct(progress)} of "
+                f"its {fmt_step(ctx.config.total_steps)} steps: critical from "
+                f"{fmt_pct(self.stuck_min_run_fraction)} if still there (a pretrained start can sit at its level)"
+            )
+        elif critical:
+            tail = (
+                f"; still at its initial level at a second check (critical below {fmt_pct(self.stuck_drop_fraction)})"
+            )
+        else:
+            tail = f"; critical below {fmt_pct(self.stuck_drop_fraction)} if the next check still sees it"
+        msg = (
+            f"{loss.name} is not learning: its best median {fmt(float(np.exp(best)))} over {values.size} points "
+            f"up to step {fmt_step(int(steps[-1]))} is only {fmt_pct(drop)} below the first points' "
+            f"{fmt(float(np.exp(early)))} (threshold {fmt_pct(self.flat_min_drop_fraction)}){evals}{tail}."
+        )
+        severity = Severity.CRITICAL if critical else Severity.WARNING
+        return [
+            signal(SignalKind.FLAT, severity, msg, metric=loss.name, step=int(steps[-1]), drop=drop,
+                   eval_drop=eval_drop, points=values.size)
+        ]  # fmt: skip
+
+    def _learning_slowly(self, name: str, steps: np.ndarray, y: np.ndarray, drop: float) -> list[Signal]:
+        """Info when the loss falls over the whole run at a Mann–Kendall z of ``slow_learner_z`` or more."""
+        trend = theil_sen(steps, y, confidence_z=self.confidence_z)
+        if trend is None or trend.z > -self.slow_learner_z:
+            return []
+        change = float(np.expm1(trend.slope * (steps[-1] - steps[0])))
+        msg = (
+            f"{name} learning slowly: {fmt_pct(drop)} below its first points at its best, {fmt_pct(change)} by the "
+            f"slope over its {y.size} points, Mann–Kendall z {trend.z:.1f} (significant from "
+            f"-{self.slow_learner_z:g}): a steady fall, not a loss that does not learn."
+        )
+        return [
+            signal(SignalKind.IMPROVING, Severity.INFO, msg, metric=name, step=int(steps[-1]), change=change,
+                   mk_z=trend.z, drop=drop, points=y.size)
+        ]  # fmt: skip
+
+    def _at_chance(self, ctx: JudgeContext, loss: MetricSeries, steps: np.ndarray, values: np.ndarray) -> list[Signal]:
+        """A loss at its untrained model's level (by the run's class count, a frozen value or a zero
+        accuracy), not falling."""
+        if values.size < self.chance_min_points:
+            return []
+        y = positive_log(values)
+        drop = -np.expm1(float(np.min(rolling_median(y, 3))) - float(y[0]))
+        if self._falling(steps, y) or drop >= self.stuck_drop_fraction:
+            return []
+        level = float(np.median(values))
+        count = ctx.config.class_count or implied_class_count(ctx, level)  # from an accuracy at 1/N (chance.py)
+        if count is not None and level >= (1 - self.stuck_drop_fraction) * np.log(count):
+            chance = fmt(float(np.log(count)))
+            implied = f"the {count} classes its accuracy at 1/{count} implies"
+            whose = "its class count" if ctx.config.class_count else implied
+            why = f"is at or above ln {count:,} = {chance}, the untrained model's loss for {whose}"
+        elif is_frozen(values[-self.chance_min_points :]):
+            why = (
+                f"sits there identical to the last digit at its last {self.chance_min_points} points "
+                "(the model's output does not change)"
+            )
+        else:
+            zero = self._zero_accuracy(ctx)
+            if zero is None:
+                return self._never_below_start(ctx, loss, steps, values, y)
+            zero_at = fmt(self.zero_accuracy_fraction)
+            why = f"sits there with {zero} ≤ {zero_at} at every point (never one prediction right)"
+        critical = ctx.not_learning_before(loss.name, int(steps[-1]), new_points=False)
+        tail = "still there at a second check, so critical" if critical else "critical if the next check still sees it"
+        msg = (
+            f"{loss.name} is not learning: its median {fmt(level)} over {values.size} points up to step "
+            f"{fmt_step(int(steps[-1]))} {why}, and it is not falling; {tail}."
+        )
+        severity = Severity.CRITICAL if critical else Severity.WARNING
+        return [
+            signal(SignalKind.FLAT, severity, msg, metric=loss.name, step=int(steps[-1]), level=level,
+                   class_count=count, points=values.size)
+        ]  # fmt: skip
+
+    def _never_below_start(
+        self, ctx: JudgeContext, loss: MetricSeries, steps: np.ndarray, values: np.ndarray, y: np.ndarray
+    ) -> list[Signal]:
+        """A log holding the run's start (its first step within two of its logging intervals, the median
+        step between points, so unit-free: updates or epochs) whose loss, over at least ``start_min_points``
+        points, never went below its first point, sits above it by ≥ ``rising_z`` errors of the point noise
+        (not a slow decay whose first point happened to be low) but < ``rising_min_change`` (a larger rise
+        is the divergence rules' business), and is not falling: the model has not moved from its initial
+        loss. A warning, never a stop: its chance level is unknown, and a warmup the config does not state
+        keeps a start flat too."""
+        if values.size < self.start_min_points:
+            return []
+        if not holds_start(steps):
+            return []
+        rest, first = y[1:], float(y[0])
+        gap = float(np.median(rest)) - first
+        if gap >= np.log1p(self.rising_min_change):
+            return []
+        spent = None
+        if values.size >= self.flat_start_min_points:
+            how = f"it stayed within {fmt_pct(self.stuck_drop_fraction)} of its first value"  # the caller's test
+            spent = self._lr_spent(ctx, int(steps[-1]))
+        else:
+            error = robust_sigma(y) * float(np.sqrt(1 + MEDIAN_SE**2 / rest.size))
+            if float(np.min(rest)) < first or gap < self.rising_z * error:
+                return []
+            how = "it never went below its first value"
+        critical = spent is not None and ctx.not_learning_before(loss.name, int(steps[-1]), new_points=True)
+        if spent is None:
+            tail = (
+                "; worth a look (a warmup the config does not state would explain it, or a run that converged "
+                "within its first logged point)."
+            )
+        else:
+            lr_name, share = spent
+            again = "still so at a second check, so critical" if critical else "critical if the next check sees it"
+            tail = (
+                f" while {lr_name} decayed to {fmt_pct(share)} of its peak (threshold "
+                f"{fmt_pct(self.stuck_lr_spent_fraction)}): past its warmup, its schedule's learning phase spent "
+                f"with no progress; {again}."
+            )
+        msg = (
+            f"{loss.name} is not learning from its start: over its first {values.size} points (steps "
+            f"{fmt_step(int(steps[0]))}–{fmt_step(int(steps[-1]))}) {how} "
+            f"{fmt(float(values[0]))} and is not falling{tail}"
+        )
+        severity = Severity.CRITICAL if critical else Severity.WARNING
+        return [
+            signal(SignalKind.FLAT, severity, msg, metric=loss.name, step=int(steps[-1]),
+                   level=float(np.median(values)), points=values.size, since_step=int(steps[0]))
+        ]  # fmt: skip
+
+    def _lr_spent(self, ctx: JudgeContext, last_step: int) -> tuple[str, float] | None:
+        """The LR series and its value at ``last_step`` as a share of its highest value up to there, when that
+        share is ≤ ``stuck_lr_spent_fraction`` (the schedule has decayed past its learning phase)."""
+        lr = ctx.learning_rate
+        if lr is None:
+            return None
+        steps, values = finite_xy(lr.steps, lr.values)
+        values = values[steps <= last_step]
+        if values.size < 2 or float(np.max(values)) <= 0:
+            return None
+        share = float(values[-1]) / float(np.max(values))
+        return (lr.name, share) if share <= self.stuck_lr_spent_fraction else None
+
+    def _zero_accuracy(self, ctx: JudgeContext) -> str | None:
+        """The name of an accuracy logged with the train loss that is ≤ ``zero_accuracy_fraction`` at every point."""
+        for name, info in ctx.roles.items():
+            if info.role is not MetricRole.OTHER or info.direction is not Direction.HIGHER:
+                continue
+            if not ACCURACY_TOKENS.intersection(tokenize(name)) or name not in ctx.history.metrics:
+                continue
+            series = ctx.history.metrics[name]
+            _, values = finite_xy(series.steps, series.values)
+            if values.size >= self.chance_min_points and float(np.max(np.abs(values))) <= self.zero_accuracy_fraction:
+                return name
+        return None
+
+    @staticmethod
+    def _eval_drop(ctx: JudgeContext) -> float | None:
+        """The largest relative improvement of any lower-is-better eval from its first value to its best."""
+        drops = []
+        for series, direction in ctx.evals:
+            if direction is not Direction.LOWER:
+                continue  # accuracies near chance gain large relative amounts from tiny absolute ones
+            _, values = finite_xy(series.steps, series.values)
+            if values.size >= 2 and values[0] > 0:
+                drops.append(1 - float(values.min()) / float(values[0]))
+        return max(drops) if drops else None
