@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mcp_training_check.judge.evals import is_quality_eval, is_secondary_eval
+from mcp_training_check.judge.evalkinds import is_quality_eval, is_secondary_eval
 from mcp_training_check.models import Decision, Severity, SignalKind
 from tests.test_judge_helpers import decay_loss, kinds, make_series, run_judge, steps_for
 

@@ -7,7 +7,9 @@ One detector per module, each a small class whose thresholds are its keyword arg
                                   rise tests in ``trend_rise``, stall tests in ``trend_stall``, thresholds in
                                   ``trend_base``
 - ``spikes.SpikeDetector``        robust-z spikes, recovered (info), persisting (watch), recurring ≥ 10× (warning)
-- ``evals.EvalDetector``          eval vs baseline, vs its own best (overfitting), collapse
+- ``evals.EvalDetector``          eval vs baseline, vs its own best (overfitting), collapse; its degrading
+                                  tests in ``evals_degrading``, thresholds in ``evals_base``, which evals
+                                  count (quality vs secondary) in ``evalkinds``
 - ``evaltrend.EvalTrendDetector`` a run without a train loss: its primary eval's trend, not learning
 - ``lr.LrDetector``               LR jumps outside warmup, dead LR, non-finite LR
 - ``gradnorm.GradNormDetector``   exploding / vanishing grad norm, clip rate

@@ -19,18 +19,8 @@ from ..roles import tokenize
 from ..state import MetricSeries
 from .chance import ACCURACY_TOKENS, implied_class_count
 from .context import PLATEAU_EVIDENCE, Detector, JudgeContext, signal
-from .evals import _train_accuracy, is_quality_eval, secondary_at_most_warning
-from .stats import (
-    end_thirds,
-    finite_xy,
-    fmt,
-    fmt_pct,
-    fmt_step,
-    is_frozen,
-    positive_log,
-    rolling_median,
-    theil_sen,
-)
+from .evalkinds import is_quality_eval, secondary_at_most_warning, train_accuracy
+from .stats import end_thirds, finite_xy, fmt, fmt_pct, fmt_step, is_frozen, positive_log, rolling_median, theil_sen
 
 EDIT_RATE_TOKENS = frozenset({"wer", "cer"})
 """Word and character error rates: edit distances over the reference length, the only evals that exceed 1."""
@@ -317,7 +307,7 @@ class EvalTrendDetector(Detector):
         """An eval accuracy repeated exactly from its first eval beside a train accuracy frozen to the last digit
         (`is_frozen`) from its first point, both over ≥ ``stuck_baseline_min_evals`` points: the model predicts
         the same on both sets however its losses move."""
-        train = _train_accuracy(ctx)
+        train = train_accuracy(ctx)
         if not ACCURACY_TOKENS.intersection(tokenize(series.name)) or train is None:
             return None
         name, train_values = train

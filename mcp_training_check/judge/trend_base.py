@@ -10,9 +10,7 @@ from pydantic import Field
 
 from ..models import Severity, SignalKind
 from .context import Detector, JudgeContext
-from .stats import (
-    theil_sen,
-)
+from .stats import theil_sen
 
 TAIL_POINTS = 512  # trailing runs above a threshold are counted over at most this many recent points
 MEDIAN_SE = 1.2533  # standard error of a median of n normal points is this × σ / √n

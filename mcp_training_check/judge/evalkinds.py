@@ -1,0 +1,124 @@
+"""Which evals a run's verdict rests on: quality evals (mAP, accuracy, F1) outvote secondary ones
+(precision, recall, one component loss of several); how far a value is worse than a reference in its
+metric's direction; the train accuracy logged beside an eval; an eval's level since its best."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import NamedTuple
+
+import numpy as np
+
+from ..models import Direction, MetricRole, Severity, Signal
+from ..roles import EVAL_SPLIT_TOKENS, TRAIN_SPLIT_TOKENS, tokenize
+from ..state import MetricSeries
+from .chance import ACCURACY_TOKENS
+from .context import JudgeContext
+from .stats import finite_xy, robust_sigma
+
+
+def worse_by(value: np.ndarray | float, reference: float, direction: Direction) -> np.ndarray:
+    """Relative gap by which ``value`` is worse than ``reference`` (negative when better)."""
+    scale = abs(reference) if reference != 0 else 1.0
+    diff = np.asarray(value, dtype=np.float64) - reference
+    return (diff if direction is Direction.LOWER else -diff) / scale
+
+
+def train_accuracy(ctx: JudgeContext) -> tuple[str, np.ndarray] | None:
+    """The name and finite values of an accuracy logged on the training set (``train/accuracy``)."""
+    for name, info in ctx.roles.items():
+        if info.role is not MetricRole.OTHER or info.direction is not Direction.HIGHER:
+            continue
+        tokens = tokenize(name)
+        on_train = ACCURACY_TOKENS.intersection(tokens) and TRAIN_SPLIT_TOKENS.intersection(tokens)
+        if on_train and name in ctx.history.metrics:
+            series = ctx.history.metrics[name]
+            return name, finite_xy(series.steps, series.values)[1]
+    return None
+
+
+def relative_noise(values: np.ndarray, reference: float) -> float:
+    """Robust σ of the evals' point-to-point noise, as a fraction of ``reference``."""
+    scale = abs(reference) if reference != 0 else 1.0
+    return robust_sigma(values) / scale
+
+
+QUALITY_TOKENS = frozenset(
+    {"map", "acc", "accuracy", "top", "f1", "auc", "auroc", "iou", "miou", "dice", "bleu", "rouge", "ndcg", "mrr"}
+)
+"""Words of an eval that sums up the model's quality as a whole (mAP integrates precision over every recall;
+accuracy, F1, AUC, BLEU). Precision and recall are each one side of a trade-off a confidence threshold sets,
+and a component loss (YOLO's val cls_loss) one term of the objective: secondary evals, which a quality eval
+at its best outvotes (`EvalDetector`'s ``quality_near_best_margin``)."""
+
+
+def is_quality_eval(name: str) -> bool:
+    """Whether an eval's name says it sums up the model's quality (``mAP50-95``, ``val_acc``, ``top1``)."""
+    return any(token.rstrip("0123456789") in QUALITY_TOKENS for token in tokenize(name))
+
+
+TRADE_OFF_TOKENS = frozenset({"precision", "recall"})
+"""One side each of the trade-off a detector's or classifier's confidence threshold sets: one rises as the
+other falls while the quality eval (mAP, F1) holds."""
+
+
+def is_secondary_eval(name: str, eval_names: Sequence[str]) -> bool:
+    """Precision or recall (`TRADE_OFF_TOKENS`), or a component loss: an eval loss named for one term of the
+    objective (``val/cls_loss``) beside other eval losses (YOLO's box, obj and cls). A run's one eval loss,
+    or its plain total (``val/loss``), is no component: it rising while the accuracy holds is overfitting."""
+    tokens = set(tokenize(name))
+    if TRADE_OFF_TOKENS & tokens:
+        return True
+    losses = [other for other in eval_names if "loss" in tokenize(other)]
+    qualified = tokens - EVAL_SPLIT_TOKENS - {"loss"}
+    return "loss" in tokens and len(losses) >= 2 and bool(qualified)
+
+
+def outvoted(s: Signal, why: str) -> Signal:
+    """A secondary eval's finding while the run's quality evals say otherwise (``why``: at their best, or not
+    degrading): information, and no cause for another detector's finding (``outvoted`` in its evidence)."""
+    if s.severity not in (Severity.WARNING, Severity.CRITICAL):
+        return s
+    message = f"{s.message.rstrip('.')}; but {why}, which outvotes a secondary eval: information, not a flag."
+    evidence = s.evidence | {"outvoted": 1.0}
+    return s.model_copy(update={"severity": Severity.INFO, "message": message, "evidence": evidence})
+
+
+def has_quality_eval(ctx: JudgeContext) -> bool:
+    """Whether the run logs an eval that sums up its quality (`is_quality_eval`: mAP, accuracy, F1)."""
+    return any(is_quality_eval(series.name) for series, _ in ctx.evals)
+
+
+def secondary_at_most_warning(signals: list[Signal], ctx: JudgeContext) -> list[Signal]:
+    """A secondary eval's (`is_secondary_eval`) critical finding, in a run that logs a quality eval, is a
+    warning: precision, recall or one component loss alone never stops a run whose quality eval judges it
+    (the quality eval's own rules stop it when the model is worse). A YOLOv5's precision sliding from an
+    early 0.97 spike to 0.6 while its mAP holds (log-Plane-OR-Ship-1), a val cls_loss of a few-class set
+    from 0.002 to 0.04 beside box and obj losses (log-the-Garbage-Projeckt-1), a YOLOv8 precision(B) at 0.008
+    for 16 evals while its mAP learns (log-mouse-keyboard-detector-1): healthy runs all three, each stopped."""
+    names = [series.name for series, _ in ctx.evals]
+    if not has_quality_eval(ctx):
+        return signals
+    out = []
+    for s in signals:
+        if s.severity is Severity.CRITICAL and s.metric and s.metric in names and is_secondary_eval(s.metric, names):
+            message = (
+                f"{s.message.rstrip('.')}; but it is a secondary eval and the run's quality eval judges it: "
+                "a warning, not a stop."
+            )
+            s = s.model_copy(update={"severity": Severity.WARNING, "message": message,
+                                     "evidence": s.evidence | {"secondary": 1.0}})  # fmt: skip
+        out.append(s)
+    return out
+
+
+class SinceBest(NamedTuple):
+    """An eval from its best on (median of 3), as the rules for a slow worsening read it."""
+
+    series: MetricSeries
+    direction: Direction
+    steps: np.ndarray
+    values: np.ndarray
+    gap: float  # how far the latest level is from the best, relative to it
+    best: float
+    best_step: int

@@ -1,0 +1,188 @@
+"""The eval tests' thresholds (``[judge.evals]``), shared by `evals` and `evals_degrading`."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from .context import Detector
+
+
+class EvalBase(Detector):
+    """Eval metrics against a baseline, against their own best, and for collapse.
+
+    Thresholds:
+    - ``baseline_margin``: worse than the baseline by more than 2 % (relative), late in the run (below) →
+      warning; below that is eval noise on typical eval-set sizes. Before that it is information: a
+      baseline is what comparable runs *reach*, and every run is below it on its way there (the MLPerf
+      runs of issue 9 were unsure at every check until they hit their quality target). A run that has
+      ended below its baseline by any amount never reached it: warning (a BERT that stopped at 0.7193 of
+      its 0.72 target).
+    - ``baseline_level_evals``: while the run goes on, its level against the baseline margin is the median of
+      its last 3 evals (as the degrade rules read a level: one unlucky eval decides nothing); once it has
+      ended, its last eval. A U-Net3D Dice climbing through 0.89-0.90 with eval-to-eval swings of ±0.01 dips
+      2-4 % under its 0.908 target at single evals and is back at the next (healthy MLPerf runs of
+      corpus_real/'s train split were unsure at 1-3 checks each on such a dip); the far margin's two evals
+      ≥ 25 % worse are two of those three, so a real shortfall is read as before.
+    - Near the baseline (within ``far_margin``), with the run's total steps unknown and the run not ended,
+      a shortfall is information however many evals it has: "12 evals and no new best in the last 3"
+      (``late_min_evals``) does not make a run late when its eval is noisy, as its best is then its luckiest
+      eval, which a slow climb takes many evals to beat. U-Net3D Dices at 0.87-0.90 against their 0.908
+      target after 13-40 evals, on their way there, made seven healthy MLPerf runs of corpus_real/'s train
+      split unsure at 1-3 checks each (and three bad ones before their fault at 5-7 checks), while no
+      ambiguous or bad run of either train split was flagged by it alone. Far below (≥ 25 %) it is still a
+      warning from 12 evals; past half a known total, or once ended, any shortfall is, as before.
+    - ``far_margin``: worse by ≥ 25 % on the last ``confirm_evals`` evals, late in the run, and so at the
+      previous check too → critical; a gap that size is not closed by the rest of a schedule. (One check
+      alone is a warning: MLPerf's RNN-T sits at a WER of 1 for 12 epochs before it learns.)
+    - ``late_fraction``: "late" = the run has ended (an eval that ended below its baseline never reached
+      it), or past 50 % of the configured total steps; without a total, after
+      ``late_min_evals`` (12) evals of which the last 3 did not beat the earlier best. 12, not 8: MLPerf's
+      RNN-T sits at a WER of 1 for its first 10 epochs (evals) before it learns, and is healthy.
+    - ``confirm_evals``: evals in a row needed for a critical finding (2: one eval can be a bad batch).
+    - ``degrade_margin`` / ``patience_evals``: the median of the last 3 evals ≥ 5 % worse than the best
+      median of 3, which is ≥ 3 evals old, with none of the last 3 evals back at it → warning
+      (Lightning EarlyStopping's patience counts evals too); overfitting when the train loss kept
+      falling meanwhile. When the train loss rose by ``degrade_margin`` or more since that best, the
+      eval only mirrors a train-loss episode (a noisy shard, a divergence): ``watch``, and the trend
+      detector, which sees it on every step instead of every eval, decides.
+    - ``degrade_noise_z``: and the gap must be ≥ 4 × the eval's own noise (robust σ of consecutive
+      differences, relative to the best; the median of 3 still carries ~0.7 σ of it): on a dense eval
+      series of a small eval set, 5 % is within reach of noise alone. Evals before the latest SGDR
+      restart are not compared: a restart worsens the eval on purpose for a while.
+    - ``mild_overfit_margin`` / ``mild_overfit_evals``: below the degrade margin, an eval ≥ 2 % (the
+      baseline margin: eval noise on typical eval sets) worse than its best, with a significant Theil–Sen
+      trend the wrong way over the ≥ 6 evals since it, while the train loss fell, is mild overfitting →
+      warning (a flag, never a stop): the trend, not the gap, tells it from noise.
+    - ``decay_stop_margin``: a higher-is-better eval (accuracy, BLEU, F1) degrading as above, ≥ 15 % below its
+      best and further below it than at the previous check, with the train loss not rising, is decaying
+      steadily → critical (a validation accuracy sliding from 0.5 towards 0 while the train loss looks
+      healthy: labels misaligned, a broken eval pipeline, severe overfitting). Three times
+      ``degrade_margin``, and confirmed across two checks. A lower-is-better eval (a loss) may rise while
+      the model still improves (an over-confident classifier), so it stops only when it collapses.
+    - ``decay_min_evals``: below that noise margin, a higher-is-better eval ≥ ``mild_overfit_margin`` (2 %)
+      below its best (median of 3) with a negative Theil–Sen slope over the evals since, the train loss not
+      rising, is ``watch`` (leaning down: continue, next check sooner); with the slope significant over ≥ 6
+      evals since the best (two ``patience_evals``: a single dip and its recovery never make a significant
+      trend that long) and the gap ≥ ``degrade_margin`` (5 %) it is decaying steadily — a warning at the
+      first check that sees it, critical when the previous check (with evals since) saw it leaning or
+      decaying already. The noise margin is measured on the whole series, so a top-1 sliding 1–2 points an
+      epoch (an Inception-BN from 0.461 to 0.27, issue 9 class 4) stays inside it for five checks; the
+      trend since the best tells a steady slide from noise sooner. The deepest dips of healthy MLPerf evals
+      (a U-Net3D Dice at 70 % of its best) are back at the next eval and never make such a trend.
+    - ``decay_falling_share`` / ``decay_min_run_fraction``: and either stop (the steady decay above, or the decay
+      ≥ ``decay_stop_margin`` below) needs the decay steady over a real share of the run: ≥ 80 % of the pairs of
+      evals since the best in falling order (Kendall's τ ≤ −0.6: the trend's strength, which its significance
+      does not give, as that grows with the number of evals), spanning ≥ 25 % of the steps the eval covers (a
+      quarter, as the train loss's ``stuck_min_run_fraction``). Below that it is a warning. Healthy YOLOv5 runs
+      dip 7–11 % below a noisy best mAP for 12–18 epochs of 150 at z −2.4 to −2.5 (75–85 % of pairs falling,
+      8–30 % of the run: log-CelloBowHoldApp-1, log-FaceCar-YOLOv5-1), or sit 27 % below a one-eval spike that
+      made their best (log-Plane-OR-Ship-1, 12 % of the run), and learn on: all three were stopped. An
+      Inception-BN top-1 sliding 0.46 → 0.27 (issue-mxnet-1144, bad) has 95 % of its pairs falling over 40 %
+      of its run at the check that stops it, as before.
+    - ``overfit_stop_margin``: a lower-is-better eval degrading as above while the train loss fell
+      (overfitting), ≥ 50 % above its best (median of 3: 1.5× it) ≥ ``decay_min_evals`` evals after it, and
+      degrading at the previous check (with evals since) too, is a large overfit → critical. An
+      over-confident classifier's val loss creeps up by tens of percent while its accuracy holds (the mild
+      overfit of corpus_real: 1.25× its best by the median of 3, 3 evals after it: flagged only); a val loss
+      doubling while the train loss falls 70 % (an AlexNet memorising 1,224 images) is the model learning
+      its training set instead of the task, which the rest of the schedule will not undo. corpus/'s
+      ambiguous overfits (an MLP on 800 examples) end at 1.40× their best: flagged, not stopped (at 1.25×
+      they would be).
+    - Once critical (a large overfit, a steady decay), an eval stays critical at later checks while it is
+      still ≥ ``degrade_margin`` worse than its best with none of its last ``patience_evals`` evals back at
+      it, even when the stop rule's own margin (1.5× the best, 15 % below it) or the noise margin is no
+      longer met: the degradation itself drives the noise margin up (a timm fine-tune's eval loss jumping
+      0.30 → 0.42–0.51 makes its robust σ a third of the best), so one eval a little better would otherwise
+      turn a stopped run's next check back to continue while the eval is still 35 % above its best.
+    - ``collapse_loss_ratio``: a lower-is-better eval ≥ 3× its best has exploded (Megatron-style
+      multiple of the best, not a relative margin).
+    - ``collapse_drop_fraction``: a higher-is-better eval that lost ≥ 50 % of its best has collapsed
+      (accuracy falling towards chance). A non-finite eval collapses at once.
+    - A collapse is a warning first and critical once confirmed: ``confirm_evals`` collapsed evals in a row
+      that a previous check (with evals since) saw collapsing too, or ``collapse_sustain_evals`` (4) in a
+      row within one check, or an optimizer cause before it (the policy). Real runs have eval excursions
+      that recover: a CTC validation loss 7× its best for two evals mid-run, back on its trend by the next
+      check. Four evals in a row are far longer than such an episode and still within a check of a real
+      collapse seen from its start.
+    - ``collapse_noise_z`` / ``collapse_noise_evals``: and only evals ≥ 4 × the eval's own noise from its best
+      collapse (robust σ of the eval-to-eval differences over the last 10 evals before the ones in question,
+      so the collapse does not inflate it, nor a quiet phase long past deflate it; 4 as for
+      ``degrade_noise_z``). A YOLO mAP of 0.008 falling to 0.002 in
+      the first epochs of a slow start (log-thesis-1, which ends at 0.99) is eval noise around zero, not a
+      collapse; an eval from a quiet plateau to a third of it, or from its first evals (σ 0 before 3),
+      still is.
+    - ``collapse_zero_fraction``: a higher-is-better eval at ≤ 0.1 % of its best is at zero (a Dice of
+      1e-10, an mAP of 0: the model outputs nothing), which no eval noise reaches — critical at once, as a
+      NaN is. The deepest healthy dip among the MLPerf runs of issue 9 is to 40 % of the best.
+    - ``quality_near_best_margin``: while every quality eval of the run (`is_quality_eval`: mAP, accuracy, F1)
+      is at or near its best — the median of its last 3 evals within 5 % (the degrade margin) of its best
+      eval, or within ``degrade_noise_z`` × its own noise when that is wider — a secondary eval's finding
+      (`is_secondary_eval`: precision, recall, a component loss) is information, neither a stop nor a flag,
+      and no cause for another's: the quality eval it feeds says the model is as good as it has been. A
+      YOLOv5 run at mAP 0.94 trades precision 0.94 → 0.86 for recall 0.87 → 0.97, and its val cls_loss
+      (0.002–0.01 on a few-class set) swings 3× its best between evals (log-4105project-yolov5-1, healthy,
+      was stopped); another's val cls_loss creeps up 16–30 % while its mAP still rises
+      (log-1802284174-test-1, healthy, was unsure at its last 5 checks). A YOLOv3 whose mAP@0.5 falls at
+      every eval, 6 % under its best by the median of 3 (issue-yolov3-1211, bad), is not at its best, so
+      its cls_loss still warns. The total eval loss is no secondary: an AlexNet whose val loss doubles while
+      its accuracy holds near 0.67 is overfitting (issue-dli-alexnet-15, bad).
+      Nor is a secondary eval's finding a flag while no quality eval of the run is flagged by this detector
+      (degrading, decaying, collapsed, below its baseline): the quality eval's own rules say whether the
+      model got worse, and the secondary eval is one side of a trade-off or one term of it. A YOLOv5's
+      precision falling from an early 0.97 (at recall 0.41) to 0.55-0.7 while its noisy mAP holds 0.5-0.79
+      (log-Plane-OR-Ship-1, healthy, unsure at its last 12 checks, now only at the 5 where its mAP itself is
+      flagged); an obj_loss creeping up in a 20-epoch run whose mAPs end at 0.5 and 0.99
+      (log-yolov5_model-1). With the quality eval flagged too, the secondary eval still warns beside it
+      (issue-yolov3-1211's cls_loss, the check before its mAP's decay stops it).
+    - ``memorised_accuracy_fraction`` / ``memorised_gap_fraction`` / ``memorised_min_evals``: an eval accuracy whose
+      median of its last 3 evals is ≥ 0.2 (absolute) below the train accuracy's, that train accuracy at ≥ 0.95
+      (the training set memorised), with no significant rise (Theil–Sen, 95 %) over ≥ 4 evals, is overfitting
+      with nothing left to learn from the training set → warning (a flag for review, never a stop: whether
+      0.70 held-out is the task's ceiling is not in the log). Healthy runs of both corpora that log both
+      accuracies end within 0.01 of each other; a CIFAR ResNet ends at 1.00 against 0.95, an ImageNet one
+      at 0.80 against 0.76: 0.2 is four times those gaps. (An RNN text classifier at 0.99 train and 0.64–0.70
+      held-out for ten epochs.)
+    - ``overfit_gap_ratio``: an eval loss ≥ 3× the train loss at its step (median of the train loss's last 5
+      points up to it) and worse than the eval before, while that train level fell between the two evals, is a
+      deep, growing overfit → warning (a flag, never a stop; it needs only two evals, so it sees a run that
+      evaluates rarely). Of the train-split runs of both corpora that log an eval loss beside a train loss,
+      the healthy ones peak at 2.0× (a MatConvNet ImageNet run) and 2.4× (a corpus/ MLP whose noisy per-step
+      train loss dips at an eval 2 % worse than the one before: the closest a healthy run comes); a GPT-2 XL
+      fine-tuned on Shakespeare has its val loss at 3.75 then 3.90 while its train loss falls 0.93 → 0.65 (6×).
+    - ``overfit_rising_evals``: "growing" is the eval loss worse than the eval before at each of its last 2
+      evals (a run with only 2 evals shows its one rise). One rise is an eval's noise: a classifier's val loss
+      swinging 0.7-1.5 between evals, or one 0.004 → 0.00414 at its floor, rises at every other eval while
+      the train loss falls to 1e-4 (log-topnmusic-1, log-VisLungTransformer-1, log-Cmamba_reconstruct-1,
+      log-OSCCC-Detection-1, log-irrigation-classification-1: healthy, unsure at 1-4 checks each on it). An
+      overfit grows eval after eval: a RoBERTa's val loss 0.111 → 0.114 → 0.142, a sentiment classifier's
+      0.279 → 0.282 → 0.284 (ambiguous, still flagged).
+    """
+
+    baseline_margin: float = Field(default=0.02, ge=0)
+    baseline_level_evals: int = Field(default=3, ge=1)
+    far_margin: float = Field(default=0.25, gt=0)
+    late_fraction: float = Field(default=0.5, gt=0, le=1)
+    late_min_evals: int = Field(default=12, ge=2)
+    confirm_evals: int = Field(default=2, ge=1)
+    degrade_margin: float = Field(default=0.05, gt=0)
+    patience_evals: int = Field(default=3, ge=1)
+    degrade_noise_z: float = Field(default=4.0, ge=0)
+    collapse_loss_ratio: float = Field(default=3.0, gt=1)
+    collapse_drop_fraction: float = Field(default=0.5, gt=0, lt=1)
+    collapse_sustain_evals: int = Field(default=4, ge=1)
+    collapse_zero_fraction: float = Field(default=1e-3, ge=0, lt=1)
+    collapse_noise_z: float = Field(default=4.0, ge=0)
+    quality_near_best_margin: float = Field(default=0.05, ge=0)
+    collapse_noise_evals: int = Field(default=10, ge=3)
+    decay_stop_margin: float = Field(default=0.15, gt=0)
+    mild_overfit_margin: float = Field(default=0.02, gt=0)
+    mild_overfit_evals: int = Field(default=6, ge=4)
+    decay_min_evals: int = Field(default=6, ge=4)
+    decay_falling_share: float = Field(default=0.8, gt=0.5, le=1)
+    decay_min_run_fraction: float = Field(default=0.25, ge=0, lt=1)
+    overfit_stop_margin: float = Field(default=0.5, gt=0)
+    memorised_accuracy_fraction: float = Field(default=0.95, gt=0, le=1)
+    memorised_gap_fraction: float = Field(default=0.2, gt=0, le=1)
+    memorised_min_evals: int = Field(default=4, ge=4)
+    overfit_gap_ratio: float = Field(default=3.0, gt=1)
+    overfit_rising_evals: int = Field(default=2, ge=1)

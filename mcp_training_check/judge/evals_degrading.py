@@ -1,0 +1,278 @@
+"""An eval getting worse than its own best: overfitting (an eval loss rising while the train loss
+falls), a steady decay of a quality eval, and whether such a slide persists across checks."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..models import Direction, Severity, Signal, SignalKind
+from ..state import MetricSeries
+from .context import JudgeContext, finite_after, signal
+from .evalkinds import SinceBest, relative_noise, worse_by
+from .evals_base import EvalBase
+from .stats import (
+    falling_pairs_share,
+    finite_xy,
+    fmt,
+    fmt_pct,
+    fmt_ratio,
+    fmt_step,
+    positive_log,
+    rolling_median,
+    theil_sen,
+)
+
+
+class EvalDegradingTests(EvalBase):
+    """The degrading-eval tests of ``EvalDetector`` (its thresholds: ``EvalBase``)."""
+
+    def _degrading(self, ctx: JudgeContext, series: MetricSeries, d: Direction) -> list[Signal]:
+        steps, values = finite_xy(series.steps, series.values)
+        restart = ctx.lr_events.restarts[-1] if ctx.lr_events.restarts else None
+        if restart is not None:  # an SGDR restart worsens evals on purpose: judge only the evals since
+            keep = steps > restart
+            steps, values = steps[keep], values[keep]
+        if values.size <= self.patience_evals:
+            return []
+        # best and latest level as medians of 3 evals, so one lucky or unlucky eval decides nothing
+        level = rolling_median(values, 3)
+        i = int(np.argmin(level) if d is Direction.LOWER else np.argmax(level))
+        best, best_step = float(level[i]), int(steps[i])
+        since_best = int(values.size - 1 - i)
+        gap = float(worse_by(level[-1], best, d))
+        recent = worse_by(values[-self.patience_evals :], best, d)
+        margin = max(self.degrade_margin, self.degrade_noise_z * relative_noise(values, best))
+        if since_best < self.patience_evals or float(recent.min()) <= 0:
+            return []
+        train = self._train_change(ctx, best_step)
+        with_train = train is not None and train >= self.degrade_margin
+        still_down = not with_train and self._still_down(ctx, series.name, gap, int(steps[-1]))
+        if gap < margin and not still_down:
+            since = SinceBest(series, d, steps[i:], values[i:], gap, best, best_step)
+            return self._steady_decay(ctx, since, steps) or self._mild_overfit(ctx, since)
+        if train is not None and train < 0:
+            why = f" while the train loss fell {fmt_pct(-train)} (overfitting)"
+        elif train is not None and with_train:
+            why = f"; the train loss rose {fmt_pct(train)} since then too, so the train-loss trend judges it"
+        else:
+            why = ""
+        msg = (
+            f"{series.name} at step {fmt_step(int(steps[-1]))}: median of the last 3 evals "
+            f"{fmt(float(level[-1]))} is {fmt_pct(gap)} worse than its best {fmt(best)} at step "
+            f"{fmt_step(best_step)}, "
+            f"{since_best} evals ago (thresholds "
+            f"{fmt_pct(margin)}, {self.patience_evals} evals){why}."
+        )
+        severity = Severity.WATCH if with_train else Severity.WARNING
+        falling = (
+            not with_train
+            and self._falling_since(steps[i:], values[i:])
+            and self._long_steady(steps, best_step, falling_pairs_share(values[i:]))
+        )
+        if not with_train and falling and self._decaying(ctx, series.name, d, gap, int(steps[-1])):
+            severity = Severity.CRITICAL
+            msg = msg[:-1] + (
+                f"; still decaying since the previous check, {fmt_pct(gap)} below its best (critical from "
+                f"{fmt_pct(self.decay_stop_margin)} for a higher-is-better eval)."
+            )
+        elif not with_train and falling and self._steady_beyond_noise(ctx, series.name, d, since_best, steps):
+            severity = Severity.CRITICAL
+            msg = msg[:-1] + (
+                f"; falling steadily over the {since_best} evals since (a significant trend, "
+                f"≥ {fmt_pct(self.decay_falling_share)} of its pairs falling) and degrading at the previous check "
+                "too: critical, as a steady decay within its noise margin is."
+            )
+        elif self._large_overfit(ctx, series.name, d, gap, since_best, train, int(steps[-1])):
+            severity = Severity.CRITICAL
+            msg = msg[:-1] + (
+                f"; a large overfit: ≥ {fmt_ratio(1 + self.overfit_stop_margin)} its best over ≥ "
+                f"{self.decay_min_evals} evals since, degrading at the previous check too, so critical."
+            )
+        elif still_down:
+            severity = Severity.CRITICAL
+            msg = msg[:-1] + (
+                f"; the previous check found it critical and it is still ≥ {fmt_pct(self.degrade_margin)} below "
+                "its best with none of its last evals back at it, so still critical."
+            )
+        return [
+            signal(
+                SignalKind.EVAL_DEGRADING,
+                severity,
+                msg,
+                metric=series.name,
+                step=int(steps[-1]),
+                gap=gap,
+                best=best,
+                evals_since_best=since_best,
+                train_change=train,
+            )
+        ]
+
+    def _mild_overfit(self, ctx: JudgeContext, since: SinceBest) -> list[Signal]:
+        """An eval worsening too little for the degrade margin but steadily (a significant trend since its
+        best over ≥ ``mild_overfit_evals`` evals, ≥ ``mild_overfit_margin`` below it) while the train loss
+        fell: mild overfitting, a warning."""
+        series, d, steps, values, gap, best, best_step = since
+        if gap < self.mild_overfit_margin or values.size < self.mild_overfit_evals:
+            return []
+        trend = theil_sen(steps, values)
+        worsening = trend is not None and (trend.rising if d is Direction.LOWER else trend.falling)
+        train = self._train_change(ctx, best_step)
+        if not worsening or train is None or train >= 0:
+            return []
+        msg = (
+            f"{series.name} at step {fmt_step(int(steps[-1]))} is mildly overfitting: {fmt_pct(gap)} worse than "
+            f"its best {fmt(best)} at step {fmt_step(best_step)} and worsening over the {values.size - 1} evals "
+            f"since (significant trend; thresholds {fmt_pct(self.mild_overfit_margin)}, {self.mild_overfit_evals} "
+            f"evals) while the train loss fell {fmt_pct(-train)}."
+        )
+        return [
+            signal(SignalKind.EVAL_DEGRADING, Severity.WARNING, msg, metric=series.name, step=int(steps[-1]),
+                   gap=gap, best=best, evals_since_best=values.size - 1, train_change=train)
+        ]  # fmt: skip
+
+    def _long_steady(self, steps: np.ndarray, best_step: int, falling_share: float) -> bool:
+        """A decay confirmed over a real share of the run: the evals since the best fall steadily
+        (``falling_share``, their `falling_pairs_share`, ≥ ``decay_falling_share``) and span ≥
+        ``decay_min_run_fraction`` of the steps the eval covers (``steps``, all of them)."""
+        covered = float(steps[-1] - steps[0])
+        long = covered > 0 and float(steps[-1]) - best_step >= self.decay_min_run_fraction * covered
+        return long and falling_share >= self.decay_falling_share
+
+    def _steady_decay(self, ctx: JudgeContext, since: SinceBest, all_steps: np.ndarray) -> list[Signal]:
+        """A higher-is-better eval sliding from its best within its noise margin, the train loss not rising:
+        ``watch`` while it only leans down (≥ ``mild_overfit_margin`` below its best, a negative Theil–Sen
+        slope over the evals since); decaying steadily once the slope is significant over ≥
+        ``decay_min_evals`` evals and the gap ≥ ``degrade_margin`` — a warning; critical when the previous check
+        (with evals since) saw it leaning or decaying already and the decay is steady over a real share of the
+        run (`_long_steady`)."""
+        series, d, steps, values, gap, best, best_step = since
+        if d is not Direction.HIGHER or gap < self.mild_overfit_margin:
+            return []
+        train = self._train_change(ctx, best_step)
+        trend = theil_sen(steps, values)
+        if (train is not None and train >= self.degrade_margin) or trend is None or trend.slope >= 0:
+            return []
+        steady = trend.falling and gap >= self.degrade_margin and values.size - 1 >= self.decay_min_evals
+        share = falling_pairs_share(values)
+        head = (
+            f"{series.name} at step {fmt_step(int(steps[-1]))} is {fmt_pct(gap)} below its best {fmt(best)} at "
+            f"step {fmt_step(best_step)} (median of 3) and falling over the {values.size - 1} evals since "
+            f"(Mann–Kendall z {trend.z:.1f}, {fmt_pct(share)} of its pairs falling)"
+        )
+        if not steady:
+            severity, tail = Severity.WATCH, f"{'significant' if trend.falling else 'not significant'} yet: watched"
+        elif self._long_steady(all_steps, best_step, share) and self._leaning_before(
+            ctx, series.name, int(steps[-1])
+        ):
+            severity, tail = Severity.CRITICAL, "decaying steadily, and the previous check saw it already: critical"
+        else:
+            severity, tail = Severity.WARNING, (
+                f"decaying: critical if the next check sees it steady (≥ {fmt_pct(self.decay_falling_share)} of "
+                f"its pairs of evals falling) over ≥ {fmt_pct(self.decay_min_run_fraction)} of the run"
+            )
+        msg = (
+            f"{head}; {tail} (thresholds {fmt_pct(self.degrade_margin)} below the best, a significant trend over "
+            f"≥ {self.decay_min_evals} evals)."
+        )
+        return [
+            signal(SignalKind.EVAL_DEGRADING, severity, msg, metric=series.name, step=int(steps[-1]), gap=gap,
+                   best=best, evals_since_best=values.size - 1, train_change=train, mk_z=trend.z,
+                   falling_share=share)
+        ]  # fmt: skip
+
+    def _steady_beyond_noise(
+        self, ctx: JudgeContext, name: str, d: Direction, since_best: int, steps: np.ndarray
+    ) -> bool:
+        """A higher-is-better eval beyond its noise margin whose evals since the best fall steadily over a real
+        share of the run (the caller's `_long_steady`), over ≥ ``decay_min_evals`` of them, degrading or leaning at
+        the previous check (with evals since) too: the steady decay of `_steady_decay`, which stops a slide
+        within the eval's noise margin, must not spare one that left it (issue 9: a YOLOv3 mAP@0.5 falling at
+        every eval, 0.647 → 0.575, 7.5 % below its best, was a warning to the end: over the noise margin,
+        under ``decay_stop_margin``)."""
+        if d is not Direction.HIGHER or since_best < self.decay_min_evals:
+            return False
+        prev = ctx.previous_signal(SignalKind.EVAL_DEGRADING, name)
+        return (
+            prev is not None
+            and "collapsed_evals" not in prev.evidence
+            and (prev.severity is not Severity.WATCH or "mk_z" in prev.evidence)
+            and prev.step is not None
+            and prev.step < int(steps[-1])
+        )
+
+    @staticmethod
+    def _leaning_before(ctx: JudgeContext, name: str, last_step: int) -> bool:
+        """The previous check, with evals since, found this eval below its best and falling."""
+        prev = ctx.previous_signal(SignalKind.EVAL_DEGRADING, name)
+        return (
+            prev is not None
+            and "collapsed_evals" not in prev.evidence
+            and "mk_z" in prev.evidence
+            and prev.step is not None
+            and prev.step < last_step
+        )
+
+    def _still_down(self, ctx: JudgeContext, name: str, gap: float, last_step: int) -> bool:
+        """The previous check found this eval degrading critically (a large overfit or a steady decay, not a
+        collapse, which has its own confirmation), and it is still ≥ ``degrade_margin`` from its best."""
+        prev = ctx.previous_signal(SignalKind.EVAL_DEGRADING, name)
+        return (
+            gap >= self.degrade_margin
+            and prev is not None
+            and prev.severity is Severity.CRITICAL
+            and "collapsed_evals" not in prev.evidence
+            and prev.step is not None
+            and prev.step <= last_step
+        )
+
+    def _large_overfit(
+        self, ctx: JudgeContext, name: str, d: Direction, gap: float, since_best: int, train: float | None, last: int
+    ) -> bool:
+        """A lower-is-better eval ≥ ``overfit_stop_margin`` above its best, ≥ ``decay_min_evals`` evals after it,
+        while the train loss fell, and degrading at the previous check (with evals since) too."""
+        if d is not Direction.LOWER or train is None or train >= 0:
+            return False
+        if gap < self.overfit_stop_margin or since_best < self.decay_min_evals:
+            return False
+        prev = ctx.previous_signal(SignalKind.EVAL_DEGRADING, name)
+        return (
+            prev is not None
+            and "collapsed_evals" not in prev.evidence
+            and prev.severity is not Severity.WATCH
+            and prev.step is not None
+            and prev.step < last
+        )
+
+    @staticmethod
+    def _falling_since(steps: np.ndarray, values: np.ndarray) -> bool:
+        """The evals since the best fall: a significant Theil–Sen trend (a steady one is `_long_steady`'s)."""
+        trend = theil_sen(steps, values)
+        return trend is not None and trend.falling
+
+    def _decaying(self, ctx: JudgeContext, name: str, d: Direction, gap: float, last_step: int) -> bool:
+        """A higher-is-better eval ≥ ``decay_stop_margin`` below its best that is further below it than at
+        the previous check (with evals since): a steady decay, not an eval's noise."""
+        if d is not Direction.HIGHER or gap < self.decay_stop_margin:
+            return False
+        prev = ctx.previous_signal(SignalKind.EVAL_DEGRADING, name)
+        if prev is None or "collapsed_evals" in prev.evidence or prev.step is None or prev.step >= last_step:
+            return False
+        return gap > prev.evidence.get("gap", np.inf)
+
+    @staticmethod
+    def _train_change(ctx: JudgeContext, since_step: int) -> float | None:
+        """Relative change of the train loss (median of 5 points) from ``since_step`` to now; the level at
+        ``since_step`` is that of the points up to it, which the eval there had seen."""
+        loss = ctx.train_loss
+        if loss is None:
+            return None
+        steps, values = finite_after(loss, None)
+        if values.size < 10:
+            return None
+        y = positive_log(values)
+        i = int(np.searchsorted(steps, since_step, side="right"))
+        if i >= values.size - 5:
+            return None
+        before = float(np.median(y[max(0, i - 5) : max(i, 1)]))
+        return float(np.expm1(float(np.median(y[-5:])) - before))
