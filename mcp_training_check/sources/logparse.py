@@ -224,6 +224,7 @@ class LogParser:
         self.epoch_at: int | None = None  # the epoch of the latest line that counts batches within it
         self.epoch_batch = 0  # its batch count
         self.epoch_offset = 0  # the steps of the epochs before it: step = offset + batch (`_epoch_step`)
+        self.epoch_length_unknown = False  # no line states its epoch's length and no epoch has ended yet
 
     def to_state(self) -> dict[str, Any]:
         return {
@@ -243,7 +244,12 @@ class LogParser:
             "bar": [
                 self.bar_label, self.bar_n, self.bar_offset, self.bar_values, sorted(self.printed_keys), self.bar_step
             ],
-            "epoch": [-1 if self.epoch_at is None else self.epoch_at, self.epoch_batch, self.epoch_offset],
+            "epoch": [
+                -1 if self.epoch_at is None else self.epoch_at,
+                self.epoch_batch,
+                self.epoch_offset,
+                self.epoch_length_unknown,
+            ],
         }
 
     @classmethod
@@ -276,8 +282,10 @@ class LogParser:
             parser.bar_n, parser.bar_offset = int(bar_n), int(offset)
             parser.bar_values = {str(name): float(value) for name, value in dict(values).items()}
             parser.printed_keys = {str(name) for name in printed}
-            epoch_at, parser.epoch_batch, parser.epoch_offset = (int(n) for n in state.get("epoch") or [-1, 0, 0])
-            parser.epoch_at = None if epoch_at < 0 else epoch_at
+            epoch_at, batch, offset, unknown = state.get("epoch") or [-1, 0, 0, False]
+            parser.epoch_at = None if int(epoch_at) < 0 else int(epoch_at)
+            parser.epoch_batch, parser.epoch_offset = int(batch), int(offset)
+            parser.epoch_length_unknown = bool(unknown)
         except (KeyError, TypeError, ValueError, ConfigError) as exc:
             raise ValueError(f"parser state is malformed: {exc}") from exc
         return parser
@@ -441,12 +449,14 @@ class LogParser:
         (MMDetection's log.json logs every 50th batch: its steps run up to 49 short per epoch). A count that did
         not go back at the new epoch is the run's own (an iteration-based runner): no offset. A log read from its
         middle (tail-first) starts from the head's epoch: the epochs between count as that one."""
-        offset = self.epoch_offset
-        if self.epoch_at is not None and at.epoch > self.epoch_at:
+        offset, ended = self.epoch_offset, self.epoch_at is not None and at.epoch > self.epoch_at
+        if ended:
             length = at.batches or (self.epoch_batch if at.batch <= self.epoch_batch else 0)
-            offset += (at.epoch - self.epoch_at) * length
+            offset += (at.epoch - (self.epoch_at or 0)) * length
         if offset + at.batch > STEP_RANGE[1]:
             raise OverflowError(f"epoch {at.epoch} batch {at.batch} is beyond int64")  # the state untouched
+        first = self.epoch_at is None
+        self.epoch_length_unknown = at.batches is None and not ended and (first or self.epoch_length_unknown)
         self.epoch_at, self.epoch_batch, self.epoch_offset = at.epoch, at.batch, offset
         return offset + at.batch
 
