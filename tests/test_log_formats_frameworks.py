@@ -12,7 +12,9 @@ from pathlib import Path
 import pytest
 
 from mcp_training_check.roles import assign_roles, primary_train_loss
+from mcp_training_check.sources.logparse import COUNTED_STEPS_NOTE
 from mcp_training_check.sources.logs import LogFileSource, parse_lines
+from tests.test_cli import cli
 
 Points = dict[str, list[tuple[int, float]]]
 
@@ -380,3 +382,25 @@ def test_epoch_batch_steps_come_out_the_same_when_the_log_is_read_in_pieces(tmp_
         for name, chunk in batch.series.items():
             pieces.setdefault(name, []).extend(chunk.steps.tolist())
     assert pieces == {name: steps(whole, name) for name in whole}
+
+
+# --------------------------------------------------------------------------- logs that print no step
+
+
+def test_a_log_without_step_numbers_says_its_steps_are_counted_lines(tmp_path) -> None:
+    """A Trainer console prints its dicts without the step (Keras its epochs): a step is then the count of
+    metric lines, which the snapshot says; a log that prints its steps says nothing of the kind."""
+    hf = "".join(
+        f"{{'loss': {2.0 - k / 100:.4f}, 'grad_norm': 1.1, 'learning_rate': 5e-05, 'epoch': {k / 100:.2f}}}\n"
+        f" {k}%|{'█' * (k // 10):<10}| {10 * k}/1000 [00:{k:02d}<01:00,  5.00it/s]\n"
+        for k in range(1, 31)
+    )
+    log = tmp_path / "console.log"
+    log.write_text(hf)
+    report = json.loads(cli("check", str(log), "--json", home=tmp_path / "home", cwd=tmp_path).stdout)
+    assert report["snapshot"]["last_step"] == 30
+    assert [w for w in report["snapshot"]["warnings"] if w == COUNTED_STEPS_NOTE] == [COUNTED_STEPS_NOTE]
+    stepped = tmp_path / "train.log"
+    stepped.write_text("".join(f"step {s} loss {2.0 / s:.4f}\n" for s in range(1, 31)))
+    report = json.loads(cli("check", str(stepped), "--json", home=tmp_path / "home", cwd=tmp_path).stdout)
+    assert COUNTED_STEPS_NOTE not in report["snapshot"]["warnings"]

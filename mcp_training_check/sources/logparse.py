@@ -45,6 +45,7 @@ from .loglines import (
 from .mllog import MLLOG_MARKER, MllogEvent, parse_mllog_line
 
 __all__ = [
+    "COUNTED_STEPS_NOTE",
     "ERROR_PREFIX",
     "FATAL_PREFIX",
     "FORMATS",
@@ -93,6 +94,11 @@ the same log) clears it."""
 
 HIDDEN_LINES_NOTE = "note: earlier error/fatal lines of the log not shown:"
 
+COUNTED_STEPS_NOTE = (
+    "note: this log prints no step numbers: a step here is the count of its metric lines so far (its 10th line "
+    "with a train metric is step 10), not the training's optimizer step"
+)
+
 TRAINER_STATE_NOTE = (
     "note: this is a Hugging Face trainer_state.json, a JSON document the Trainer rewrites into each new "
     "checkpoint-N directory, not a log it appends to: point `run` at the training's console output (the "
@@ -121,6 +127,7 @@ class ParseNotes:
     skipped_hostile: int = 0  # of ``skipped``: too long, a number out of range, nested too deep
     extra: list[str] = field(default_factory=list)
     unrecognized_lines: int = 0  # set when no line the log's parser has read so far held a metric
+    counter_at_start: int | None = None  # the parser's line counter when this read began
     # inside a Python traceback: what precedes its header on each line (torchrun's "[rank1]: ", else "")
     traceback_prefix: str | None = None
 
@@ -291,6 +298,8 @@ class LogParser:
         return parser
 
     def feed(self, lines: Iterable[str], sink: SeriesBuilder, notes: ParseNotes) -> None:
+        if notes.counter_at_start is None:
+            notes.counter_at_start = self.counter
         for line in lines:
             if self.in_long_line:  # the end of a line whose start was dropped (`drop_long_line`)
                 self.in_long_line = False
@@ -320,6 +329,9 @@ class LogParser:
         self._flush_bar(sink)
         self._bar_train_loss_at_its_count(sink)
         notes.unrecognized_lines = self.lines_seen if self._nothing_recognized() else 0
+        counted = not self.explicit_steps and self.counter > (notes.counter_at_start or 0)
+        if counted and COUNTED_STEPS_NOTE not in notes.extra:  # said at each read whose points it places
+            notes.extra.append(COUNTED_STEPS_NOTE)
 
     def _bar_train_loss_at_its_count(self, sink: SeriesBuilder) -> None:
         """At the end of what was read, the train loss a bar shows is a point at the bar's count when the count
