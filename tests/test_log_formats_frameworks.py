@@ -404,3 +404,10 @@ def test_a_log_without_step_numbers_says_its_steps_are_counted_lines(tmp_path) -
     stepped.write_text("".join(f"step {s} loss {2.0 / s:.4f}\n" for s in range(1, 31)))
     report = json.loads(cli("check", str(stepped), "--json", home=tmp_path / "home", cwd=tmp_path).stdout)
     assert COUNTED_STEPS_NOTE not in report["snapshot"]["warnings"]
+
+
+def test_an_epoch_or_iter_that_is_no_count_places_nothing_by_it() -> None:
+    """A NaN or fractional epoch beside "iter" is not an epoch count (before the guard, NaN raised ValueError)."""
+    lines = ['{"epoch": NaN, "iter": 3, "loss": 1.0}', '{"epoch": 0.5, "iter": 4, "loss": 0.9}']
+    parsed = parse_lines([*lines, '{"epoch": 1, "iter": 5, "loss": 0.8}'])
+    assert parsed.skipped_lines == 0 and parsed.series["loss"].steps.tolist() == [1, 2, 5]

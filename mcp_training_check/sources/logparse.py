@@ -459,8 +459,9 @@ class LogParser:
         """The step of a line that counts batches within an epoch: the batches of the epochs before it plus its
         count. An epoch's length is what the line states ("[ 100/1251]"), else the last count its epoch showed
         (MMDetection's log.json logs every 50th batch: its steps run up to 49 short per epoch). A count that did
-        not go back at the new epoch is the run's own (an iteration-based runner): no offset. A log read from its
-        middle (tail-first) starts from the head's epoch: the epochs between count as that one."""
+        not go back at the new epoch is the run's own (an iteration-based runner): no offset. Read from its middle
+        (tail-first), a log whose lines state the length is exact; else `log_tail` starts the part at an estimate
+        (`epoch_length_unknown`)."""
         offset, ended = self.epoch_offset, self.epoch_at is not None and at.epoch > self.epoch_at
         if ended:
             length = at.batches or (self.epoch_batch if at.batch <= self.epoch_batch else 0)
@@ -530,7 +531,8 @@ class LogParser:
         else a step printed before the dict (``Step: 100, {...}``, whose ``Epoch 3`` becomes ``epoch``)."""
         if "iter" in metrics and "epoch" in metrics and not EXPLICIT_STEP_KEYS.intersection(metrics):
             epoch, batch = metrics["epoch"], metrics.pop("iter")
-            if evaluates or not (epoch == int(epoch) and batch == int(batch) and batch >= 0):
+            whole = all(math.isfinite(n) and n == int(n) and n >= 0 for n in (epoch, batch))
+            if evaluates or not whole:
                 return None
             return self._epoch_step(EpochBatch("epoch", int(epoch), int(batch), None))
         step = pop_step(metrics)
