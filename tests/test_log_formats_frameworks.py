@@ -411,3 +411,37 @@ def test_an_epoch_or_iter_that_is_no_count_places_nothing_by_it() -> None:
     lines = ['{"epoch": NaN, "iter": 3, "loss": 1.0}', '{"epoch": 0.5, "iter": 4, "loss": 0.9}']
     parsed = parse_lines([*lines, '{"epoch": 1, "iter": 5, "loss": 0.8}'])
     assert parsed.skipped_lines == 0 and parsed.series["loss"].steps.tolist() == [1, 2, 5]
+
+
+# --------------------------------------------------------------------------- formats read before: kept so
+
+SPEECHBRAIN = "".join(
+    f"epoch: {e}, lr: 1.00e+00 - train loss: {2.5 - e / 5:.2f} - valid loss: {2.3 - e / 5:.2f}, valid CER: "
+    f"{40 - e:.2f}, valid WER: {80 - 2 * e:.2f}\n"
+    for e in range(1, 5)
+)
+KERAS = "".join(
+    f"Epoch {e}/4\n1875/1875 [==============================] - 4s 2ms/step - loss: {0.6 - e / 10:.4f} - "
+    f"accuracy: {0.7 + e / 50:.4f} - val_loss: {0.7 - e / 10:.4f} - val_accuracy: {0.65 + e / 50:.4f}\n"
+    for e in range(1, 5)
+)
+DETECTRON2 = "".join(
+    f"[01/01 10:00:{i:02d} d2.utils.events]:  eta: 1 day, 0:00:00  iter: {20 * i - 1}  total_loss: {2 - i / 10:.3f}  "
+    f"loss_cls: 0.7  loss_box_reg: 0.1  time: 0.4  data_time: 0.01  lr: {0.0002 * i:.4f}  max_mem: 3500M\n"
+    for i in range(1, 5)
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "train", "evals", "expected_steps"),
+    [
+        (SPEECHBRAIN, "train_loss", ["valid_loss", "valid_CER", "valid_WER"], [1, 2, 3, 4]),
+        (KERAS, "loss", ["val_loss", "val_accuracy"], [1, 2, 3, 4]),
+        (DETECTRON2, "total_loss", [], [19, 39, 59, 79]),
+    ],
+    ids=["speechbrain", "keras", "detectron2"],
+)
+def test_formats_read_before_keep_their_names_roles_and_steps(tmp_path, text, train, evals, expected_steps) -> None:
+    points, roles = read(tmp_path / "train_log.txt", text)
+    assert primary_train_loss(assign_roles(points)) == train and steps(points, train) == expected_steps
+    assert [name for name in evals if roles[name] == "eval" and steps(points, name) == expected_steps] == evals
