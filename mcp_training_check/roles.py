@@ -78,7 +78,12 @@ EVAL_ONLY_QUALITY = frozenset({"map", "ap"})
 GRAD_TOKENS = frozenset({"grad", "gradient", "grads", "gradients"})
 GRAD_NORM_SINGLE_TOKENS = frozenset({"gradnorm", "gnorm"})  # fairseq prints ``gnorm``
 NORM_TOKEN = "norm"
-TOTAL_NORM_NAMES = frozenset({"total_norm"})
+# A norm printed beside the loss with no other word is the gradient's: llm.c's ``norm``, the clipped
+# ``total_norm``. A parameter norm names itself (``param_norm``, ``weight_norm``).
+TOTAL_NORM_NAMES = frozenset({"total_norm", "norm"})
+# Whole names that abbreviate a split and a loss: llm.c's main.log prints ``trl`` (train loss) and ``tel``
+# (its val loss, "test" in its logger).
+ABBREVIATED_NAMES = {"trl": ("train", "loss"), "tel": ("test", "loss")}
 
 # Tokens that qualify a train loss without changing what it is (for picking the primary one).
 PLAIN_LOSS_QUALIFIERS = (
@@ -118,6 +123,8 @@ _OTHER_LOWER = RoleInfo(MetricRole.OTHER, Direction.LOWER)
 @lru_cache(maxsize=4096)
 def tokenize(name: str) -> tuple[str, ...]:
     """Lower-case tokens of a metric name; ``top-1`` and ``acc@1`` become ``top1`` and ``acc1``."""
+    if name.lower() in ABBREVIATED_NAMES:
+        return ABBREVIATED_NAMES[name.lower()]
     tokens: list[str] = []
     for piece in _SEPARATORS.split(name):
         if not piece:

@@ -52,8 +52,22 @@ def bar(step: int) -> str:  # PyTorch Lightning's console: steps are a tqdm bar'
             f"loss={2.0 / (1.0 + step * 1e-3):.6f}, grad_norm={1.0 + (step % 5) * 0.1:.3f}]")  # fmt: skip
 
 
+def epoch_batches(step: int) -> str:  # torchvision's MetricLogger: a batch count within the epoch, and its length
+    epoch, n = divmod(step, 1000)
+    loss = 2.0 / (1.0 + step * 1e-3)
+    return f"Epoch: [{epoch}]  [{n:>3}/1000]  eta: 0:01:40  lr: 0.1  loss: {loss:.6f} ({loss:.4f})  time: 0.1000"
+
+
+def epoch_iters(step: int) -> str:  # MMDetection's log.json: "iter" counts within the epoch, whose length is unsaid
+    epoch, n = divmod(step, 1000)
+    return json.dumps({"mode": "train", "epoch": epoch + 1, "iter": n + 1, "lr": 0.02, "loss": 2.0 / (1 + step * 1e-3)})
+
+
 FORMATS = {"jsonl": (jsonl, "train.jsonl", ""), "csv": (csv, "metrics.csv", "step,loss,grad_norm\n"),
-           "printed": (printed, "train.log", ""), "bar": (bar, "console.log", "")}  # fmt: skip
+           "printed": (printed, "train.log", ""), "bar": (bar, "console.log", ""),
+           "epoch_batches": (epoch_batches, "log.txt", ""),
+           "epoch_iters": (epoch_iters, "run.log.json", "")}  # fmt: skip
+LAST_STEP = {"epoch_iters": STEPS}  # its iters count from 1
 
 
 def write(path: Path, line, steps: range, header: str = "") -> None:
@@ -88,11 +102,12 @@ def test_tail_first_then_fill_in_stores_what_a_full_read_stores(tmp_path, scaled
     assert first.fill is not None and first.fill.first
     history = store.load_history("log")
     assert history.exact_from is not None and history.metrics["loss"].total_points < STEPS
-    if kind in ("printed", "bar"):
+    if kind in ("printed", "bar", "epoch_iters"):
         assert history.exact_from > history.last_step  # counted steps: nothing is exact yet
         assert any("no step numbers" in w for w in first.warnings)
     else:
-        assert history.metrics["loss"].raw_steps[-1] == STEPS - 1 and history.metrics["loss"].raw_steps.size == 2048
+        assert history.metrics["loss"].raw_steps[-1] == LAST_STEP.get(kind, STEPS - 1)
+        assert history.metrics["loss"].raw_steps.size == 2048
 
     step, checks = STEPS, 0
     while history.exact_from is not None:  # the log grows between checks

@@ -105,7 +105,8 @@ def test_timm_test_lines_are_evals() -> None:
     points, roles = parsed(lines)
     assert [v for _, v in points["Loss"]] == [6.942, 6.102], "the test loss went into the train loss"
     assert roles["Test/Loss"] == "eval" and roles["Test/Acc@1"] == "eval"
-    assert points["Test/Acc@1"] == [(2, 0.5)], "an eval line lands at the latest train step"
+    assert [s for s, _ in points["Loss"]] == [0, 1250], "epoch 0's batch counts are the steps"
+    assert points["Test/Acc@1"] == [(1250, 0.5)], "an eval line lands at the latest train step"
 
 
 def speedrun_log(last: int, total: int = 3000) -> str:

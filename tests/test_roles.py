@@ -99,6 +99,11 @@ HIGHER = Direction.HIGHER
         ("global_grad_norm", GRAD, LOWER),
         ("total_norm", GRAD, LOWER),
         ("gradNorm", GRAD, LOWER),
+        ("norm", GRAD, LOWER),  # llm.c's main.log: "s:0 trl:10.9988 lr:0.000006 norm:15.2"
+        ("param_norm", OTHER, LOWER),
+        # llm.c's abbreviations: train loss, its val ("test") loss
+        ("trl", TRAIN, LOWER),
+        ("tel", EVAL, LOWER),
         # everything else
         ("epoch", OTHER, LOWER),
         ("eval_runtime", OTHER, LOWER),

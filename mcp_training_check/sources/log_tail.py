@@ -12,10 +12,10 @@ Each later read re-reads the log from its start, `LOG_FILL_BYTES_PER_CHECK` at a
 own, up to where the live reading stands; when it arrives its points replace the stored series and its
 parser replaces the live one (so step counters of logs without explicit steps come out right).
 
-A log without step numbers (steps are line counters, or the counts of a progress bar that restarts every
-epoch) cannot be read from its middle with the right steps: there each part's counter starts from an estimate
-(the head's steps per byte), and nothing counts as exact (``exact_from`` is past the last step) until the
-fill-in has counted every line.
+A log without step numbers (steps are line counters, the counts of a progress bar that restarts every
+epoch, or batch counts within epochs whose length no line states) cannot be read from its middle with the
+right steps: there each part's counter starts from an estimate (the head's steps per byte), and nothing counts
+as exact (``exact_from`` is past the last step) until the fill-in has counted every line.
 
 Line parsing is ``logs``' (its ``consume`` is passed in, so this module needs nothing from it).
 """
@@ -171,8 +171,8 @@ NO_STEPS_NOTE = (
 @dataclass
 class _StartState:
     """The parser state a part of the log starting at some offset begins with: the head's, and for a log whose
-    steps are counted (``counted``: line counters, or a progress bar's counts), with the step estimated from
-    the head's steps per byte."""
+    steps are counted (``counted``: line counters, a progress bar's counts, or batch counts within epochs of
+    unstated length), with the step estimated from the head's steps per byte."""
 
     head: _Part
 
@@ -181,12 +181,17 @@ class _StartState:
         parser = self.head.parser
         if self.head.end <= 0:
             return False
+        if parser.epoch_length_unknown:
+            return True
         return (not parser.explicit_steps and parser.counter > 0) or (parser.bar_steps and bool(parser.last_step))
 
     def parser(self, offset: int, fmt: str | None) -> LogParser:
         head = self.head.parser
         parser = LogParser.from_state(head.to_state(), fmt)
-        if self.counted and head.bar_steps:
+        if self.counted and head.epoch_length_unknown:  # the part's first epoch starts at the estimate
+            estimate = round((head.last_step or 0) * offset / self.head.end)
+            parser.last_step, parser.epoch_at, parser.epoch_offset = estimate, None, estimate
+        elif self.counted and head.bar_steps:
             estimate = round((head.last_step or 0) * offset / self.head.end)
             parser.last_step, parser.bar_n, parser.bar_offset = estimate, 0, estimate
         elif self.counted:

@@ -24,29 +24,40 @@ from ..roles import EVAL_SPLIT_TOKENS, TRAIN_SPLIT_TOKENS, infer_role, tokenize
 from .base import STEP_RANGE
 
 __all__ = [
+    "EXPLICIT_STEP_KEYS",
     "HF_TRAIN_KEYS",
     "IGNORED_KEYS",
     "STEP_KEYS",
     "BarRefresh",
+    "EpochBatch",
     "csv_header",
+    "epoch_batch",
     "flatten",
     "hf_dict",
     "json_dict",
     "parse_float",
     "pop_step",
+    "prefix_counts",
     "progress_bar",
+    "record_split",
     "split_row",
     "step_total",
     "text_metrics",
+    "under_split",
 ]
 
 STEP_KEYS = ("step", "_step", "global_step", "iteration", "iter", "num_updates")  # fairseq: num_updates
+EXPLICIT_STEP_KEYS = frozenset(STEP_KEYS) - {"iter"}  # "iter" beside "epoch" may count within the epoch
+# A dict record's field that names the split it reports on (MMDetection's {"mode": "val", ...}).
+SPLIT_FIELDS = ("mode", "split", "phase")
 # Keys that may be written as "N/TOTAL" (a progress count is a metric for no other key).
 COUNT_KEYS = frozenset({*STEP_KEYS, "epoch"})
 # Numbers that are not metrics even when a key precedes them.
 IGNORED_KEYS = frozenset(
-    {"eta", "date", "datetime", "timestamp", "_timestamp", "rank", "local_rank", "pid", "v_num"}  # Lightning's version
-)
+    {"eta", "date", "datetime", "timestamp", "_timestamp", "rank", "local_rank", "pid", "v_num", "seed"}
+)  # v_num: Lightning's version; seed: MMDetection's log.json opens with its env_info, config and seed
+# "s:250 tel:6.1": llm.c's main.log writes its step as "s", always with a colon (only then is it a step).
+TEXT_STEP_ABBREVIATIONS = frozenset({"s"})
 SOURCE_FILE_SUFFIXES = (".py", ".cc", ".cpp", ".cu", ".h")  # "[logging.py:96:log_dist]" is not a metric
 HF_TRAIN_KEYS = frozenset({"loss", "grad_norm", "learning_rate"})
 HF_MARKER_KEYS = HF_TRAIN_KEYS | {"epoch"}
@@ -74,6 +85,7 @@ _TQDM_BAR = re.compile(
     rf"(?P<desc>[^|\[]*?)\s*(?:\d{{1,3}}%\|[^|]*\|\s*(?P<n>{_TQDM_COUNT})/{_TQDM_COUNT}|(?P<count>{_TQDM_COUNT})it)\s*"
     r"\[[^,\]]*,[^,\]]*,(?P<postfix>[^\]]*)\]"
 )
+_NUMBER_STRING = re.compile(_NUMBER)
 _SCALE_PREFIXES = "kMGTPEZY"
 _DIGITS = re.compile(r"\d+")
 _PADDED_NONFINITE = re.compile(r"^([-+]?(?:nan|inf))\.0*$", re.IGNORECASE)  # Lightning pads NaN to "nan.0"
@@ -100,14 +112,23 @@ def _number(value: Any) -> float | None:
     return float(value)
 
 
+def _numeric_string(value: str) -> float | None:
+    """A number written as a JSON string, as fairseq's JSON log writes every value (``"loss": "9.876"``)."""
+    text = value.strip()
+    if not text or text[0] not in _NUMBER_START or not _NUMBER_STRING.fullmatch(text):
+        return None
+    return parse_float(text)
+
+
 def flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, float]:
-    """Numeric leaves of a nested dict, keys joined with "/" (``{"train": {"loss": 1}}`` → ``train/loss``)."""
+    """Numeric leaves of a nested dict, keys joined with "/" (``{"train": {"loss": 1}}`` → ``train/loss``);
+    a string that is one number counts as that number."""
     out: dict[str, float] = {}
     for key, value in data.items():
         name = f"{prefix}{key}"
         if isinstance(value, Mapping):
             out.update(flatten(value, f"{name}/"))
-        elif (number := _number(value)) is not None:
+        elif (number := _numeric_string(value) if isinstance(value, str) else _number(value)) is not None:
             out[name] = number
     return out
 
@@ -152,9 +173,44 @@ def hf_dict(text: str) -> dict[str, float] | None:
         if not isinstance(key, str) or number is None:
             return None  # a config dump or some other dict, not a Trainer log line
         out[key] = number
-    if not any(k in HF_MARKER_KEYS or k.startswith(HF_MARKER_PREFIXES) for k in out):
+    if not any(k in HF_MARKER_KEYS or k.startswith(HF_MARKER_PREFIXES) or _has_role(k) for k in out):
         return None
     return out
+
+
+def record_split(data: Mapping[str, Any]) -> str:
+    """The eval split a dict record names in a `SPLIT_FIELDS` field (``"mode": "val"``), or ""."""
+    for field in SPLIT_FIELDS:
+        value = data.get(field)
+        if isinstance(value, str) and value.lower() in EVAL_SPLIT_TOKENS:
+            return value
+    return ""
+
+
+def under_split(metrics: Mapping[str, float], split: str) -> dict[str, float]:
+    """An eval record's metrics named under its split (``val/loss``): its ``loss`` is not the train loss.
+    Counts keep their names; the learning rate it repeats from training is dropped."""
+    out: dict[str, float] = {}
+    for key, value in metrics.items():
+        if key.lower() in COUNT_KEYS or _SPLIT_WORDS.intersection(tokenize(key)):
+            out[key] = value
+        elif infer_role(key).role is not MetricRole.LEARNING_RATE:
+            out[f"{split}/{key}"] = value
+    return out
+
+
+def _has_role(key: str) -> bool:
+    """A metric the judge knows (``train/loss``, ``validation/accuracy``): a dict holding one is a metrics dict."""
+    return infer_role(key).role is not MetricRole.OTHER
+
+
+def prefix_counts(text: str, opener: str) -> dict[str, float]:
+    """The step and epoch a line prints before its dict: ``Step: 100, {...}``, ``step 100: {...}``,
+    ``Epoch 3 {...}``, absl's ``... Time since start: 100.0s, \tStep: 100, \t{...}``."""
+    start = text.find(opener)
+    if start <= 0:
+        return {}
+    return {key.lower(): value for key, value, _ in _lex_pairs(text[:start]) if key.lower() in COUNT_KEYS}
 
 
 @lru_cache(maxsize=4096)
@@ -200,17 +256,24 @@ def _lex_pairs(text: str) -> list[Pair]:
     A value must be the whole token (up to closing punctuation), so timestamps, dates, ETAs, units and
     progress counts are not taken; a token that is not a value is left to start the next pair. A split
     word just before a key belongs to it: nanoGPT's "train loss 2.1, val loss 2.3" is ``train_loss`` and
-    ``val_loss``, not ``loss`` twice. This is the hot loop on big logs, hence the cheap first-character
-    tests before any parsing.
+    ``val_loss``, not ``loss`` twice; a bracketed one names the keys after it (ESPnet's epoch summary
+    "[train] loss=110.0, ... [valid] loss=90.1"): ``valid/loss``. A parenthesised ``(name:N)`` is where a
+    logging call sits (ESPnet's "(trainer:672)"), not a metric. This is the hot loop on big logs, hence the
+    cheap first-character tests before any parsing.
     """
     tokens = text.split()
     pairs: list[Pair] = []
     i, n = 0, len(tokens)
     split_word = ""  # the previous token, when it is a bare split word ("train", "val")
+    section = ""  # the latest "[split]" token's split
     while i < n:
         token = tokens[i]
         i += 1
         if token[0] in _KEY_OPENERS:
+            if _CLOSED.get(token[0]) == token[-1]:
+                section = _section(token, section)
+                if section or token[0] == "(":
+                    continue
             token = token.lstrip(_KEY_OPENERS)
         if not token or not (token[0].isalpha() or token[0] == "_"):
             split_word = ""
@@ -228,13 +291,24 @@ def _lex_pairs(text: str) -> list[Pair]:
             continue
         value = _value(rest, key)
         if value is not None:
-            pairs.append((_with_split(before, key), value, explicit))
+            key = _with_split(before, key)
+            pairs.append((f"{section}/{key}" if section else key, value, explicit))
             i += from_next  # the value token is used up; otherwise it may start the next pair
             split_word = ""
     return pairs
 
 
 _SPLIT_WORDS = EVAL_SPLIT_TOKENS | TRAIN_SPLIT_TOKENS
+_CLOSED = {"[": "]", "(": ")"}
+
+
+def _section(token: str, section: str) -> str:
+    """The split a bracketed token opens ("[valid]" → "valid"), "" for another bracketed word ("[att_plot]"),
+    or the current one for a bracketed number ("[0]", "[ 100/1251"): only a word changes the section."""
+    inner = token[1:-1]
+    if inner.lower() in _SPLIT_WORDS:
+        return inner
+    return "" if inner[:1].isalpha() and ":" not in inner else section
 
 
 def _with_split(split_word: str, key: str) -> str:
@@ -315,7 +389,7 @@ def text_metrics(text: str) -> tuple[dict[str, float], int | None] | None:
         low = key.lower()
         if low in IGNORED_KEYS or low.endswith(SOURCE_FILE_SUFFIXES):
             continue
-        if low in STEP_KEYS or _AT_STEP.search(low):  # Megatron: "validation loss at iteration 200"
+        if low in STEP_KEYS or _AT_STEP.search(low) or (explicit and low in TEXT_STEP_ABBREVIATIONS):
             if step is None and math.isfinite(value) and value == int(value):
                 step = int(value)
             counts = True
@@ -324,23 +398,70 @@ def text_metrics(text: str) -> tuple[dict[str, float], int | None] | None:
             key = f"{split}/{key}"
         metrics[key] = value
         counts = counts or explicit or infer_role(key).role is not MetricRole.OTHER
+    if step is None and len(metrics) == 1 and next(iter(metrics)).lower() == "epoch":
+        return None  # torchvision's "Epoch: [0] Total time: 1:00:00": a count alone is no metric line
     return (metrics, step) if counts and metrics else None
 
 
 _EVAL_LINE_START = re.compile(r"^[\s|]*(test|val|valid|validation|eval|evaluation|dev)\b", re.IGNORECASE)
+_EVAL_EPOCH = re.compile(r"\bEpoch\((val|test)\)")  # mmengine's "Epoch(val) [1][625/625]  coco/bbox_mAP: ..."
+# The validation summary of PyTorch's ImageNet examples: " * Acc@1 76.1 Acc@5 92.9" (" * Prec@1" before 2018)
+_SUMMARY_LINE = re.compile(r"\*\s+(?:Acc|Prec)@")
+SUMMARY_SPLIT = "eval"
 _FAIRSEQ_SUBSET = re.compile(r"\bvalid on '([^']+)' subset")
 _AT_STEP = re.compile(r"(?:^|_)at_(?:iteration|iter|step)$")
 
 
 def _eval_line_split(text: str) -> str:
     """The split an eval line reports on, or "": a line that starts with its split word (timm's "Test:",
-    Megatron's "validation loss at iteration N |"), or fairseq's "valid on 'valid' subset". Its metrics
-    are named under it (``Test/Loss``): the same word on a train line is another metric."""
+    Megatron's "validation loss at iteration N |"), fairseq's "valid on 'valid' subset", mmengine's
+    "Epoch(val)", or " * " (the validation summary of PyTorch's ImageNet examples). Its metrics are named
+    under it (``Test/Loss``): the same word on a train line is another metric."""
     if (subset := _FAIRSEQ_SUBSET.search(text)) is not None:
         name = subset[1]
         return name if _SPLIT_WORDS.intersection(tokenize(name)) else "valid"
     start = _EVAL_LINE_START.match(text)
-    return start[1] if start is not None else ""
+    if start is not None:
+        return start[1]
+    if "Epoch(" in text and (mode := _EVAL_EPOCH.search(text)) is not None:
+        return mode[1]
+    return SUMMARY_SPLIT if text.startswith("*") and _SUMMARY_LINE.match(text) else ""
+
+
+@dataclass(frozen=True)
+class EpochBatch:
+    """Where a line stands when it counts batches within an epoch: the parser turns it into a step."""
+
+    label: str  # the word the epoch number follows ("Train", "Epoch"): not a metric
+    epoch: int
+    batch: int
+    batches: int | None  # the epoch's length, when the line states it
+
+
+# Lines that count batches within an epoch: timm's "Train: 0 [ 100/1251 (  8%)]", torchvision's
+# "Epoch: [0]  [  0/5005]", mmengine's "Epoch(train)  [1][  50/7330]", ESPnet's "1epoch:train:1-100batch:".
+_EPOCH_BATCH = (
+    re.compile(
+        r"\b(?P<label>Epoch|Train)(?:\(train\))?:?\s*\[?\s*(?P<epoch>\d+)\s*\]?\s*"
+        r"\[\s*(?P<batch>\d+)\s*/\s*(?P<batches>\d+)\s*[\](]"
+    ),
+    re.compile(r"\b(?P<epoch>\d+)(?P<label>epoch):train:\d+-(?P<batch>\d+)batch\b"),
+    # Lightning's RichProgressBar: "Epoch 3/9  ━━━━━━━━━━━ 120/120 0:00:10 • 0:00:00 12.30it/s train_loss: 0.5"
+    re.compile(r"\b(?P<label>Epoch) (?P<epoch>\d+)/\d+\s+[━╸╺╾╼ ]+\s*(?P<batch>\d+)/(?P<batches>\d+)\s"),
+)
+
+
+def epoch_batch(text: str) -> EpochBatch | None:
+    """The epoch and batch count a training line prints in place of a step, or None."""
+    if "poch" not in text and "Train" not in text:
+        return None
+    for pattern in _EPOCH_BATCH:
+        found = pattern.search(text)
+        if found is not None:
+            batches = found.groupdict().get("batches")
+            total = int(batches) if batches else None
+            return EpochBatch(found["label"], int(found["epoch"]), int(found["batch"]), total)
+    return None
 
 
 _STEP_OF_TOTAL = re.compile(r"\b(?:step|iteration|iter|global_step)\s*[:=]?\s*\d+\s*/\s*(\d+)", re.IGNORECASE)
@@ -356,10 +477,20 @@ def step_total(text: str) -> int | None:
 
 def pop_step(metrics: dict[str, float]) -> int | None:
     """Remove and return the first step key present (``step``, ``_step``, ... in that order)."""
-    for key in STEP_KEYS:
-        if key in metrics:
-            value = metrics.pop(key)
-            return int(value) if math.isfinite(value) and value == int(value) else None
+    key = next((key for key in STEP_KEYS if key in metrics), None) or _split_step_key(metrics)
+    if key is None:
+        return None
+    value = metrics.pop(key)
+    return int(value) if math.isfinite(value) and value == int(value) else None
+
+
+def _split_step_key(metrics: Mapping[str, float]) -> str | None:
+    """A step key under a split word, for a record that has no plain one: fairseq's per-epoch JSON records
+    prefix every key with their subset (``"valid_num_updates"``, ``"train_num_updates"``)."""
+    for key in metrics:
+        split, _, name = key.partition("_")
+        if name in STEP_KEYS and split in _SPLIT_WORDS:
+            return key
     return None
 
 

@@ -22,23 +22,30 @@ from ..models import MetricRole
 from ..roles import infer_role
 from .base import STEP_RANGE, SeriesBuilder, SeriesChunk
 from .loglines import (
+    EXPLICIT_STEP_KEYS,
     HF_TRAIN_KEYS,
     IGNORED_KEYS,
     BarRefresh,
+    EpochBatch,
     csv_header,
+    epoch_batch,
     flatten,
     hf_dict,
     json_dict,
     parse_float,
     pop_step,
+    prefix_counts,
     progress_bar,
+    record_split,
     split_row,
     step_total,
     text_metrics,
+    under_split,
 )
 from .mllog import MLLOG_MARKER, MllogEvent, parse_mllog_line
 
 __all__ = [
+    "COUNTED_STEPS_NOTE",
     "ERROR_PREFIX",
     "FATAL_PREFIX",
     "FORMATS",
@@ -87,6 +94,11 @@ the same log) clears it."""
 
 HIDDEN_LINES_NOTE = "note: earlier error/fatal lines of the log not shown:"
 
+COUNTED_STEPS_NOTE = (
+    "note: this log prints no step numbers: a step here is the count of its metric lines so far (its 10th line "
+    "with a train metric is step 10), not the training's optimizer step"
+)
+
 TRAINER_STATE_NOTE = (
     "note: this is a Hugging Face trainer_state.json, a JSON document the Trainer rewrites into each new "
     "checkpoint-N directory, not a log it appends to: point `run` at the training's console output (the "
@@ -115,6 +127,7 @@ class ParseNotes:
     skipped_hostile: int = 0  # of ``skipped``: too long, a number out of range, nested too deep
     extra: list[str] = field(default_factory=list)
     unrecognized_lines: int = 0  # set when no line the log's parser has read so far held a metric
+    counter_at_start: int | None = None  # the parser's line counter when this read began
     # inside a Python traceback: what precedes its header on each line (torchrun's "[rank1]: ", else "")
     traceback_prefix: str | None = None
 
@@ -215,6 +228,10 @@ class LogParser:
         self.bar_step: int | None = None  # the step of the latest points taken from a bar
         self.printed_keys: set[str] = set()  # metrics printed lines brought: bars never feed them
         self.bar_pending: tuple[int, dict[str, float]] | None = None  # the latest refresh's points (`_bar_line`)
+        self.epoch_at: int | None = None  # the epoch of the latest line that counts batches within it
+        self.epoch_batch = 0  # its batch count
+        self.epoch_offset = 0  # the steps of the epochs before it: step = offset + batch (`_epoch_step`)
+        self.epoch_length_unknown = False  # no line states its epoch's length and no epoch has ended yet
 
     def to_state(self) -> dict[str, Any]:
         return {
@@ -233,6 +250,12 @@ class LogParser:
             "total_steps": self.total_steps,
             "bar": [
                 self.bar_label, self.bar_n, self.bar_offset, self.bar_values, sorted(self.printed_keys), self.bar_step
+            ],
+            "epoch": [
+                -1 if self.epoch_at is None else self.epoch_at,
+                self.epoch_batch,
+                self.epoch_offset,
+                self.epoch_length_unknown,
             ],
         }
 
@@ -266,11 +289,17 @@ class LogParser:
             parser.bar_n, parser.bar_offset = int(bar_n), int(offset)
             parser.bar_values = {str(name): float(value) for name, value in dict(values).items()}
             parser.printed_keys = {str(name) for name in printed}
+            epoch_at, batch, offset, unknown = state.get("epoch") or [-1, 0, 0, False]
+            parser.epoch_at = None if int(epoch_at) < 0 else int(epoch_at)
+            parser.epoch_batch, parser.epoch_offset = int(batch), int(offset)
+            parser.epoch_length_unknown = bool(unknown)
         except (KeyError, TypeError, ValueError, ConfigError) as exc:
             raise ValueError(f"parser state is malformed: {exc}") from exc
         return parser
 
     def feed(self, lines: Iterable[str], sink: SeriesBuilder, notes: ParseNotes) -> None:
+        if notes.counter_at_start is None:
+            notes.counter_at_start = self.counter
         for line in lines:
             if self.in_long_line:  # the end of a line whose start was dropped (`drop_long_line`)
                 self.in_long_line = False
@@ -300,6 +329,9 @@ class LogParser:
         self._flush_bar(sink)
         self._bar_train_loss_at_its_count(sink)
         notes.unrecognized_lines = self.lines_seen if self._nothing_recognized() else 0
+        counted = not self.explicit_steps and self.counter > (notes.counter_at_start or 0)
+        if counted and COUNTED_STEPS_NOTE not in notes.extra:  # said at each read whose points it places
+            notes.extra.append(COUNTED_STEPS_NOTE)
 
     def _bar_train_loss_at_its_count(self, sink: SeriesBuilder) -> None:
         """At the end of what was read, the train loss a bar shows is a point at the bar's count when the count
@@ -355,7 +387,11 @@ class LogParser:
                 return
             found = text_metrics(text)
             if found is not None:
-                self._emit(found[0], found[1], self._kind(found[0]), sink)
+                metrics, step = found
+                if step is None and (position := epoch_batch(text)) is not None:
+                    metrics.pop(position.label, None)
+                    metrics["epoch"], step = position.epoch, self._epoch_step(position)
+                self._emit(metrics, step, self._kind(metrics), sink)
                 self.total_steps = step_total(text) or self.total_steps
 
     @property
@@ -419,6 +455,24 @@ class LogParser:
         self.bar_n, self.bar_offset = bar.n, offset
         return offset + bar.n
 
+    def _epoch_step(self, at: EpochBatch) -> int:
+        """The step of a line that counts batches within an epoch: the batches of the epochs before it plus its
+        count. An epoch's length is what the line states ("[ 100/1251]"), else the last count its epoch showed
+        (MMDetection's log.json logs every 50th batch: its steps run up to 49 short per epoch). A count that did
+        not go back at the new epoch is the run's own (an iteration-based runner): no offset. Read from its middle
+        (tail-first), a log whose lines state the length is exact; else `log_tail` starts the part at an estimate
+        (`epoch_length_unknown`)."""
+        offset, ended = self.epoch_offset, self.epoch_at is not None and at.epoch > self.epoch_at
+        if ended:
+            length = at.batches or (self.epoch_batch if at.batch <= self.epoch_batch else 0)
+            offset += (at.epoch - (self.epoch_at or 0)) * length
+        if offset + at.batch > STEP_RANGE[1]:
+            raise OverflowError(f"epoch {at.epoch} batch {at.batch} is beyond int64")  # the state untouched
+        first = self.epoch_at is None
+        self.epoch_length_unknown = at.batches is None and not ended and (first or self.epoch_length_unknown)
+        self.epoch_at, self.epoch_batch, self.epoch_offset = at.epoch, at.batch, offset
+        return offset + at.batch
+
     def _try_header(self, text: str) -> bool:
         delim = "\t" if "\t" in text else "," if "," in text else None
         header = csv_header(text, delim, forced=False)
@@ -464,9 +518,30 @@ class LogParser:
                 return True
             return False
         metrics = {k: v for k, v in flatten(data).items() if k.lower() not in IGNORED_KEYS}
-        step = pop_step(metrics)
-        self._emit(metrics, step, self._kind(metrics), sink)
+        split = record_split(data)
+        if split:
+            metrics = under_split(metrics, split)
+        step = self._record_step(metrics, text, '{"', evaluates=bool(split))
+        self._emit(metrics, step, "eval" if split else self._kind(metrics), sink)
         return True
+
+    def _record_step(self, metrics: dict[str, float], text: str, opener: str, *, evaluates: bool = False) -> int | None:
+        """The step of a dict record, popped from `metrics`: its step key; MMDetection's ``"epoch"`` and
+        ``"iter"`` (a batch count within the epoch; in an eval record, the eval loader's count, so no step);
+        else a step printed before the dict (``Step: 100, {...}``, whose ``Epoch 3`` becomes ``epoch``)."""
+        if "iter" in metrics and "epoch" in metrics and not EXPLICIT_STEP_KEYS.intersection(metrics):
+            epoch, batch = metrics["epoch"], metrics.pop("iter")
+            whole = all(math.isfinite(n) and n == int(n) and n >= 0 for n in (epoch, batch))
+            if evaluates or not whole:
+                return None
+            return self._epoch_step(EpochBatch("epoch", int(epoch), int(batch), None))
+        step = pop_step(metrics)
+        if step is not None:
+            return step
+        prefix = prefix_counts(text, opener)
+        if "epoch" in prefix:
+            metrics.setdefault("epoch", prefix["epoch"])
+        return pop_step(prefix)
 
     def _mllog_line(self, text: str, sink: SeriesBuilder) -> bool:
         event = parse_mllog_line(text, self.mllog_benchmark)
@@ -503,9 +578,9 @@ class LogParser:
         metrics = hf_dict(text)
         if metrics is None:
             return False
-        step = pop_step(metrics)
-        kind = "train" if HF_TRAIN_KEYS.intersection(metrics) else "eval"
-        self._emit(metrics, step, kind, sink)
+        step = self._record_step(metrics, text, "{'")
+        kind = "train" if HF_TRAIN_KEYS.intersection(metrics) else "eval" if _FINAL_LINE.search(text) else None
+        self._emit(metrics, step, kind or self._kind(metrics), sink)
         return True
 
     @staticmethod
