@@ -115,7 +115,9 @@ def _add_review_commands(commands: argparse._SubParsersAction) -> None:
 
     plot = commands.add_parser("plot", help="draw loss, eval, LR and grad norm with the judge's flagged steps")
     plot.add_argument("source", help="the run")
-    plot.add_argument("-o", "--output", default=None, help="the PNG to write (default: under the state dir)")
+    plot.add_argument(
+        "-o", "--output", default=None, help="the .png file to write, or a directory for it (default: the state dir)"
+    )
     plot.add_argument("--json", action="store_true", help="print one JSON object")
 
 

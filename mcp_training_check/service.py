@@ -333,13 +333,14 @@ class Monitor:
         from .review import latest_verdict_check
 
         ctx = self.context(run)
+        path = plot_path(output, self.store.home, ctx.key)  # a wrong name is refused before the read
         with self.store.run_lock(ctx.key):
             stored = self._read(ctx)[1] if self.store.get_cursor(ctx.key) is None else self._load(ctx)
             latest = latest_verdict_check(self.store.recent_checks(ctx.key, limit=PREVIOUS_VERDICTS))
         verdict = latest.verdict if latest else None
         roles = self._roles(ctx, stored.history.metrics)
         chart = render_chart(stored.history, roles, verdict.signals if verdict else [], title=ctx.ref.raw)
-        path = save_chart(chart, plot_path(output, self.store.home, ctx.key))
+        path = save_chart(chart, path)
         return plot_result(ctx.ref.raw, chart, path, verdict), chart.png
 
     # ------------------------------------------------------------------ check

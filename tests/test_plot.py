@@ -134,6 +134,34 @@ def test_cli_plot_writes_the_file_named(tmp_path, isolated_home):
     assert plotted.flagged_steps == [] and plotted.decision is None, "never judged: nothing flagged"
 
 
+def run_plot_cli(log: Path, output: Path, home: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "TRAINING_CHECK_HOME": str(home)}
+    return subprocess.run([sys.executable, "-m", "mcp_training_check", "plot", str(log), "-o", str(output)],
+                          cwd=log.parent, env=env, capture_output=True, text=True, timeout=120)  # fmt: skip
+
+
+@pytest.mark.parametrize("name", ["chart.txt", "chart.pdf", "chart"])
+def test_cli_plot_refuses_a_name_that_is_not_a_png(tmp_path, isolated_home, name):
+    """`plot -o chart.txt` wrote a PNG under that name without a word."""
+    log = tmp_path / "healthy.jsonl"
+    write_log(log, diverge=False)
+    done = run_plot_cli(log, tmp_path / name, isolated_home)
+    assert done.returncode == 2, done.stdout
+    assert "must end in .png" in done.stderr and "Traceback" not in done.stderr
+    assert not (tmp_path / name).exists()
+
+
+def test_cli_plot_into_a_directory_writes_the_runs_png_inside_it(tmp_path, isolated_home):
+    """`plot -o charts/` was 'cannot write the chart to charts (Is a directory)'."""
+    log, charts = tmp_path / "healthy.jsonl", tmp_path / "charts"
+    write_log(log, diverge=False)
+    charts.mkdir()
+    done = run_plot_cli(log, charts, isolated_home)
+    assert done.returncode == 0, done.stderr
+    [written] = charts.iterdir()
+    assert written.suffix == ".png" and written.read_bytes().startswith(PNG_MAGIC) and str(written) in done.stdout
+
+
 def test_a_run_without_a_metric_to_draw_is_an_error_naming_the_fix(tmp_path):
     log = tmp_path / "other.jsonl"
     log.write_text("\n".join(json.dumps({"step": i, "tokens_per_second": 1000.0 + i}) for i in range(50)) + "\n")
