@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -293,7 +294,8 @@ def _print(result: BaseModel, *, as_json: bool) -> None:
 
 def render(result: BaseModel) -> str:
     if isinstance(result, CheckReport):
-        return "\n".join([render(result.snapshot), render_verdict(result.verdict), render(result.schedule)])
+        verdict = [render(result.snapshot), render_verdict(result.verdict), *_next_command(result)]
+        return "\n".join([*verdict, render(result.schedule)])
     if isinstance(result, MetricSnapshot):
         return render_snapshot(result)
     if isinstance(result, Verdict):
@@ -309,6 +311,21 @@ def render(result: BaseModel) -> str:
     if isinstance(result, PlotResult):
         return f"plot     {result.summary}"
     return json.dumps(result.model_dump(mode="json"), indent=2)
+
+
+def _next_command(report: CheckReport) -> list[str]:
+    """The command that acts on the check's `next_action`, which the MCP result carries and the readable
+    output left out: a STOP verdict was printed with "next check in 10 min" and no word of stopping."""
+    run = shlex.quote(report.run)
+    if report.next_action == "stop_run" and report.verdict is not None:
+        from .watch.loop import stop_command
+
+        return [f"action   stop the run: {stop_command(report.run, report.verdict.summary)}"]
+    if report.next_action == "escalate_review":
+        return [f"action   unsure: ask the reviewer with `training-check review {run}`"]
+    if report.next_action == "fix_source":
+        return ["action   the source could not be read: fix what the warnings above name, then check again"]
+    return []
 
 
 def render_group(report: GroupReport) -> str:
@@ -328,9 +345,21 @@ def render_review(review: ReviewResult) -> str:
     if review.error:
         lines.append(f"  ! reviewer failed: {review.error}")
     if review.prompt:
-        lines += ["", review.prompt, "", f"Ask a reviewer the above, then: training-check record-review {review.run} -"]
-    lines.append(f"next     {review.next_action}")
+        lines += ["", review.prompt, ""]
+    lines.append(f"next     {_review_next_command(review)}")
     return "\n".join(lines)
+
+
+def _review_next_command(review: ReviewResult) -> str:
+    """What to run after a review, as a command (the result names the MCP tool)."""
+    run = shlex.quote(review.run)
+    if review.next_action == "stop_run":
+        from .watch.loop import stop_command
+
+        return f"stop the run: {stop_command(review.run, review.reason)}"
+    if review.next_action == "record_review":
+        return f"put the prompt above to a reviewer, then: training-check record-review {run} - (its reply on stdin)"
+    return f"the next check: training-check schedule {run}"
 
 
 def render_snapshot(snap: MetricSnapshot) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -74,6 +75,28 @@ def test_readable_output_and_baseline_and_role_flags(tmp_path):
     assert done.returncode == 0, done.stderr
     assert "verdict" in done.stdout and "val_score" in done.stdout
     assert "STOP" in done.stdout or "UNSURE" in done.stdout
+
+
+def test_readable_check_names_the_command_that_acts_on_a_stop_or_an_unsure_verdict(tmp_path):
+    """The readable output left `next_action` out: a STOP verdict ended in "next check in 10 min" and no word
+    of stopping, an unsure one in no word of the reviewer."""
+    nan = tmp_path / "nan run.jsonl"
+    rows = [{"step": s, "loss": healthy_loss(s) if s < 300 else float("nan")} for s in range(400)]
+    nan.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    flat = tmp_path / "flat.jsonl"
+    flat.write_text("\n".join(json.dumps({"step": s, "loss": 2.3 + 0.01 * math.sin(s)}) for s in range(300)) + "\n")
+    stopped = cli("check", str(nan), home=tmp_path / "home", cwd=tmp_path)
+    [action] = [line for line in stopped.stdout.splitlines() if line.startswith("action ")]
+    assert action.startswith("action   stop the run: training-check stop ")
+    assert "--confirm --reason 'loss is NaN" in action
+    pasted = cli(*shlex.split(action.split(": ", 1)[1])[1:], home=tmp_path / "home", cwd=tmp_path)
+    assert pasted.returncode == 2 and "no way to stop run" in pasted.stderr, "the CLI accepts the command as printed"
+    unsure = cli("check", str(flat), home=tmp_path / "home", cwd=tmp_path)
+    assert "UNSURE" in unsure.stdout and f"action   unsure: ask the reviewer with `training-check review {flat}`" in (
+        unsure.stdout
+    )
+    healthy = cli("check", str(write_formats(tmp_path)["jsonl"]), home=tmp_path / "home", cwd=tmp_path)
+    assert "CONTINUE" in healthy.stdout and "action " not in healthy.stdout
 
 
 def test_a_baseline_or_role_for_a_metric_the_run_lacks_is_named_in_the_warnings(tmp_path):
