@@ -255,7 +255,12 @@ def _run_command(monitor: Monitor, args: argparse.Namespace, progress: Progress 
     if args.command == "plot":
         return monitor.plot(args.source, output=Path(args.output) if args.output else None)[0]
     if args.command == "stop":
-        return monitor.stop_run(args.source, confirm=args.confirm, reason=args.reason)
+        if not args.confirm:  # the service's refusal names the tool's confirm=true, not this flag
+            raise ConfigError(
+                f"stop kills the training process: add --confirm once the verdict is stop (or the reviewer said "
+                f"STOP): training-check stop {shlex.quote(args.source)} --confirm --reason {shlex.quote(args.reason)}"
+            )
+        return monitor.stop_run(args.source, confirm=True, reason=args.reason)
     roles = parse_role_overrides(args.role)
     baselines = parse_baselines(args.baseline)
     group_kinds = (RunKind.WANDB_SWEEP, RunKind.WANDB_PROJECT)

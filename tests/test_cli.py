@@ -148,7 +148,7 @@ def test_serve_refuses_http_options_without_http(tmp_path, args):
         (["check", "/no/such/file.log"], "/no/such/file.log"),
         (["check", "x.log", "--baseline", "acc"], "KEY=VALUE"),
         (["check", "x.log", "--role", "acc=best"], "train_loss"),
-        (["stop", "x.log", "--reason", "r"], "confirm"),
+        (["stop", "x.log", "--reason", "loss NaN"], "add --confirm once the verdict is stop"),
     ],
 )
 def test_errors_are_one_line_with_the_fix(tmp_path, args, message):
