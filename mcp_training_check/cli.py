@@ -308,7 +308,7 @@ def render(result: BaseModel) -> str:
     if isinstance(result, Schedule):
         return render_schedule(result)
     if isinstance(result, StopResult):
-        return f"{result.outcome.value.upper()}: {result.summary}"
+        return f"{result.outcome.value.upper()}: {result.summary.removeprefix(f'{result.outcome.value}: ')}"
     if isinstance(result, GroupReport):
         return render_group(result)
     if isinstance(result, ReviewResult):

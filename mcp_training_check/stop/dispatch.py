@@ -205,7 +205,7 @@ def stop_result(
 ) -> StopResult:
     """What the stop did comes first, then any ``warnings`` (``notes_path`` None: the notes could not be
     written); the warnings go into the summary, which every caller shows."""
-    summary = f"{sent.outcome.value}: {sent.message}"
+    summary = f"{sent.outcome.value}: {sent.message.rstrip('.')}"  # the message may end a sentence; ';' follows
     summary += f"; evidence appended to {notes_path}" if notes_path is not None else ""
     summary += "".join(f"; WARNING: {warning}" for warning in warnings or [])
     return StopResult(
