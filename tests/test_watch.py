@@ -136,7 +136,7 @@ def test_stop_flag_without_a_stop_config_is_refused_before_any_check(tmp_path: P
     log = tmp_path / "train.jsonl"
     append(log, 0, 50)
     monitor = Monitor()
-    with pytest.raises(StopError, match=r"--stop needs a way to stop .*\[runs.<name>.stop\]"):
+    with pytest.raises(StopError, match=r"watch --stop: no way to stop run .*\[runs.<name>.stop\].*method = \"tmux\""):
         watch_run(monitor, str(log), act_on_stop=True, clock=FakeTime(log, 50).clock(), emit=print)
     assert monitor.store.recent_checks(f"file:{log}") == []
     monitor.close()

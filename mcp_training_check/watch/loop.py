@@ -21,6 +21,7 @@ from ..errors import StopError, TrainingCheckError
 from ..models import CheckReport, ReviewResult, RunKind, Schedule, StopResult
 from ..schedule import CRON_ACTION_WORDS
 from ..service import Monitor
+from ..stop import no_stop_configured
 
 __all__ = ["REAL_SECONDS_PER_MINUTE", "WatchClock", "compressed_clock", "watch_run"]
 
@@ -109,10 +110,7 @@ def _refuse_stop_without_config(monitor: Monitor, run: str, *, act_on_stop: bool
             "run it reports with `training-check stop <run> --confirm --reason ...` (its [runs.<name>.stop])."
         )
     if act_on_stop and ctx.settings.stop is None:
-        raise StopError(
-            f"--stop needs a way to stop {run!r}: add a [runs.<name>.stop] table for it to training-check.toml "
-            '(pid_file, or method = "wandb" / "ssh"), or watch without --stop.'
-        )
+        raise StopError(f"watch --stop: {no_stop_configured(ctx.ref)} Or watch without --stop.")
     return is_group
 
 
