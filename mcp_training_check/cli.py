@@ -40,7 +40,7 @@ from .models import (
     StopResult,
     Verdict,
 )
-from .roles import parse_baselines, parse_role_overrides
+from .roles import OVERRIDE_ROLES, parse_baselines, parse_role_overrides
 
 if TYPE_CHECKING:  # the service imports wandb; `serve --help` and `demo` should not wait for it
     from .service import Monitor
@@ -63,18 +63,21 @@ def build_parser() -> argparse.ArgumentParser:
         sub = commands.add_parser(name, help=text, description=text)
         _add_run_args(sub)
 
-    sched = commands.add_parser("schedule", help="when to check next (CronCreate arguments)")
+    text = "when to check next (CronCreate arguments)"
+    sched = commands.add_parser("schedule", help=text, description=text)
     sched.add_argument("source", help="the run (path, URL, entity/project/id, ssh://host/path or alias)")
     sched.add_argument("--review", choices=["STOP", "CONTINUE", "WAIT"], help="the reviewer's answer, if any")
     sched.add_argument("--json", action="store_true", help="print one JSON object")
 
-    review = commands.add_parser("review", help="ask the reviewer about the latest unsure verdict")
+    text = "ask the reviewer about the latest unsure verdict"
+    review = commands.add_parser("review", help=text, description=text)
     review.add_argument("source", help="the run")
     review.add_argument("--json", action="store_true", help="print one JSON object")
     review.add_argument("--no-image", action="store_true", help="send the numbers without the run's chart")
     _add_review_commands(commands)
 
-    stop = commands.add_parser("stop", help="stop the training run as configured and record the evidence")
+    text = "stop the training run as its [runs.NAME.stop] table in training-check.toml says, and record the evidence"
+    stop = commands.add_parser("stop", help=text, description=text)
     stop.add_argument("source", help="the run")
     stop.add_argument("--confirm", action="store_true", help="required: this kills the training process")
     stop.add_argument("--reason", required=True, help="one sentence for the incident record")
@@ -87,12 +90,14 @@ def build_parser() -> argparse.ArgumentParser:
     forget.add_argument("source", help="the run, as `check` was given it (alias, path or URL)")
     forget.add_argument("--yes", action="store_true", help="required: without it, only show what would be deleted")
 
-    serve = commands.add_parser("serve", help="run the MCP server (stdio unless --http)")
+    text = "run the MCP server (stdio unless --http)"
+    serve = commands.add_parser("serve", help=text, description=text)
     serve.add_argument("--http", type=_port, metavar="PORT", help="serve streamable HTTP on PORT instead of stdio")
     serve.add_argument("--host", default=None, help="HTTP address (default 127.0.0.1)")
     serve.add_argument("--token", default=None, help="bearer token (default: $TRAINING_CHECK_HTTP_TOKEN)")
 
-    demo = commands.add_parser("demo", help="train a small model, break it, and watch the check stop it")
+    text = "train a small model, break it, and watch the check stop it"
+    demo = commands.add_parser("demo", help=text, description=text)
     demo.add_argument("--seconds-per-minute", type=float, default=0.4, help="compressed clock (default 0.4)")
     demo.add_argument("--workdir", default=None, help="where the demo writes (default: a temporary dir)")
     return parser
@@ -106,15 +111,15 @@ def _port(text: str) -> int:
 
 
 def _add_review_commands(commands: argparse._SubParsersAction) -> None:
-    record = commands.add_parser(
-        "record-review", help="store a reviewer's reply to the prompt `review` printed (agent backend)"
-    )
+    text = "store a reviewer's reply to the prompt `review` printed (agent backend)"
+    record = commands.add_parser("record-review", help=text, description=text)
     record.add_argument("source", help="the run")
     record.add_argument("answer", help="the reply, starting with STOP, CONTINUE or WAIT; - reads it from stdin")
     record.add_argument("--reviewer", default=None, help="who answered (a model name, 'subagent', a person)")
     record.add_argument("--json", action="store_true", help="print one JSON object")
 
-    plot = commands.add_parser("plot", help="draw loss, eval, LR and grad norm with the judge's flagged steps")
+    text = "draw loss, eval, LR and grad norm with the judge's flagged steps"
+    plot = commands.add_parser("plot", help=text, description=text)
     plot.add_argument("source", help="the run")
     plot.add_argument(
         "-o", "--output", default=None, help="the .png file to write, or a directory for it (default: the state dir)"
@@ -136,8 +141,14 @@ def _add_watch_parser(commands: argparse._SubParsersAction) -> None:
 def _add_run_args(sub: argparse.ArgumentParser) -> None:
     sub.add_argument("source", help="the run (path, URL, entity/project/id, ssh://host/path or alias)")
     sub.add_argument("--json", action="store_true", help="print one JSON object")
-    sub.add_argument("--baseline", action="append", default=[], metavar="KEY=VALUE", help="eval baseline")
-    sub.add_argument("--role", action="append", default=[], metavar="KEY=ROLE", help="override a metric's role")
+    sub.add_argument(
+        "--baseline", action="append", default=[], metavar="KEY=VALUE",
+        help="what comparable runs reach on an eval, e.g. eval/acc=0.71 (repeatable)",
+    )  # fmt: skip
+    sub.add_argument(
+        "--role", action="append", default=[], metavar="KEY=ROLE",
+        help=f"a metric's role, e.g. val_score=eval_higher (repeatable); ROLE is one of {', '.join(OVERRIDE_ROLES)}",
+    )  # fmt: skip
 
 
 def main(argv: Sequence[str] | None = None) -> int:

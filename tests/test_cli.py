@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import os
@@ -11,6 +12,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from mcp_training_check.cli import build_parser
 
 DECISIONS = {"stop", "continue", "unsure"}
 
@@ -131,6 +134,17 @@ def test_a_mistyped_alias_or_an_entrys_missing_log_is_traced_to_training_check_t
     assert gone.returncode == 2 and "logs/gone.log" in gone.stderr, gone.stderr
     assert f"runs.gpt.run in {tmp_path / 'training-check.toml'}" in gone.stderr
     assert "Traceback" not in typo.stderr + gone.stderr
+
+
+def test_every_command_says_what_it_does_in_its_own_help():
+    """`plot --help`, `stop --help`, `review --help` and five more printed only usage and options: what the
+    command does was in the top-level listing alone. And --role did not list the roles it takes."""
+    commands = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    for name, sub in commands.choices.items():
+        listed = next(choice.help for choice in commands._choices_actions if choice.dest == name)
+        assert listed and listed in " ".join(sub.format_help().split()), f"`{name} --help` lacks: {listed}"
+    check_help = " ".join(commands.choices["check"].format_help().split())
+    assert "eval_higher" in check_help and "repeatable" in check_help
 
 
 @pytest.mark.parametrize("args", [["--host", "0.0.0.0"], ["--token", "t0ken"]])
