@@ -125,6 +125,7 @@ def _add_review_commands(commands: argparse._SubParsersAction) -> None:
         "-o", "--output", default=None, help="the .png file to write, or a directory for it (default: the state dir)"
     )
     plot.add_argument("--json", action="store_true", help="print one JSON object")
+    _add_role_arg(plot)
 
 
 def _add_watch_parser(commands: argparse._SubParsersAction) -> None:
@@ -145,6 +146,10 @@ def _add_run_args(sub: argparse.ArgumentParser) -> None:
         "--baseline", action="append", default=[], metavar="KEY=VALUE",
         help="what comparable runs reach on an eval, e.g. eval/acc=0.71 (repeatable)",
     )  # fmt: skip
+    _add_role_arg(sub)
+
+
+def _add_role_arg(sub: argparse.ArgumentParser) -> None:
     sub.add_argument(
         "--role", action="append", default=[], metavar="KEY=ROLE",
         help=f"a metric's role, e.g. val_score=eval_higher (repeatable); ROLE is one of {', '.join(OVERRIDE_ROLES)}",
@@ -264,7 +269,8 @@ def _run_command(monitor: Monitor, args: argparse.Namespace, progress: Progress 
         answer = sys.stdin.read() if args.answer == "-" else args.answer
         return monitor.record_review(args.source, answer, reviewer=args.reviewer)
     if args.command == "plot":
-        return monitor.plot(args.source, output=Path(args.output) if args.output else None)[0]
+        output = Path(args.output) if args.output else None
+        return monitor.plot(args.source, output=output, roles=parse_role_overrides(args.role))[0]
     if args.command == "stop":
         if not args.confirm:  # the service's refusal names the tool's confirm=true, not this flag
             raise ConfigError(

@@ -169,3 +169,21 @@ def test_a_run_without_a_metric_to_draw_is_an_error_naming_the_fix(tmp_path):
     assert result.is_error
     text = " ".join(getattr(block, "text", "") for block in result.content)
     assert "nothing to draw" in text and "--role" in text
+
+
+def test_plot_takes_the_roles_check_took(tmp_path, isolated_home):
+    """A run whose loss only a role override names: `check --role objective=train_loss` judged it, then
+    `plot` said "nothing to draw ... set --role", an option neither the plot tool nor `plot` took."""
+    log = tmp_path / "odd.jsonl"
+    log.write_text("\n".join(json.dumps({"step": i, "objective": 2.0 / (1 + i / 10)}) for i in range(100)) + "\n")
+    server = build_server(Monitor(config=load_config(cwd=tmp_path)))
+    assert not call(server, "check", {"run": str(log), "roles": {"objective": "train_loss"}}).is_error
+    drawn = call(server, "plot", {"run": str(log), "roles": {"objective": "train_loss"}})
+    assert not drawn.is_error, drawn.content
+    assert drawn.structured_content["panels"] == ["training loss"]
+    env = {**os.environ, "TRAINING_CHECK_HOME": str(isolated_home)}
+    done = subprocess.run([sys.executable, "-m", "mcp_training_check", "plot", str(log), "--role",
+                           "objective=train_loss", "--json"], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=120)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert PlotResult.model_validate(json.loads(done.stdout)).panels == ["training loss"]
