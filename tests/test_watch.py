@@ -176,7 +176,28 @@ def test_an_unsure_check_in_a_terminal_says_how_to_get_a_reviewer(tmp_path: Path
         watch_run(Monitor(), str(log), act_on_stop=False, clock=FakeTime(log, 140, interrupt_at=1).clock(),
                   emit=lines.append)  # fmt: skip
     assert lines[0][18:].startswith("UNSURE: loss blew up"), lines
-    assert lines[1].startswith("  review WAIT (no reviewer in a terminal") and 'backend = "anthropic"' in lines[1]
+    assert lines[1].startswith("  review WAIT (no reviewer in a terminal") and "ANTHROPIC_API_KEY" in lines[1]
+    assert "[defaults.review] backend" in lines[1], "the table is [defaults.review]: [review] is refused"
+
+
+def test_the_missing_reviewer_is_explained_at_the_first_review_only(tmp_path: Path) -> None:
+    """A log stuck unsure printed the whole four-line explanation again at every check of a day's watch."""
+    log = tmp_path / "train.jsonl"
+    log.write_text("".join(json.dumps({"step": s, "loss": 2.3 + 0.01 * math.sin(s)}) + "\n" for s in range(300)))
+    moments = [START]
+
+    def sleep(seconds: float) -> None:
+        if len(moments) == 3:
+            raise KeyboardInterrupt
+        moments.append(moments[-1] + timedelta(seconds=seconds))
+
+    lines: list[str] = []
+    with pytest.raises(KeyboardInterrupt):
+        watch_run(Monitor(), str(log), act_on_stop=False, clock=WatchClock(now=lambda: moments[-1], sleep=sleep),
+                  emit=lines.append)  # fmt: skip
+    reviews = [line for line in lines if line.startswith("  review ")]
+    assert len(reviews) == 3 and "ANTHROPIC_API_KEY" in reviews[0], lines
+    assert reviews[1:] == ["  review WAIT (no reviewer in a terminal, as above)"] * 2
 
 
 # --------------------------------------------------------------------------- a real subprocess

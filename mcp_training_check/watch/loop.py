@@ -71,6 +71,7 @@ def watch_run(
     from wherever the loop is, the state store staying consistent."""
     is_group = _refuse_stop_without_config(monitor, run, act_on_stop=act_on_stop)
     last: Schedule | None = None
+    said: set[str] = set()
     while True:
         checked_at = clock.now()
         try:
@@ -82,11 +83,21 @@ def watch_run(
             clock.sleep(last.interval_minutes * clock.seconds_per_minute)
             continue
         for line in lines:
-            emit(line)
+            emit(_explained_once(line, said))
         if not schedule.monitoring:
             return schedule
         last = schedule
         clock.sleep(_wait_seconds(schedule, clock))
+
+
+def _explained_once(line: str, said: set[str]) -> str:
+    """``line``, its missing-reviewer explanation shortened when an earlier line of the watch gave it."""
+    if NO_AGENT_REVIEWER not in line:
+        return line
+    if NO_AGENT_REVIEWER in said:
+        return line.replace(NO_AGENT_REVIEWER, NO_AGENT_REVIEWER_AGAIN)
+    said.add(NO_AGENT_REVIEWER)
+    return line
 
 
 def _turn(
@@ -178,10 +189,13 @@ def _next_check_words(schedule: Schedule) -> str:
 
 
 NO_AGENT_REVIEWER = (
-    "no reviewer in a terminal: the `agent` backend is the calling agent (Claude Code), and watch has none; "
-    'set [review] backend = "anthropic" or "openai" in training-check.toml for an LLM reviewer. Unsure '
-    "checks keep their interval meanwhile"
+    "no reviewer in a terminal: with no API key the reviewer is the calling agent (Claude Code), and watch has "
+    "none; for an LLM reviewer set ANTHROPIC_API_KEY, or LLM_API_KEY with LLM_MODEL (an OpenAI-compatible API), "
+    'and [defaults.review] backend, if written, to "anthropic" or "openai". Unsure checks keep their interval '
+    "meanwhile"
 )
+NO_AGENT_REVIEWER_AGAIN = "no reviewer in a terminal, as above"
+"""What the review line says after the first time: the whole explanation at every check drowned the verdicts."""
 
 
 def review_line(review: ReviewResult) -> str:
