@@ -66,7 +66,9 @@ def build_parser() -> argparse.ArgumentParser:
     text = "when to check next (CronCreate arguments)"
     sched = commands.add_parser("schedule", help=text, description=text)
     sched.add_argument("source", help="the run (path, URL, entity/project/id, ssh://host/path or alias)")
-    sched.add_argument("--review", choices=["STOP", "CONTINUE", "WAIT"], help="the reviewer's answer, if any")
+    sched.add_argument(
+        "--review", type=str.upper, choices=["STOP", "CONTINUE", "WAIT"], help="the reviewer's answer, if any"
+    )  # any case, as the schedule_next tool takes it
     sched.add_argument("--json", action="store_true", help="print one JSON object")
 
     text = "ask the reviewer about the latest unsure verdict"

@@ -147,6 +147,11 @@ def test_every_command_says_what_it_does_in_its_own_help():
     assert "eval_higher" in check_help and "repeatable" in check_help
 
 
+def test_schedule_takes_the_review_in_any_case_as_the_tool_does():
+    """schedule_next takes 'wait'; `schedule --review wait` was "invalid choice: 'wait'"."""
+    assert build_parser().parse_args(["schedule", "x.log", "--review", "wait"]).review == "WAIT"
+
+
 @pytest.mark.parametrize("args", [["--host", "0.0.0.0"], ["--token", "t0ken"]])
 def test_serve_refuses_http_options_without_http(tmp_path, args):
     """Before, `serve --host 0.0.0.0` (no --http) dropped --host and served stdio: the person believed the
