@@ -63,6 +63,7 @@ def test_check_json_on_every_log_format(tmp_path, fmt):
     report = json.loads(done.stdout)
     assert report["verdict"]["decision"] == "continue", report["verdict"]
     assert report["snapshot"]["metrics"][0]["role"] == "train_loss"
+    assert report["snapshot"]["summary"].endswith(", status unknown"), "not 'run unknown': a run not found?"
     assert report["schedule"]["cron_create"]["prompt"].startswith("/training-check ")
 
 
