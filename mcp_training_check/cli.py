@@ -48,6 +48,11 @@ if TYPE_CHECKING:  # the service imports wandb; `serve --help` and `demo` should
     from .state import RunFootprint
 
 EXIT_ERROR = 2
+STDIO_ON_A_TERMINAL = (
+    "training-check serve: an MCP server on stdin/stdout, waiting for an MCP client to start it (e.g. `claude mcp "
+    "add training-check -- training-check serve`); `serve --http PORT` serves over HTTP. Ctrl-D quits."
+)
+"""Said when stdin is a terminal: the SDK reads stdin in a thread, so Ctrl-C waits for a line, Ctrl-D ends it."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -299,6 +304,8 @@ def _serve(args: argparse.Namespace) -> int:
         for option, value in (("--host", args.host), ("--token", args.token)):
             if value is not None:
                 raise ConfigError(f"{option} applies to --http PORT only; without --http the server speaks stdio")
+        if sys.stdin.isatty():  # a person, not an MCP client: it would wait in silence, deaf to Ctrl-C
+            print(STDIO_ON_A_TERMINAL, file=sys.stderr, flush=True)
         build_server().run()
         return 0
     token = args.token or os.environ.get("TRAINING_CHECK_HTTP_TOKEN")

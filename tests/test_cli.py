@@ -6,6 +6,8 @@ import argparse
 import json
 import math
 import os
+import pty
+import select
 import shlex
 import subprocess
 import sys
@@ -151,6 +153,26 @@ def test_every_command_says_what_it_does_in_its_own_help():
 def test_schedule_takes_the_review_in_any_case_as_the_tool_does():
     """schedule_next takes 'wait'; `schedule --review wait` was "invalid choice: 'wait'"."""
     assert build_parser().parse_args(["schedule", "x.log", "--review", "wait"]).review == "WAIT"
+
+
+def test_serve_on_a_terminal_says_it_waits_for_an_mcp_client_and_how_to_quit(tmp_path):
+    """`training-check serve` typed at a terminal waited in silence, and Ctrl-C did not end it (the SDK reads
+    stdin in a thread): a new user could not tell it was running, nor how to leave."""
+    terminal, keyboard = pty.openpty()
+    env = {**os.environ, "TRAINING_CHECK_HOME": str(tmp_path / "home")}
+    proc = subprocess.Popen([sys.executable, "-m", "mcp_training_check", "serve"], stdin=keyboard,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True)  # fmt: skip
+    try:
+        ready, _, _ = select.select([proc.stderr], [], [], 30)
+        assert ready, "serve said nothing on a terminal"
+        line = proc.stderr.readline()
+        assert "waiting for an MCP client" in line and "claude mcp add" in line and "Ctrl-D quits" in line
+        os.write(terminal, b"\x04")
+        assert proc.wait(timeout=30) == 0, "Ctrl-D ends it, as the line says"
+    finally:
+        proc.kill()
+        os.close(terminal)
+        os.close(keyboard)
 
 
 @pytest.mark.parametrize("args", [["--host", "0.0.0.0"], ["--token", "t0ken"]])
