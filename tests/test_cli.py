@@ -92,6 +92,7 @@ def test_readable_check_names_the_command_that_acts_on_a_stop_or_an_unsure_verdi
     flat = tmp_path / "flat.jsonl"
     flat.write_text("\n".join(json.dumps({"step": s, "loss": 2.3 + 0.01 * math.sin(s)}) for s in range(300)) + "\n")
     stopped = cli("check", str(nan), home=tmp_path / "home", cwd=tmp_path)
+    assert stopped.stdout.count("non-finite value(s) of loss") == 1, "the verdict's signal listed again under it"
     [action] = [line for line in stopped.stdout.splitlines() if line.startswith("action ")]
     assert action.startswith("action   stop the run: training-check stop ")
     assert "--confirm --reason 'loss is NaN" in action

@@ -29,6 +29,9 @@ def test_demo_catches_and_stops_the_broken_run(tmp_path):
     healthy_lines = [line for line in out.splitlines() if "CONTINUE:" in line]
     assert healthy_lines, "the demo never showed a healthy check before the fault"
     assert_next_checks_follow_the_demo_clock(out)
+    stop_line = next(line for line in out.splitlines() if " STOP: " in line)
+    checks = out.split("demo: stop_run")[0]  # then the notes entry quotes the signals again, as it should
+    assert checks.count(stop_line.split(" STOP: ")[1].split(" (+")[0]) == 1, "the STOP's signal repeated under it"
 
 
 CHECK_LINE = re.compile(r"^\[t\+\s*(\d+) min\].*next check in (\d+) min.* at (\d\d):(\d\d) UTC", re.MULTILINE)

@@ -117,7 +117,7 @@ def _print_check(clock_minutes: int, report: CheckReport) -> None:
     step = report.snapshot.last_step
     print(f"[t+{clock_minutes:>3} min] step {step if step is not None else '-':>5}  {report.summary}")
     if report.verdict:
-        for signal in report.verdict.signals[:3]:
+        for signal in report.verdict.signals_beyond_summary()[:3]:
             print(f"              - [{signal.severity.value}] {signal.message}")
 
 
