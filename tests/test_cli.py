@@ -176,6 +176,17 @@ def test_serve_on_a_terminal_says_it_waits_for_an_mcp_client_and_how_to_quit(tmp
         os.close(keyboard)
 
 
+def test_an_unusable_training_check_home_is_named_as_the_cause(tmp_path):
+    """TRAINING_CHECK_HOME naming a file: "cannot create the state directory X ([Errno 17] File exists: 'X');
+    set TRAINING_CHECK_HOME", when that variable was what named X."""
+    (tmp_path / "x.log").write_text("step 1 | loss 2.0\n")
+    (tmp_path / "a-file").write_text("")
+    done = cli("check", "x.log", home=tmp_path / "a-file", cwd=tmp_path)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert f"cannot create the state directory {tmp_path / 'a-file'} (File exists): it comes from " in done.stderr
+    assert "TRAINING_CHECK_HOME: point that at a directory" in done.stderr and "Errno" not in done.stderr
+
+
 @pytest.mark.parametrize("args", [["--host", "0.0.0.0"], ["--token", "t0ken"]])
 def test_serve_refuses_http_options_without_http(tmp_path, args):
     """Before, `serve --host 0.0.0.0` (no --http) dropped --host and served stdio: the person believed the
