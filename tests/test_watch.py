@@ -142,6 +142,17 @@ def test_stop_flag_without_a_stop_config_is_refused_before_any_check(tmp_path: P
     monitor.close()
 
 
+@pytest.mark.parametrize("args", [["no-such.log"], ["train.jsonl", "--stop"]])
+def test_a_run_that_cannot_be_watched_is_refused_before_watching_is_announced(tmp_path: Path, args) -> None:
+    """`watch no-such.log` printed "watching no-such.log: one line per check …" and then the error."""
+    append(tmp_path / "train.jsonl", 0, 50)
+    env = {**os.environ, "TRAINING_CHECK_HOME": str(tmp_path / "home")}
+    done = subprocess.run([sys.executable, "-m", "mcp_training_check", "watch", *args], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert done.returncode == 2 and done.stdout == "", done.stdout
+    assert "no such file" in done.stderr or "no way to stop run" in done.stderr, done.stderr
+
+
 def test_a_later_error_is_printed_and_retried_but_a_first_one_ends_the_watch(tmp_path: Path) -> None:
     log, away = tmp_path / "train.jsonl", tmp_path / "rotated.jsonl"
     with pytest.raises(RunNotFound):

@@ -23,7 +23,7 @@ from ..schedule import CRON_ACTION_WORDS
 from ..service import Monitor
 from ..stop import no_stop_configured
 
-__all__ = ["REAL_SECONDS_PER_MINUTE", "WatchClock", "compressed_clock", "watch_run"]
+__all__ = ["REAL_SECONDS_PER_MINUTE", "WatchClock", "compressed_clock", "refuse_an_unwatchable_run", "watch_run"]
 
 REAL_SECONDS_PER_MINUTE = 60.0
 """Seconds slept per schedule minute when time is not compressed."""
@@ -69,7 +69,7 @@ def watch_run(
     (the run or the config is wrong); a later one is printed and the check retried at the same interval
     (a log rotated away for a moment must not end a week of watching). Ctrl-C raises KeyboardInterrupt
     from wherever the loop is, the state store staying consistent."""
-    is_group = _refuse_stop_without_config(monitor, run, act_on_stop=act_on_stop)
+    is_group = refuse_an_unwatchable_run(monitor, run, act_on_stop=act_on_stop)
     last: Schedule | None = None
     said: set[str] = set()
     while True:
@@ -111,8 +111,9 @@ def _turn(
     return schedule, [check_line(report, schedule, at), *(f"  {note}" for note in notes)]
 
 
-def _refuse_stop_without_config(monitor: Monitor, run: str, *, act_on_stop: bool) -> bool:
-    """Whether ``run`` is a W&B sweep or project; StopError when --stop cannot be honoured."""
+def refuse_an_unwatchable_run(monitor: Monitor, run: str, *, act_on_stop: bool) -> bool:
+    """Whether ``run`` is a W&B sweep or project; the run string's error (a missing log, a typo'd alias), or
+    StopError when --stop cannot be honoured."""
     ctx = monitor.context(run)
     is_group = ctx.ref.kind in GROUP_KINDS
     if act_on_stop and is_group:
