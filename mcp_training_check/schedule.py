@@ -224,6 +224,8 @@ def _choose_interval(
         return current, "no new points, interval unchanged: process health is the launcher's job"
     if anomaly or decision in (Decision.STOP, Decision.UNSURE):
         what = f"verdict {decision.value.upper()}" if decision in (Decision.STOP, Decision.UNSURE) else "anomaly"
+        if previous == ANOMALY_INTERVAL_MINUTES:
+            return ANOMALY_INTERVAL_MINUTES, f"{what}, interval stays {ANOMALY_INTERVAL_MINUTES}"
         return ANOMALY_INTERVAL_MINUTES, f"{what}, back to {ANOMALY_INTERVAL_MINUTES} from {previous}"
     if decision is Decision.CONTINUE:
         if current >= MAX_INTERVAL_MINUTES:

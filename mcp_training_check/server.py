@@ -250,10 +250,10 @@ def _add_plot_tool(server: ToolServer, mon: Monitor) -> None:
 
     @server.tool(annotations=_READ_ONLY)
     @_translate_errors
-    def plot(run: RunArg) -> Annotated[CallToolResult, PlotResult]:
+    def plot(run: RunArg, roles: RolesArg = None) -> Annotated[CallToolResult, PlotResult]:
         """Chart of the stored metrics (loss on a log scale, evals, LR, grad norm; flagged steps marked) as an
         image, saved at `path` (give the user the path: a terminal shows no image)."""
-        result, png = mon.plot(run)  # no path argument: a tool call must not be able to overwrite any file
+        result, png = mon.plot(run, roles=roles)  # no path argument: a tool call must not overwrite any file
         return CallToolResult(
             content=[
                 ImageContent(type="image", data=base64.b64encode(png).decode("ascii"), mime_type="image/png"),

@@ -326,20 +326,24 @@ class Monitor:
 
     # ------------------------------------------------------------------ plot
 
-    def plot(self, run: str, *, output: Path | None = None) -> tuple[PlotResult, bytes]:
+    def plot(
+        self, run: str, *, output: Path | None = None, roles: Mapping[str, str] | None = None
+    ) -> tuple[PlotResult, bytes]:
         """The run's chart from the stored history (read first if never read), the latest verdict's
-        flagged points marked; written to ``output`` (default: under the state directory)."""
+        flagged points marked; written to ``output`` (default: under the state directory). ``roles`` as for
+        `check`: a metric only a role override names as a loss is drawn too."""
         from .plot import plot_path, plot_result, render_chart, save_chart
         from .review import latest_verdict_check
 
-        ctx = self.context(run)
+        ctx = self.context(run, roles=roles)
+        path = plot_path(output, self.store.home, ctx.key)  # a wrong name is refused before the read
         with self.store.run_lock(ctx.key):
             stored = self._read(ctx)[1] if self.store.get_cursor(ctx.key) is None else self._load(ctx)
             latest = latest_verdict_check(self.store.recent_checks(ctx.key, limit=PREVIOUS_VERDICTS))
         verdict = latest.verdict if latest else None
-        roles = self._roles(ctx, stored.history.metrics)
-        chart = render_chart(stored.history, roles, verdict.signals if verdict else [], title=ctx.ref.raw)
-        path = save_chart(chart, plot_path(output, self.store.home, ctx.key))
+        assigned = self._roles(ctx, stored.history.metrics)
+        chart = render_chart(stored.history, assigned, verdict.signals if verdict else [], title=ctx.ref.raw)
+        path = save_chart(chart, path)
         return plot_result(ctx.ref.raw, chart, path, verdict), chart.png
 
     # ------------------------------------------------------------------ check

@@ -164,7 +164,7 @@ def _summary_line(metrics: list[MetricSummary], info: RunInfo, new_points: int, 
     if head.best is not None:
         parts.append(f"best {_fmt(head.best)} at step {head.best_step:,}" if head.best_step is not None else "")
     parts.append(f"{new_points:,} new values")
-    parts.append(f"run {info.status.value}")
+    parts.append(f"status {info.status.value}")  # "run unknown" read as a run that was not found
     return ", ".join(part for part in parts if part)
 
 

@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import os
+import pty
+import select
+import shlex
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from mcp_training_check.cli import build_parser
 
 DECISIONS = {"stop", "continue", "unsure"}
 
@@ -59,6 +65,7 @@ def test_check_json_on_every_log_format(tmp_path, fmt):
     report = json.loads(done.stdout)
     assert report["verdict"]["decision"] == "continue", report["verdict"]
     assert report["snapshot"]["metrics"][0]["role"] == "train_loss"
+    assert report["snapshot"]["summary"].endswith(", status unknown"), "not 'run unknown': a run not found?"
     assert report["schedule"]["cron_create"]["prompt"].startswith("/training-check ")
 
 
@@ -74,6 +81,29 @@ def test_readable_output_and_baseline_and_role_flags(tmp_path):
     assert done.returncode == 0, done.stderr
     assert "verdict" in done.stdout and "val_score" in done.stdout
     assert "STOP" in done.stdout or "UNSURE" in done.stdout
+
+
+def test_readable_check_names_the_command_that_acts_on_a_stop_or_an_unsure_verdict(tmp_path):
+    """The readable output left `next_action` out: a STOP verdict ended in "next check in 10 min" and no word
+    of stopping, an unsure one in no word of the reviewer."""
+    nan = tmp_path / "nan run.jsonl"
+    rows = [{"step": s, "loss": healthy_loss(s) if s < 300 else float("nan")} for s in range(400)]
+    nan.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    flat = tmp_path / "flat.jsonl"
+    flat.write_text("\n".join(json.dumps({"step": s, "loss": 2.3 + 0.01 * math.sin(s)}) for s in range(300)) + "\n")
+    stopped = cli("check", str(nan), home=tmp_path / "home", cwd=tmp_path)
+    assert stopped.stdout.count("non-finite value(s) of loss") == 1, "the verdict's signal listed again under it"
+    [action] = [line for line in stopped.stdout.splitlines() if line.startswith("action ")]
+    assert action.startswith("action   stop the run: training-check stop ")
+    assert "--confirm --reason 'loss is NaN" in action
+    pasted = cli(*shlex.split(action.split(": ", 1)[1])[1:], home=tmp_path / "home", cwd=tmp_path)
+    assert pasted.returncode == 2 and "no way to stop run" in pasted.stderr, "the CLI accepts the command as printed"
+    unsure = cli("check", str(flat), home=tmp_path / "home", cwd=tmp_path)
+    assert "UNSURE" in unsure.stdout and f"action   unsure: ask the reviewer with `training-check review {flat}`" in (
+        unsure.stdout
+    )
+    healthy = cli("check", str(write_formats(tmp_path)["jsonl"]), home=tmp_path / "home", cwd=tmp_path)
+    assert "CONTINUE" in healthy.stdout and "action " not in healthy.stdout
 
 
 def test_a_baseline_or_role_for_a_metric_the_run_lacks_is_named_in_the_warnings(tmp_path):
@@ -110,6 +140,53 @@ def test_a_mistyped_alias_or_an_entrys_missing_log_is_traced_to_training_check_t
     assert "Traceback" not in typo.stderr + gone.stderr
 
 
+def test_every_command_says_what_it_does_in_its_own_help():
+    """`plot --help`, `stop --help`, `review --help` and five more printed only usage and options: what the
+    command does was in the top-level listing alone. And --role did not list the roles it takes."""
+    commands = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    for name, sub in commands.choices.items():
+        listed = next(choice.help for choice in commands._choices_actions if choice.dest == name)
+        assert listed and listed in " ".join(sub.format_help().split()), f"`{name} --help` lacks: {listed}"
+    check_help = " ".join(commands.choices["check"].format_help().split())
+    assert "eval_higher" in check_help and "repeatable" in check_help
+
+
+def test_schedule_takes_the_review_in_any_case_as_the_tool_does():
+    """schedule_next takes 'wait'; `schedule --review wait` was "invalid choice: 'wait'"."""
+    assert build_parser().parse_args(["schedule", "x.log", "--review", "wait"]).review == "WAIT"
+
+
+def test_serve_on_a_terminal_says_it_waits_for_an_mcp_client_and_how_to_quit(tmp_path):
+    """`training-check serve` typed at a terminal waited in silence, and Ctrl-C did not end it (the SDK reads
+    stdin in a thread): a new user could not tell it was running, nor how to leave."""
+    terminal, keyboard = pty.openpty()
+    env = {**os.environ, "TRAINING_CHECK_HOME": str(tmp_path / "home")}
+    proc = subprocess.Popen([sys.executable, "-m", "mcp_training_check", "serve"], stdin=keyboard,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True)  # fmt: skip
+    try:
+        ready, _, _ = select.select([proc.stderr], [], [], 30)
+        assert ready, "serve said nothing on a terminal"
+        line = proc.stderr.readline()
+        assert "waiting for an MCP client" in line and "claude mcp add" in line and "Ctrl-D quits" in line
+        os.write(terminal, b"\x04")
+        assert proc.wait(timeout=30) == 0, "Ctrl-D ends it, as the line says"
+    finally:
+        proc.kill()
+        os.close(terminal)
+        os.close(keyboard)
+
+
+def test_an_unusable_training_check_home_is_named_as_the_cause(tmp_path):
+    """TRAINING_CHECK_HOME naming a file: "cannot create the state directory X ([Errno 17] File exists: 'X');
+    set TRAINING_CHECK_HOME", when that variable was what named X."""
+    (tmp_path / "x.log").write_text("step 1 | loss 2.0\n")
+    (tmp_path / "a-file").write_text("")
+    done = cli("check", "x.log", home=tmp_path / "a-file", cwd=tmp_path)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert f"cannot create the state directory {tmp_path / 'a-file'} (File exists): it comes from " in done.stderr
+    assert "TRAINING_CHECK_HOME: point that at a directory" in done.stderr and "Errno" not in done.stderr
+
+
 @pytest.mark.parametrize("args", [["--host", "0.0.0.0"], ["--token", "t0ken"]])
 def test_serve_refuses_http_options_without_http(tmp_path, args):
     """Before, `serve --host 0.0.0.0` (no --http) dropped --host and served stdio: the person believed the
@@ -125,7 +202,7 @@ def test_serve_refuses_http_options_without_http(tmp_path, args):
         (["check", "/no/such/file.log"], "/no/such/file.log"),
         (["check", "x.log", "--baseline", "acc"], "KEY=VALUE"),
         (["check", "x.log", "--role", "acc=best"], "train_loss"),
-        (["stop", "x.log", "--reason", "r"], "confirm"),
+        (["stop", "x.log", "--reason", "loss NaN"], "add --confirm once the verdict is stop"),
     ],
 )
 def test_errors_are_one_line_with_the_fix(tmp_path, args, message):

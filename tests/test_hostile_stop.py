@@ -212,7 +212,7 @@ def test_unusable_notes_still_reports_the_kill_first(tmp_path, sleeper):
     assert _wait_dead(live), "the process was not killed"
     assert done.returncode == 0, f"the stop happened: {done.stderr}"
     first_line = done.stdout.splitlines()[0]
-    assert first_line.startswith("STOPPED: stopped: pid") and "verified gone" in first_line
+    assert first_line.startswith("STOPPED: pid") and "verified gone; " in first_line, "no 'gone.;'"
     assert first_line.index("verified gone") < first_line.index("WARNING")
     assert "notes file /tmp cannot be opened" in first_line and "fix `notes`" in first_line
     again = cli("stop", "r", "--confirm", "--reason", "y", "--json", cwd=tmp_path)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import select
 import socket
 import subprocess
 import sys
@@ -82,6 +84,42 @@ def test_non_loopback_without_token_is_refused(tmp_path):
     )  # fmt: skip
     assert done.returncode == 2
     assert "bearer token" in done.stderr
+
+
+def test_serve_says_where_it_listens_and_port_0_names_the_port_it_picked(tmp_path):
+    """`serve --http PORT` printed nothing at all, so `--http 0` served on a port nobody could know."""
+    env = {**os.environ, "TRAINING_CHECK_HOME": str(tmp_path / "home")}
+    proc = subprocess.Popen([sys.executable, "-m", "mcp_training_check", "serve", "--http", "0"],
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        ready, _, _ = select.select([proc.stderr], [], [], 30)
+        assert ready, "serve --http said nothing within 30 s"
+        line = proc.stderr.readline()
+        found = re.search(r"http://127\.0\.0\.1:(\d+)/mcp", line)
+        assert found and int(found[1]) != 0, line
+
+        async def go():
+            async with Client(found[0]) as client:
+                return await client.list_tools()
+
+        assert any(tool.name == "check" for tool in anyio.run(go).tools)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def test_a_port_in_use_is_one_line_naming_the_fix(tmp_path):
+    """uvicorn printed 'ERROR: [Errno 98] error while attempting to bind ...' and exited 3."""
+    env = {**os.environ, "TRAINING_CHECK_HOME": str(tmp_path / "home")}
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = subprocess.run([sys.executable, "-m", "mcp_training_check", "serve", "--http", str(port)],
+                              env=env, capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert f"cannot listen on 127.0.0.1 port {port} (Address already in use)" in done.stderr
+    assert "--http PORT" in done.stderr and "Traceback" not in done.stderr and "Errno" not in done.stderr
 
 
 def http_answer(port: int, path: str, *, method: str = "GET", token: str | None = None) -> tuple[int, dict, str]:

@@ -134,6 +134,34 @@ def test_cli_plot_writes_the_file_named(tmp_path, isolated_home):
     assert plotted.flagged_steps == [] and plotted.decision is None, "never judged: nothing flagged"
 
 
+def run_plot_cli(log: Path, output: Path, home: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "TRAINING_CHECK_HOME": str(home)}
+    return subprocess.run([sys.executable, "-m", "mcp_training_check", "plot", str(log), "-o", str(output)],
+                          cwd=log.parent, env=env, capture_output=True, text=True, timeout=120)  # fmt: skip
+
+
+@pytest.mark.parametrize("name", ["chart.txt", "chart.pdf", "chart"])
+def test_cli_plot_refuses_a_name_that_is_not_a_png(tmp_path, isolated_home, name):
+    """`plot -o chart.txt` wrote a PNG under that name without a word."""
+    log = tmp_path / "healthy.jsonl"
+    write_log(log, diverge=False)
+    done = run_plot_cli(log, tmp_path / name, isolated_home)
+    assert done.returncode == 2, done.stdout
+    assert "must end in .png" in done.stderr and "Traceback" not in done.stderr
+    assert not (tmp_path / name).exists()
+
+
+def test_cli_plot_into_a_directory_writes_the_runs_png_inside_it(tmp_path, isolated_home):
+    """`plot -o charts/` was 'cannot write the chart to charts (Is a directory)'."""
+    log, charts = tmp_path / "healthy.jsonl", tmp_path / "charts"
+    write_log(log, diverge=False)
+    charts.mkdir()
+    done = run_plot_cli(log, charts, isolated_home)
+    assert done.returncode == 0, done.stderr
+    [written] = charts.iterdir()
+    assert written.suffix == ".png" and written.read_bytes().startswith(PNG_MAGIC) and str(written) in done.stdout
+
+
 def test_a_run_without_a_metric_to_draw_is_an_error_naming_the_fix(tmp_path):
     log = tmp_path / "other.jsonl"
     log.write_text("\n".join(json.dumps({"step": i, "tokens_per_second": 1000.0 + i}) for i in range(50)) + "\n")
@@ -141,3 +169,21 @@ def test_a_run_without_a_metric_to_draw_is_an_error_naming_the_fix(tmp_path):
     assert result.is_error
     text = " ".join(getattr(block, "text", "") for block in result.content)
     assert "nothing to draw" in text and "--role" in text
+
+
+def test_plot_takes_the_roles_check_took(tmp_path, isolated_home):
+    """A run whose loss only a role override names: `check --role objective=train_loss` judged it, then
+    `plot` said "nothing to draw ... set --role", an option neither the plot tool nor `plot` took."""
+    log = tmp_path / "odd.jsonl"
+    log.write_text("\n".join(json.dumps({"step": i, "objective": 2.0 / (1 + i / 10)}) for i in range(100)) + "\n")
+    server = build_server(Monitor(config=load_config(cwd=tmp_path)))
+    assert not call(server, "check", {"run": str(log), "roles": {"objective": "train_loss"}}).is_error
+    drawn = call(server, "plot", {"run": str(log), "roles": {"objective": "train_loss"}})
+    assert not drawn.is_error, drawn.content
+    assert drawn.structured_content["panels"] == ["training loss"]
+    env = {**os.environ, "TRAINING_CHECK_HOME": str(isolated_home)}
+    done = subprocess.run([sys.executable, "-m", "mcp_training_check", "plot", str(log), "--role",
+                           "objective=train_loss", "--json"], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=120)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert PlotResult.model_validate(json.loads(done.stdout)).panels == ["training loss"]

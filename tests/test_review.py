@@ -129,7 +129,8 @@ def test_the_files_model_wins_over_llm_model(tmp_path, api, monkeypatch):
 
 def test_a_run_whose_latest_verdict_is_continue_is_not_reviewed(tmp_path, api):
     monitor, run = healthy_project(tmp_path)
-    with pytest.raises(NothingToReview, match=r"is continue, not unsure.*call schedule_next"):
+    cli_words = r"call schedule_next \(`training-check schedule` on the command line\)"  # the CLI says this too
+    with pytest.raises(NothingToReview, match=rf"is continue, not unsure.*{cli_words}"):
         monitor.escalate_review(run)
     assert api.requests == []
 

@@ -74,7 +74,12 @@ def test_cli_review_prints_the_answer(tmp_path, api, isolated_home):
     assert (review.decision, review.next_action) == ("STOP", "stop_run")
     api.replies.append(tool_answer("WAIT", "too early"))
     text = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60).stdout
-    assert text.startswith("review   WAIT (") and "next     schedule_next" in text
+    assert text.startswith("review   WAIT (") and f"next     the next check: training-check schedule {RUN}" in text
+    api.replies.append(tool_answer("STOP", "not learning after 6,000 steps"))
+    stopping = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60).stdout
+    assert "next     stop the run: training-check stop flat --confirm --reason 'not learning after 6,000 steps'" in (
+        stopping
+    ), "the review named the MCP tool stop_run, no command the person could run"
 
 
 # --------------------------------------------------------------------------- the fake itself

@@ -71,6 +71,26 @@ def test_missing_local_paths_are_not_taken_for_wandb_ids(raw):
         parse_run(raw)
 
 
+def test_a_missing_absolute_path_is_not_said_to_be_resolved_against_the_working_directory(tmp_path):
+    """'/no/such/run.log' was "resolved against <cwd>" and told to "pass an absolute one"."""
+    with pytest.raises(RunNotFound) as missing:
+        parse_run(str(tmp_path / "logs" / "run.log"), base_dir=tmp_path / "elsewhere")
+    assert "resolved against" not in str(missing.value) and "pass an absolute one" not in str(missing.value)
+    assert f"{tmp_path / 'logs'} does not exist either" in str(missing.value)
+    with pytest.raises(RunNotFound, match=r"resolved against .*pass an absolute one"):
+        parse_run("logs/run.log", base_dir=tmp_path)
+
+
+@pytest.mark.parametrize("typo", ["train.lgo", "metrics.jsnl", "trian.log"])
+def test_a_mistyped_file_name_is_answered_with_the_file_it_may_mean(tmp_path, typo):
+    """A typo of a file beside it said only "no such file" (or, without a known suffix, "not a known run form")."""
+    for name in ("train.log", "metrics.jsonl", "notes.md"):
+        (tmp_path / name).write_text("step 1 loss 2.0\n")
+    with pytest.raises((RunRefError, RunNotFound), match=r"Did you mean '.*(train\.log|metrics\.jsonl)'\?") as missing:
+        parse_run(typo, base_dir=tmp_path)
+    assert "notes.md" not in str(missing.value)
+
+
 def test_a_two_part_path_under_an_existing_directory_is_a_missing_path_not_a_project(tmp_path):
     """`runs/exp1` while runs/ exists here is a typo'd or not-yet-created path; `wandb:` names the project."""
     (tmp_path / "runs").mkdir()

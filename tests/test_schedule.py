@@ -56,6 +56,8 @@ def _schedule(
         (60, C, {"anomaly": True}, 10, "anomaly, back to 10 from 60"),
         (30, S, {}, 10, "verdict STOP, back to 10 from 30"),
         (20, U, {}, 10, "verdict UNSURE, back to 10 from 20"),
+        (10, S, {}, 10, "verdict STOP, interval stays 10"),  # was "back to 10 from 10"
+        (10, C, {"anomaly": True}, 10, "anomaly, interval stays 10"),
         (30, U, {"review_wait": True}, 30, "review said WAIT, interval unchanged"),
         (60, None, {"read_failed": True}, 60, "nothing could be read, interval unchanged"),
         (20, None, {}, 20, "no verdict, interval unchanged"),

@@ -136,10 +136,21 @@ def test_stop_flag_without_a_stop_config_is_refused_before_any_check(tmp_path: P
     log = tmp_path / "train.jsonl"
     append(log, 0, 50)
     monitor = Monitor()
-    with pytest.raises(StopError, match=r"--stop needs a way to stop .*\[runs.<name>.stop\]"):
+    with pytest.raises(StopError, match=r"watch --stop: no way to stop run .*\[runs.<name>.stop\].*method = \"tmux\""):
         watch_run(monitor, str(log), act_on_stop=True, clock=FakeTime(log, 50).clock(), emit=print)
     assert monitor.store.recent_checks(f"file:{log}") == []
     monitor.close()
+
+
+@pytest.mark.parametrize("args", [["no-such.log"], ["train.jsonl", "--stop"]])
+def test_a_run_that_cannot_be_watched_is_refused_before_watching_is_announced(tmp_path: Path, args) -> None:
+    """`watch no-such.log` printed "watching no-such.log: one line per check …" and then the error."""
+    append(tmp_path / "train.jsonl", 0, 50)
+    env = {**os.environ, "TRAINING_CHECK_HOME": str(tmp_path / "home")}
+    done = subprocess.run([sys.executable, "-m", "mcp_training_check", "watch", *args], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert done.returncode == 2 and done.stdout == "", done.stdout
+    assert "no such file" in done.stderr or "no way to stop run" in done.stderr, done.stderr
 
 
 def test_a_later_error_is_printed_and_retried_but_a_first_one_ends_the_watch(tmp_path: Path) -> None:
@@ -176,7 +187,28 @@ def test_an_unsure_check_in_a_terminal_says_how_to_get_a_reviewer(tmp_path: Path
         watch_run(Monitor(), str(log), act_on_stop=False, clock=FakeTime(log, 140, interrupt_at=1).clock(),
                   emit=lines.append)  # fmt: skip
     assert lines[0][18:].startswith("UNSURE: loss blew up"), lines
-    assert lines[1].startswith("  review WAIT (no reviewer in a terminal") and 'backend = "anthropic"' in lines[1]
+    assert lines[1].startswith("  review WAIT (no reviewer in a terminal") and "ANTHROPIC_API_KEY" in lines[1]
+    assert "[defaults.review] backend" in lines[1], "the table is [defaults.review]: [review] is refused"
+
+
+def test_the_missing_reviewer_is_explained_at_the_first_review_only(tmp_path: Path) -> None:
+    """A log stuck unsure printed the whole four-line explanation again at every check of a day's watch."""
+    log = tmp_path / "train.jsonl"
+    log.write_text("".join(json.dumps({"step": s, "loss": 2.3 + 0.01 * math.sin(s)}) + "\n" for s in range(300)))
+    moments = [START]
+
+    def sleep(seconds: float) -> None:
+        if len(moments) == 3:
+            raise KeyboardInterrupt
+        moments.append(moments[-1] + timedelta(seconds=seconds))
+
+    lines: list[str] = []
+    with pytest.raises(KeyboardInterrupt):
+        watch_run(Monitor(), str(log), act_on_stop=False, clock=WatchClock(now=lambda: moments[-1], sleep=sleep),
+                  emit=lines.append)  # fmt: skip
+    reviews = [line for line in lines if line.startswith("  review ")]
+    assert len(reviews) == 3 and "ANTHROPIC_API_KEY" in reviews[0], lines
+    assert reviews[1:] == ["  review WAIT (no reviewer in a terminal, as above)"] * 2
 
 
 # --------------------------------------------------------------------------- a real subprocess

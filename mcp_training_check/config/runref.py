@@ -19,6 +19,7 @@ own default or WANDB_BASE_URL applies).
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 from pathlib import Path
@@ -67,11 +68,7 @@ def parse_run(raw: str, *, base_dir: Path | None = None, missing_path_ok: bool =
     if wandb_dir or _looks_like_path(text) or _under_local_dir(text, base_dir):
         if missing_path_ok:
             return _parse_local(raw, _absolute(text, base_dir))
-        where = "; wandb/ is written in the directory the training ran in: run this there" if wandb_dir else ""
-        raise RunNotFound(
-            f"`run` {raw!r}: no such file or directory (resolved against {base_dir or Path.cwd()}){where}. "
-            "Check the path, or pass an absolute one; for a W&B run or project, write 'wandb:' before it."
-        )
+        raise RunNotFound(_missing_path_message(raw, text, base_dir, wandb_dir=wandb_dir))
     if WANDB_RUN_PATH.match(text.strip("/")) or _WANDB_SWEEP.match(text.strip("/")):
         return _parse_wandb_path(raw, text.strip("/"))
     if _WANDB_PROJECT.match(text.strip("/")):
@@ -85,7 +82,37 @@ def parse_run(raw: str, *, base_dir: Path | None = None, missing_path_ok: bool =
             project=os.environ["WANDB_PROJECT"],
             run_id=text,
         )
-    raise RunRefError(f"`run` {raw!r} is not an existing path or a known run form: {_FORMS_HELP}.")
+    typo = _close_names(_absolute(text, base_dir))
+    raise RunRefError(f"`run` {raw!r} is not an existing path or a known run form: {_FORMS_HELP}.{typo}")
+
+
+def _missing_path_message(raw: str, text: str, base_dir: Path | None, *, wandb_dir: bool) -> str:
+    """No such path: where a relative one was looked for (an absolute one was told "resolved against" the
+    working directory and "pass an absolute one"), and the close names in its directory (a typo)."""
+    path = _absolute(text, base_dir)
+    relative = not Path(os.path.expanduser(text)).is_absolute()
+    resolved = f" (resolved against {base_dir or Path.cwd()})" if relative else ""
+    where = "; wandb/ is written in the directory the training ran in: run this there" if wandb_dir else ""
+    fix = "Check the path, or pass an absolute one" if relative else "Check the path"
+    missing_dir = "" if wandb_dir or path.parent.is_dir() else f" {path.parent} does not exist either."
+    return (
+        f"`run` {raw!r}: no such file or directory{resolved}{where}.{missing_dir}{_close_names(path)} "
+        f"{fix}; for a W&B run or project, write 'wandb:' before it."
+    )
+
+
+MAX_LISTED_ENTRIES = 2000
+"""Entries of a directory compared with a missing name (a huge directory is not listed whole)."""
+
+
+def _close_names(path: Path) -> str:
+    """" Did you mean …?" with the entries of ``path``'s directory closest to its name (a typo), else ""."""
+    try:
+        names = [entry.name for _, entry in zip(range(MAX_LISTED_ENTRIES), os.scandir(path.parent), strict=False)]
+    except OSError:
+        return ""
+    close = difflib.get_close_matches(path.name, names, n=3, cutoff=0.7)
+    return f" Did you mean {' or '.join(repr(str(path.parent / name)) for name in close)}?" if close else ""
 
 
 _MISTYPED_SCHEME = re.compile(r"^(ssh|https?):/?(?!/)(.+)$", re.IGNORECASE)

@@ -22,6 +22,7 @@ from pathlib import Path
 from ..config import load_config
 from ..models import CheckReport, Decision
 from ..service import Monitor
+from ..watch import compressed_clock
 
 DEMO_STEPS = 7000
 FAULT_STEP = 2500
@@ -54,7 +55,9 @@ def run_demo(*, seconds_per_minute: float = 0.4, workdir: str | None = None) -> 
     child = _start_training(root)
     try:
         _wait_for_run_file(root, child)
-        monitor = Monitor(config=load_config(root / "training-check.toml"))
+        # the schedule's "at HH:MM" on the demo's clock: on the wall clock every check said "at" the same time
+        clock = compressed_clock(seconds_per_minute)
+        monitor = Monitor(config=load_config(root / "training-check.toml"), clock=clock.now)
         try:
             return _watch(monitor, child, seconds_per_minute)
         finally:
@@ -114,7 +117,7 @@ def _print_check(clock_minutes: int, report: CheckReport) -> None:
     step = report.snapshot.last_step
     print(f"[t+{clock_minutes:>3} min] step {step if step is not None else '-':>5}  {report.summary}")
     if report.verdict:
-        for signal in report.verdict.signals[:3]:
+        for signal in report.verdict.signals_beyond_summary()[:3]:
             print(f"              - [{signal.severity.value}] {signal.message}")
 
 

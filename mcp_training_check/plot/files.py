@@ -17,11 +17,20 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
 def plot_path(output: Path | None, home: Path, run_key: str) -> Path:
-    """``output``, else ``<state home>/plots/<run key made a file name>.png``."""
-    if output is not None:
-        return output
+    """``output`` (a directory gets the run's file name inside it), else ``<state home>/plots/<run>.png``.
+    A name without ``.png`` is refused: the chart is a PNG, and ``-o chart.txt`` or ``-o chart.pdf`` would
+    hold one under a name that says otherwise."""
     name = _UNSAFE.sub("_", run_key).strip("._")[-MAX_NAME_CHARS:] or "run"
-    return home / PLOTS_DIR / f"{name}.png"
+    if output is None:
+        return home / PLOTS_DIR / f"{name}.png"
+    if output.is_dir():
+        return output / f"{name}.png"
+    if output.suffix.lower() != ".png":
+        raise ConfigError(
+            f"-o {output}: the chart is written as a PNG, so its name must end in .png "
+            f"(e.g. -o {output.with_suffix('.png')}); other formats are not drawn"
+        )
+    return output
 
 
 def save_chart(chart: Chart, path: Path) -> Path:

@@ -102,7 +102,8 @@ def render_chart(
     if not groups:
         raise MetricMissing(
             f"nothing to draw for {title!r}: no stored training loss, eval, learning rate or grad norm. "
-            "Call `check` first, or set the metrics' roles (--role KEY=ROLE or [runs.NAME.roles])."
+            "Call `check` first, or name the metrics' roles (the `roles` argument, --role KEY=ROLE on the "
+            "command line, or [runs.NAME.roles] in training-check.toml)."
         )
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure

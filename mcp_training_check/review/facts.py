@@ -29,10 +29,11 @@ def unsure_check(run: str, checks: Sequence[CheckRecord]) -> CheckRecord:
         )
     decision = latest.verdict.decision
     if decision is not Decision.UNSURE:
-        then = "stop_run" if decision is Decision.STOP else "schedule_next"
+        tool, command = ("stop_run", "stop") if decision is Decision.STOP else ("schedule_next", "schedule")
         raise NothingToReview(
             f"nothing to review: the latest verdict of run {run!r} (check #{latest.id}) is {decision.value}, "
-            f"not unsure; the reviewer only answers unsure verdicts. Act on the verdict: call {then}."
+            f"not unsure; the reviewer only answers unsure verdicts. Act on the verdict: call {tool} "
+            f"(`training-check {command}` on the command line)."
         )
     return latest
 

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import hmac
 import json
+import socket
+import sys
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
@@ -95,4 +97,34 @@ def serve_http(server: MCPServer, *, host: str, port: int, token: str | None) ->
     app: Any = server.streamable_http_app(host=host)
     if token:
         app = bearer_guard(app, token)
-    uvicorn.run(app, host=host, port=port, log_level="warning")
+    listening = _listen(host, port)
+    bound_port = listening.getsockname()[1]
+    guarded = "; every request needs its bearer token" if token else ""
+    print(
+        f"training-check: serving MCP over streamable HTTP at {_url(host, bound_port)}{guarded}; Ctrl-C to stop",
+        file=sys.stderr, flush=True,
+    )  # fmt: skip
+    uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[listening])
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """The listening socket, bound here so that a port in use or an unknown address is one line naming the
+    fix (uvicorn printed "ERROR: [Errno 98] ..." and exited 3), and port 0's pick can be told."""
+    listening = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn: a restart reuses the port
+    try:
+        listening.bind((host, port))
+        listening.listen()
+        return listening
+    except OSError as exc:
+        listening.close()
+        why = exc.strerror or str(exc)
+        raise TrainingCheckError(
+            f"cannot listen on {host} port {port} ({why}): pick another port (--http PORT, 0 picks a free one), "
+            "stop what listens there, or pass --host with an address of this machine"
+        ) from exc
+
+
+def _url(host: str, port: int) -> str:
+    shown = f"[{host}]" if ":" in host else host
+    return f"http://{shown}:{port}/mcp"

@@ -142,6 +142,18 @@ def state_home(home: Path | None = None) -> Path:
     return Path(env) if env else Path(platformdirs.user_state_dir("training-check"))
 
 
+def _unusable_home(home: Path, exc: OSError, *, from_env: bool) -> str:
+    """Why the state directory cannot be made, and the fix: it said "set TRAINING_CHECK_HOME" when that was
+    what named the unusable path."""
+    why = exc.strerror or str(exc)
+    fix = (
+        f"it comes from {HOME_ENV}: point that at a directory this user may create and write"
+        if from_env
+        else f"set {HOME_ENV} to a directory this user may create and write"
+    )
+    return f"cannot create the state directory {home} ({why}): {fix}"
+
+
 def _utc_text(at: datetime | None = None) -> str:
     """Fixed-width UTC ISO text, so text order is time order. Naive times are taken as local."""
     return (at or datetime.now(UTC)).astimezone(UTC).isoformat(timespec="microseconds")
@@ -174,7 +186,8 @@ class StateStore:
         try:
             self.home.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise StateError(f"cannot create the state directory {self.home} ({exc}); set {HOME_ENV}") from exc
+            from_env = home is None and bool(os.environ.get(HOME_ENV))
+            raise StateError(_unusable_home(self.home, exc, from_env=from_env)) from exc
         self._conn = self._open()
 
     # ------------------------------------------------------------------ connection

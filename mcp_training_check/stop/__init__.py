@@ -19,6 +19,7 @@ from .dispatch import (
     already_stopped,
     gone_since_signalled,
     incident_for,
+    no_stop_configured,
     send_stop,
     stop_result,
 )
@@ -36,6 +37,7 @@ __all__ = [
     "already_stopped",
     "gone_since_signalled",
     "incident_for",
+    "no_stop_configured",
     "render_incident",
     "send_stop",
     "stop_local_process",

@@ -32,6 +32,7 @@ __all__ = [
     "already_stopped",
     "gone_since_signalled",
     "incident_for",
+    "no_stop_configured",
     "send_stop",
     "stop_result",
 ]
@@ -71,7 +72,7 @@ def send_stop(ref: RunRef, settings: ResolvedRunConfig) -> SentStop:
     """Stop the run the way its config entry says; StopError when it says nothing usable."""
     stop = settings.stop
     if stop is None:
-        raise StopError(_no_stop_configured(ref))
+        raise StopError(no_stop_configured(ref))
     if stop.method == "wandb":
         return _send_wandb_stop(ref, settings)
     if stop.method == "ssh":
@@ -205,7 +206,7 @@ def stop_result(
 ) -> StopResult:
     """What the stop did comes first, then any ``warnings`` (``notes_path`` None: the notes could not be
     written); the warnings go into the summary, which every caller shows."""
-    summary = f"{sent.outcome.value}: {sent.message}"
+    summary = f"{sent.outcome.value}: {sent.message.rstrip('.')}"  # the message may end a sentence; ';' follows
     summary += f"; evidence appended to {notes_path}" if notes_path is not None else ""
     summary += "".join(f"; WARNING: {warning}" for warning in warnings or [])
     return StopResult(
@@ -251,7 +252,7 @@ def already_stopped(ref: RunRef, incident: Mapping[str, object]) -> StopResult:
     )
 
 
-def _no_stop_configured(ref: RunRef) -> str:
+def no_stop_configured(ref: RunRef) -> str:
     if ref.kind is RunKind.WANDB_API:
         return (
             f"no way to stop W&B run {ref.raw!r} is configured: add to training-check.toml a [runs.<name>] "

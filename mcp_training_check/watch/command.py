@@ -15,7 +15,7 @@ from types import FrameType
 
 from ..errors import ConfigError
 from ..service import Monitor
-from .loop import REAL_SECONDS_PER_MINUTE, compressed_clock, watch_run
+from .loop import REAL_SECONDS_PER_MINUTE, compressed_clock, refuse_an_unwatchable_run, watch_run
 
 __all__ = ["EXIT_INTERRUPTED", "EXIT_TERMINATED", "watch_command"]
 
@@ -50,9 +50,10 @@ def watch_command(run: str, *, act_on_stop: bool, seconds_per_minute: float = RE
     clock = compressed_clock(seconds_per_minute)
     speed = "" if seconds_per_minute == REAL_SECONDS_PER_MINUTE else f", {seconds_per_minute:g} s per minute"
     acting = "stops it on STOP as training-check.toml says" if act_on_stop else "never stops it (no --stop)"
-    _print(f"watching {run}: one line per check, {acting}{speed}; Ctrl-C to quit")
     monitor = Monitor(clock=clock.now)
     try:
+        refuse_an_unwatchable_run(monitor, run, act_on_stop=act_on_stop)  # before "watching …", not after it
+        _print(f"watching {run}: one line per check, {acting}{speed}; Ctrl-C to quit")
         with _sigterm_raises():
             watch_run(monitor, run, act_on_stop=act_on_stop, clock=clock, emit=_print)
     except KeyboardInterrupt:

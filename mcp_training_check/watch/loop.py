@@ -21,8 +21,9 @@ from ..errors import StopError, TrainingCheckError
 from ..models import CheckReport, ReviewResult, RunKind, Schedule, StopResult
 from ..schedule import CRON_ACTION_WORDS
 from ..service import Monitor
+from ..stop import no_stop_configured
 
-__all__ = ["REAL_SECONDS_PER_MINUTE", "WatchClock", "compressed_clock", "watch_run"]
+__all__ = ["REAL_SECONDS_PER_MINUTE", "WatchClock", "compressed_clock", "refuse_an_unwatchable_run", "watch_run"]
 
 REAL_SECONDS_PER_MINUTE = 60.0
 """Seconds slept per schedule minute when time is not compressed."""
@@ -68,8 +69,9 @@ def watch_run(
     (the run or the config is wrong); a later one is printed and the check retried at the same interval
     (a log rotated away for a moment must not end a week of watching). Ctrl-C raises KeyboardInterrupt
     from wherever the loop is, the state store staying consistent."""
-    is_group = _refuse_stop_without_config(monitor, run, act_on_stop=act_on_stop)
+    is_group = refuse_an_unwatchable_run(monitor, run, act_on_stop=act_on_stop)
     last: Schedule | None = None
+    said: set[str] = set()
     while True:
         checked_at = clock.now()
         try:
@@ -81,11 +83,21 @@ def watch_run(
             clock.sleep(last.interval_minutes * clock.seconds_per_minute)
             continue
         for line in lines:
-            emit(line)
+            emit(_explained_once(line, said))
         if not schedule.monitoring:
             return schedule
         last = schedule
         clock.sleep(_wait_seconds(schedule, clock))
+
+
+def _explained_once(line: str, said: set[str]) -> str:
+    """``line``, its missing-reviewer explanation shortened when an earlier line of the watch gave it."""
+    if NO_AGENT_REVIEWER not in line:
+        return line
+    if NO_AGENT_REVIEWER in said:
+        return line.replace(NO_AGENT_REVIEWER, NO_AGENT_REVIEWER_AGAIN)
+    said.add(NO_AGENT_REVIEWER)
+    return line
 
 
 def _turn(
@@ -99,8 +111,9 @@ def _turn(
     return schedule, [check_line(report, schedule, at), *(f"  {note}" for note in notes)]
 
 
-def _refuse_stop_without_config(monitor: Monitor, run: str, *, act_on_stop: bool) -> bool:
-    """Whether ``run`` is a W&B sweep or project; StopError when --stop cannot be honoured."""
+def refuse_an_unwatchable_run(monitor: Monitor, run: str, *, act_on_stop: bool) -> bool:
+    """Whether ``run`` is a W&B sweep or project; the run string's error (a missing log, a typo'd alias), or
+    StopError when --stop cannot be honoured."""
     ctx = monitor.context(run)
     is_group = ctx.ref.kind in GROUP_KINDS
     if act_on_stop and is_group:
@@ -109,10 +122,7 @@ def _refuse_stop_without_config(monitor: Monitor, run: str, *, act_on_stop: bool
             "run it reports with `training-check stop <run> --confirm --reason ...` (its [runs.<name>.stop])."
         )
     if act_on_stop and ctx.settings.stop is None:
-        raise StopError(
-            f"--stop needs a way to stop {run!r}: add a [runs.<name>.stop] table for it to training-check.toml "
-            '(pid_file, or method = "wandb" / "ssh"), or watch without --stop.'
-        )
+        raise StopError(f"watch --stop: {no_stop_configured(ctx.ref)} Or watch without --stop.")
     return is_group
 
 
@@ -180,10 +190,13 @@ def _next_check_words(schedule: Schedule) -> str:
 
 
 NO_AGENT_REVIEWER = (
-    "no reviewer in a terminal: the `agent` backend is the calling agent (Claude Code), and watch has none; "
-    'set [review] backend = "anthropic" or "openai" in training-check.toml for an LLM reviewer. Unsure '
-    "checks keep their interval meanwhile"
+    "no reviewer in a terminal: with no API key the reviewer is the calling agent (Claude Code), and watch has "
+    "none; for an LLM reviewer set ANTHROPIC_API_KEY, or LLM_API_KEY with LLM_MODEL (an OpenAI-compatible API), "
+    'and [defaults.review] backend, if written, to "anthropic" or "openai". Unsure checks keep their interval '
+    "meanwhile"
 )
+NO_AGENT_REVIEWER_AGAIN = "no reviewer in a terminal, as above"
+"""What the review line says after the first time: the whole explanation at every check drowned the verdicts."""
 
 
 def review_line(review: ReviewResult) -> str:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -26,27 +27,23 @@ from typing import TYPE_CHECKING, TextIO
 
 from pydantic import BaseModel
 
-from . import __version__
-from .errors import ConfigError, TrainingCheckError
-from .models import (
-    CheckReport,
-    GroupReport,
-    MetricSnapshot,
-    PlotResult,
-    ReviewResult,
-    RunKind,
-    Schedule,
-    StopResult,
-    Verdict,
-)
-from .roles import parse_baselines, parse_role_overrides
+from .. import __version__
+from ..errors import ConfigError, TrainingCheckError
+from ..models import RunKind
+from ..roles import OVERRIDE_ROLES, parse_baselines, parse_role_overrides
+from .render import render
 
 if TYPE_CHECKING:  # the service imports wandb; `serve --help` and `demo` should not wait for it
-    from .service import Monitor
-    from .sources import Progress
-    from .state import RunFootprint
+    from ..service import Monitor
+    from ..sources import Progress
+    from ..state import RunFootprint
 
 EXIT_ERROR = 2
+STDIO_ON_A_TERMINAL = (
+    "training-check serve: an MCP server on stdin/stdout, waiting for an MCP client to start it (e.g. `claude mcp "
+    "add training-check -- training-check serve`); `serve --http PORT` serves over HTTP. Ctrl-D quits."
+)
+"""Said when stdin is a terminal: the SDK reads stdin in a thread, so Ctrl-C waits for a line, Ctrl-D ends it."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -62,18 +59,23 @@ def build_parser() -> argparse.ArgumentParser:
         sub = commands.add_parser(name, help=text, description=text)
         _add_run_args(sub)
 
-    sched = commands.add_parser("schedule", help="when to check next (CronCreate arguments)")
+    text = "when to check next (CronCreate arguments)"
+    sched = commands.add_parser("schedule", help=text, description=text)
     sched.add_argument("source", help="the run (path, URL, entity/project/id, ssh://host/path or alias)")
-    sched.add_argument("--review", choices=["STOP", "CONTINUE", "WAIT"], help="the reviewer's answer, if any")
+    sched.add_argument(
+        "--review", type=str.upper, choices=["STOP", "CONTINUE", "WAIT"], help="the reviewer's answer, if any"
+    )  # any case, as the schedule_next tool takes it
     sched.add_argument("--json", action="store_true", help="print one JSON object")
 
-    review = commands.add_parser("review", help="ask the reviewer about the latest unsure verdict")
+    text = "ask the reviewer about the latest unsure verdict"
+    review = commands.add_parser("review", help=text, description=text)
     review.add_argument("source", help="the run")
     review.add_argument("--json", action="store_true", help="print one JSON object")
     review.add_argument("--no-image", action="store_true", help="send the numbers without the run's chart")
     _add_review_commands(commands)
 
-    stop = commands.add_parser("stop", help="stop the training run as configured and record the evidence")
+    text = "stop the training run as its [runs.NAME.stop] table in training-check.toml says, and record the evidence"
+    stop = commands.add_parser("stop", help=text, description=text)
     stop.add_argument("source", help="the run")
     stop.add_argument("--confirm", action="store_true", help="required: this kills the training process")
     stop.add_argument("--reason", required=True, help="one sentence for the incident record")
@@ -86,12 +88,14 @@ def build_parser() -> argparse.ArgumentParser:
     forget.add_argument("source", help="the run, as `check` was given it (alias, path or URL)")
     forget.add_argument("--yes", action="store_true", help="required: without it, only show what would be deleted")
 
-    serve = commands.add_parser("serve", help="run the MCP server (stdio unless --http)")
+    text = "run the MCP server (stdio unless --http)"
+    serve = commands.add_parser("serve", help=text, description=text)
     serve.add_argument("--http", type=_port, metavar="PORT", help="serve streamable HTTP on PORT instead of stdio")
     serve.add_argument("--host", default=None, help="HTTP address (default 127.0.0.1)")
     serve.add_argument("--token", default=None, help="bearer token (default: $TRAINING_CHECK_HTTP_TOKEN)")
 
-    demo = commands.add_parser("demo", help="train a small model, break it, and watch the check stop it")
+    text = "train a small model, break it, and watch the check stop it"
+    demo = commands.add_parser("demo", help=text, description=text)
     demo.add_argument("--seconds-per-minute", type=float, default=0.4, help="compressed clock (default 0.4)")
     demo.add_argument("--workdir", default=None, help="where the demo writes (default: a temporary dir)")
     return parser
@@ -105,18 +109,21 @@ def _port(text: str) -> int:
 
 
 def _add_review_commands(commands: argparse._SubParsersAction) -> None:
-    record = commands.add_parser(
-        "record-review", help="store a reviewer's reply to the prompt `review` printed (agent backend)"
-    )
+    text = "store a reviewer's reply to the prompt `review` printed (agent backend)"
+    record = commands.add_parser("record-review", help=text, description=text)
     record.add_argument("source", help="the run")
     record.add_argument("answer", help="the reply, starting with STOP, CONTINUE or WAIT; - reads it from stdin")
     record.add_argument("--reviewer", default=None, help="who answered (a model name, 'subagent', a person)")
     record.add_argument("--json", action="store_true", help="print one JSON object")
 
-    plot = commands.add_parser("plot", help="draw loss, eval, LR and grad norm with the judge's flagged steps")
+    text = "draw loss, eval, LR and grad norm with the judge's flagged steps"
+    plot = commands.add_parser("plot", help=text, description=text)
     plot.add_argument("source", help="the run")
-    plot.add_argument("-o", "--output", default=None, help="the PNG to write (default: under the state dir)")
+    plot.add_argument(
+        "-o", "--output", default=None, help="the .png file to write, or a directory for it (default: the state dir)"
+    )
     plot.add_argument("--json", action="store_true", help="print one JSON object")
+    _add_role_arg(plot)
 
 
 def _add_watch_parser(commands: argparse._SubParsersAction) -> None:
@@ -133,8 +140,18 @@ def _add_watch_parser(commands: argparse._SubParsersAction) -> None:
 def _add_run_args(sub: argparse.ArgumentParser) -> None:
     sub.add_argument("source", help="the run (path, URL, entity/project/id, ssh://host/path or alias)")
     sub.add_argument("--json", action="store_true", help="print one JSON object")
-    sub.add_argument("--baseline", action="append", default=[], metavar="KEY=VALUE", help="eval baseline")
-    sub.add_argument("--role", action="append", default=[], metavar="KEY=ROLE", help="override a metric's role")
+    sub.add_argument(
+        "--baseline", action="append", default=[], metavar="KEY=VALUE",
+        help="what comparable runs reach on an eval, e.g. eval/acc=0.71 (repeatable)",
+    )  # fmt: skip
+    _add_role_arg(sub)
+
+
+def _add_role_arg(sub: argparse.ArgumentParser) -> None:
+    sub.add_argument(
+        "--role", action="append", default=[], metavar="KEY=ROLE",
+        help=f"a metric's role, e.g. val_score=eval_higher (repeatable); ROLE is one of {', '.join(OVERRIDE_ROLES)}",
+    )  # fmt: skip
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -155,14 +172,14 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "serve":
         return _serve(args)
     if args.command == "watch":
-        from .watch import watch_command
+        from ..watch import watch_command
 
         return watch_command(args.source, act_on_stop=args.stop, seconds_per_minute=args.seconds_per_minute)
     if args.command == "demo":
-        from .examples.demo import run_demo
+        from ..examples.demo import run_demo
 
         return run_demo(seconds_per_minute=args.seconds_per_minute, workdir=args.workdir)
-    from .service import Monitor
+    from ..service import Monitor
 
     monitor = Monitor()
     if args.command == "forget":
@@ -223,7 +240,7 @@ class TerminalProgress:
         self._width = 0
 
     def progress(self) -> Progress:
-        from .sources import ThrottledProgress
+        from ..sources import ThrottledProgress
 
         return ThrottledProgress(self.show)
 
@@ -250,9 +267,15 @@ def _run_command(monitor: Monitor, args: argparse.Namespace, progress: Progress 
         answer = sys.stdin.read() if args.answer == "-" else args.answer
         return monitor.record_review(args.source, answer, reviewer=args.reviewer)
     if args.command == "plot":
-        return monitor.plot(args.source, output=Path(args.output) if args.output else None)[0]
+        output = Path(args.output) if args.output else None
+        return monitor.plot(args.source, output=output, roles=parse_role_overrides(args.role))[0]
     if args.command == "stop":
-        return monitor.stop_run(args.source, confirm=args.confirm, reason=args.reason)
+        if not args.confirm:  # the service's refusal names the tool's confirm=true, not this flag
+            raise ConfigError(
+                f"stop kills the training process: add --confirm once the verdict is stop (or the reviewer said "
+                f"STOP): training-check stop {shlex.quote(args.source)} --confirm --reason {shlex.quote(args.reason)}"
+            )
+        return monitor.stop_run(args.source, confirm=True, reason=args.reason)
     roles = parse_role_overrides(args.role)
     baselines = parse_baselines(args.baseline)
     group_kinds = (RunKind.WANDB_SWEEP, RunKind.WANDB_PROJECT)
@@ -266,12 +289,14 @@ def _run_command(monitor: Monitor, args: argparse.Namespace, progress: Progress 
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from .server import build_server, serve_http
+    from ..server import build_server, serve_http
 
     if args.http is None:
         for option, value in (("--host", args.host), ("--token", args.token)):
             if value is not None:
                 raise ConfigError(f"{option} applies to --http PORT only; without --http the server speaks stdio")
+        if sys.stdin.isatty():  # a person, not an MCP client: it would wait in silence, deaf to Ctrl-C
+            print(STDIO_ON_A_TERMINAL, file=sys.stderr, flush=True)
         build_server().run()
         return 0
     token = args.token or os.environ.get("TRAINING_CHECK_HTTP_TOKEN")
@@ -284,89 +309,6 @@ def _print(result: BaseModel, *, as_json: bool) -> None:
         print(json.dumps(result.model_dump(mode="json", exclude_none=True)))
         return
     print(render(result))
-
-
-# ---------------------------------------------------------------------- readable output
-
-
-def render(result: BaseModel) -> str:
-    if isinstance(result, CheckReport):
-        return "\n".join([render(result.snapshot), render_verdict(result.verdict), render(result.schedule)])
-    if isinstance(result, MetricSnapshot):
-        return render_snapshot(result)
-    if isinstance(result, Verdict):
-        return render_verdict(result)
-    if isinstance(result, Schedule):
-        return render_schedule(result)
-    if isinstance(result, StopResult):
-        return f"{result.outcome.value.upper()}: {result.summary}"
-    if isinstance(result, GroupReport):
-        return render_group(result)
-    if isinstance(result, ReviewResult):
-        return render_review(result)
-    if isinstance(result, PlotResult):
-        return f"plot     {result.summary}"
-    return json.dumps(result.model_dump(mode="json"), indent=2)
-
-
-def render_group(report: GroupReport) -> str:
-    lines = [f"group    {report.run}", f"summary  {report.summary}"]
-    for line in report.runs:
-        decision = line.decision.value.upper() if line.decision else "-"
-        lines.append(f"  {decision:<8} {line.run:<40} {line.next_action:<19} {line.summary}")
-    if report.omitted:
-        lines.append(f"  … {report.omitted} more run(s) not listed")
-    lines.append(render_schedule(report.schedule))
-    return "\n".join(lines)
-
-
-def render_review(review: ReviewResult) -> str:
-    who = f"{review.backend}: {review.model}" if review.model != review.backend else review.backend
-    lines = [f"review   {review.decision} ({who}, {review.latency_seconds:.1f} s): {review.reason}"]
-    if review.error:
-        lines.append(f"  ! reviewer failed: {review.error}")
-    if review.prompt:
-        lines += ["", review.prompt, "", f"Ask a reviewer the above, then: training-check record-review {review.run} -"]
-    lines.append(f"next     {review.next_action}")
-    return "\n".join(lines)
-
-
-def render_snapshot(snap: MetricSnapshot) -> str:
-    lines = [f"run      {snap.run}  [{snap.data_source.value}, {snap.run_info.status.value}]"]
-    lines.append(f"read     {snap.summary}")
-    if snap.metrics:
-        lines.append(f"  {'metric':<28} {'role':<14} {'last':>11} {'best':>11} {'NaN/Inf':>7}")
-        for m in snap.metrics:
-            lines.append(
-                f"  {m.name[:28]:<28} {m.role.value:<14} {_num(m.last):>11} {_best(m.best):>11} {m.non_finite:>7}"
-            )
-    lines.extend(f"  ! {warning}" for warning in snap.warnings)
-    return "\n".join(lines)
-
-
-def render_verdict(verdict: Verdict | None) -> str:
-    if verdict is None:
-        return "verdict  none: nothing could be read"
-    head = verdict.summary
-    prefix = f"{verdict.decision.value.upper()}:"
-    lines = [f"verdict  {head if head.startswith(prefix) else f'{prefix} {head}'}"]
-    lines.extend(f"  - [{s.severity.value}] {s.message}" for s in verdict.signals)
-    return "\n".join(lines)
-
-
-def render_schedule(schedule: Schedule) -> str:
-    text = f"next     {schedule.summary}"
-    if schedule.cron_create is not None:
-        text += f"\n  CronCreate cron={schedule.cron_create.cron!r} prompt={schedule.cron_create.prompt!r}"
-    return text
-
-
-def _best(value: float | None) -> str:
-    return "-" if value is None else f"{value:.4g}"
-
-
-def _num(value: float | None) -> str:
-    return "NaN/Inf" if value is None else f"{value:.4g}"
 
 
 if __name__ == "__main__":

@@ -1,0 +1,120 @@
+"""The readable output of `training-check`: one block per result, and the command that acts on it."""
+
+from __future__ import annotations
+
+import json
+import shlex
+
+from pydantic import BaseModel
+
+from ..models import CheckReport, GroupReport, MetricSnapshot, PlotResult, ReviewResult, Schedule, StopResult, Verdict
+
+__all__ = ["render"]
+
+
+def render(result: BaseModel) -> str:
+    if isinstance(result, CheckReport):
+        verdict = [render(result.snapshot), render_verdict(result.verdict), *_next_command(result)]
+        return "\n".join([*verdict, render(result.schedule)])
+    if isinstance(result, MetricSnapshot):
+        return render_snapshot(result)
+    if isinstance(result, Verdict):
+        return render_verdict(result)
+    if isinstance(result, Schedule):
+        return render_schedule(result)
+    if isinstance(result, StopResult):
+        return f"{result.outcome.value.upper()}: {result.summary.removeprefix(f'{result.outcome.value}: ')}"
+    if isinstance(result, GroupReport):
+        return render_group(result)
+    if isinstance(result, ReviewResult):
+        return render_review(result)
+    if isinstance(result, PlotResult):
+        return f"plot     {result.summary}"
+    return json.dumps(result.model_dump(mode="json"), indent=2)
+
+
+def _next_command(report: CheckReport) -> list[str]:
+    """The command that acts on the check's `next_action`, which the MCP result carries and the readable
+    output left out: a STOP verdict was printed with "next check in 10 min" and no word of stopping."""
+    run = shlex.quote(report.run)
+    if report.next_action == "stop_run" and report.verdict is not None:
+        from ..watch.loop import stop_command
+
+        return [f"action   stop the run: {stop_command(report.run, report.verdict.summary)}"]
+    if report.next_action == "escalate_review":
+        return [f"action   unsure: ask the reviewer with `training-check review {run}`"]
+    if report.next_action == "fix_source":
+        return ["action   the source could not be read: fix what the warnings above name, then check again"]
+    return []
+
+
+def render_group(report: GroupReport) -> str:
+    lines = [f"group    {report.run}", f"summary  {report.summary}"]
+    for line in report.runs:
+        decision = line.decision.value.upper() if line.decision else "-"
+        lines.append(f"  {decision:<8} {line.run:<40} {line.next_action:<19} {line.summary}")
+    if report.omitted:
+        lines.append(f"  … {report.omitted} more run(s) not listed")
+    lines.append(render_schedule(report.schedule))
+    return "\n".join(lines)
+
+
+def render_review(review: ReviewResult) -> str:
+    who = f"{review.backend}: {review.model}" if review.model != review.backend else review.backend
+    lines = [f"review   {review.decision} ({who}, {review.latency_seconds:.1f} s): {review.reason}"]
+    if review.error:
+        lines.append(f"  ! reviewer failed: {review.error}")
+    if review.prompt:
+        lines += ["", review.prompt, ""]
+    lines.append(f"next     {_review_next_command(review)}")
+    return "\n".join(lines)
+
+
+def _review_next_command(review: ReviewResult) -> str:
+    """What to run after a review, as a command (the result names the MCP tool)."""
+    run = shlex.quote(review.run)
+    if review.next_action == "stop_run":
+        from ..watch.loop import stop_command
+
+        return f"stop the run: {stop_command(review.run, review.reason)}"
+    if review.next_action == "record_review":
+        return f"put the prompt above to a reviewer, then: training-check record-review {run} - (its reply on stdin)"
+    return f"the next check: training-check schedule {run}"
+
+
+def render_snapshot(snap: MetricSnapshot) -> str:
+    lines = [f"run      {snap.run}  [{snap.data_source.value}, {snap.run_info.status.value}]"]
+    lines.append(f"read     {snap.summary}")
+    if snap.metrics:
+        lines.append(f"  {'metric':<28} {'role':<14} {'last':>11} {'best':>11} {'NaN/Inf':>7}")
+        for m in snap.metrics:
+            lines.append(
+                f"  {m.name[:28]:<28} {m.role.value:<14} {_num(m.last):>11} {_best(m.best):>11} {m.non_finite:>7}"
+            )
+    lines.extend(f"  ! {warning}" for warning in snap.warnings)
+    return "\n".join(lines)
+
+
+def render_verdict(verdict: Verdict | None) -> str:
+    if verdict is None:
+        return "verdict  none: nothing could be read"
+    head = verdict.summary
+    prefix = f"{verdict.decision.value.upper()}:"
+    lines = [f"verdict  {head if head.startswith(prefix) else f'{prefix} {head}'}"]
+    lines.extend(f"  - [{s.severity.value}] {s.message}" for s in verdict.signals_beyond_summary())
+    return "\n".join(lines)
+
+
+def render_schedule(schedule: Schedule) -> str:
+    text = f"next     {schedule.summary}"
+    if schedule.cron_create is not None:
+        text += f"\n  CronCreate cron={schedule.cron_create.cron!r} prompt={schedule.cron_create.prompt!r}"
+    return text
+
+
+def _best(value: float | None) -> str:
+    return "-" if value is None else f"{value:.4g}"
+
+
+def _num(value: float | None) -> str:
+    return "NaN/Inf" if value is None else f"{value:.4g}"
