@@ -169,7 +169,7 @@ class Monitor:
             history=stored.history,
             roles=self._roles(ctx, stored.history.metrics),
             data_source=outcome.data_source,
-            info=_shown(stored.info),
+            info=_shown(stored.info, ctx.settings.judge_hints()),
             new_points=batch.new_points if batch else 0,
             skipped_chunks=batch.skipped_chunks if batch else 0,
             restarted=batch.restarted if batch else False,
@@ -321,7 +321,7 @@ class Monitor:
         """The metric summaries of the stored history, as a snapshot (its data_source means nothing)."""
         return build_snapshot(
             run=ctx.ref.raw, history=stored.history, roles=self._roles(ctx, stored.history.metrics),
-            data_source=DataSource.LOG, info=_shown(stored.info), new_points=0,
+            data_source=DataSource.LOG, info=_shown(stored.info, ctx.settings.judge_hints()), new_points=0,
         )  # fmt: skip
 
     # ------------------------------------------------------------------ plot
@@ -561,9 +561,10 @@ def _handed_out_this_fire(in_force: HandedOutCron | None, checks: Sequence[Check
     )
 
 
-def _shown(info: RunInfo) -> RunInfo:
-    """Run info as a snapshot shows it: its config reduced to the facts the judge uses."""
-    return info.model_copy(update={"config": judged_facts(info.config)})
+def _shown(info: RunInfo, hints: Mapping[str, object]) -> RunInfo:
+    """Run info as a snapshot shows it: its config reduced to the facts the judge uses, training-check.toml's
+    hints over the run's own config as the judge reads them (so a hint in force is seen in the snapshot)."""
+    return info.model_copy(update={"config": judged_facts({**info.config, **hints})})
 
 
 __all__ = ["GROUP_LINES", "GROUP_WORKERS", "Monitor", "SourceError"]

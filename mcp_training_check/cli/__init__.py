@@ -10,6 +10,7 @@
     training-check forget SOURCE --yes               (delete its stored state, keep its incidents)
     training-check serve [--http PORT] [--host 127.0.0.1] [--token T]
     training-check demo
+    training-check init NAME RUN [--stop pid_file=train.pid] [--log-fallback LOG] [--total-steps N]
 
 Errors become one line on stderr and exit code 2 (so does `forget` without --yes); nothing else is caught here.
 """
@@ -82,6 +83,7 @@ def build_parser() -> argparse.ArgumentParser:
     stop.add_argument("--json", action="store_true", help="print one JSON object")
 
     _add_watch_parser(commands)
+    _add_init_parser(commands)
 
     text = "delete a run's stored state (read position, history, checks, reviews, cron) so the next check starts fresh"
     forget = commands.add_parser("forget", help=text, description=f"{text}; its incidents are kept.")
@@ -137,6 +139,26 @@ def _add_watch_parser(commands: argparse._SubParsersAction) -> None:
     )  # fmt: skip
 
 
+def _add_init_parser(commands: argparse._SubParsersAction) -> None:
+    text = "add a run to training-check.toml (created if there is none): its name, where it logs, how to stop it"
+    init = commands.add_parser("init", help=text, description=f"{text}. The file is checked before it is written.")
+    init.add_argument("name", help="the alias the tools and the skill will take (e.g. bert)")
+    init.add_argument("run", help="the run: a log path, a W&B run dir or entity/project/id, ssh://host/path")
+    init.add_argument(
+        "--stop", metavar="HOW",
+        help="how stop may end it: pid_file=train.pid, pid=12345, tmux=SESSION, screen=SESSION, slurm=JOB_ID, "
+        "wandb (on an ssh:// run: on that host); left out, the run can be checked but not stopped",
+    )  # fmt: skip
+    init.add_argument("--log-fallback", metavar="LOG", help="the training log, read when W&B cannot be reached")
+    init.add_argument("--total-steps", type=int, metavar="N", help="the run's planned steps (a plain log lacks them)")
+    init.add_argument(
+        "--baseline", action="append", default=[], metavar="KEY=VALUE",
+        help="what comparable runs reach on an eval, e.g. eval/acc=0.71 (repeatable)",
+    )  # fmt: skip
+    _add_role_arg(init)
+    init.add_argument("--config", type=Path, metavar="FILE", help="the file to add it to (default: the project's)")
+
+
 def _add_run_args(sub: argparse.ArgumentParser) -> None:
     sub.add_argument("source", help="the run (path, URL, entity/project/id, ssh://host/path or alias)")
     sub.add_argument("--json", action="store_true", help="print one JSON object")
@@ -175,6 +197,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         from ..watch import watch_command
 
         return watch_command(args.source, act_on_stop=args.stop, seconds_per_minute=args.seconds_per_minute)
+    if args.command == "init":
+        return _init(args)
     if args.command == "demo":
         from ..examples.demo import run_demo
 
@@ -194,6 +218,21 @@ def _dispatch(args: argparse.Namespace) -> int:
         bar.clear()
         monitor.close()
     _print(result, as_json=args.json)
+    return 0
+
+
+def _init(args: argparse.Namespace) -> int:
+    from ..config import NewRun, add_run
+
+    new = NewRun(
+        name=args.name, run=args.run, log_fallback=args.log_fallback, total_steps=args.total_steps,
+        baselines=parse_baselines(args.baseline), roles=parse_role_overrides(args.role), stop=args.stop,
+    )  # fmt: skip
+    path, entry = add_run(new, config=args.config)
+    print(f"added to {path}:\n\n{entry}")
+    print(f"check it now: training-check check {shlex.quote(args.name)} (in Claude Code: /training-check {args.name})")
+    if args.stop is None:
+        print(f"stop_run will refuse it until [runs.{args.name}.stop] says how to stop it (--stop, or edit the file)")
     return 0
 
 

@@ -6,6 +6,7 @@
     messages    a bad file's messages, ``FILE:LINE: table.key: what is wrong and the fix``
     toml_lines  where each key of a TOML text is written (for those messages)
     runref      ``run`` string → `RunRef` (local log, W&B directory or path, W&B run/sweep/project, ssh://)
+    scaffold    a run entry appended to the file for a person (`training-check init`), checked before it is written
 
 The lowest stage: it imports only the shared models and errors, and every later stage reads it.
 """
@@ -13,6 +14,7 @@ The lowest stage: it imports only the shared models and errors, and every later 
 from .project import CONFIG_ENV, CONFIG_NAME, ProjectConfig, ResolvedRunConfig, apply_overrides, load_config
 from .reload import ReloadingConfig
 from .runref import RUN_ID, WANDB_RUN_PATH, parse_run
+from .scaffold import NewRun, add_run
 from .schema import (
     DEFAULT_NOTES,
     DEFAULT_REVIEW_MODEL,
@@ -33,12 +35,14 @@ __all__ = [
     "RUN_ID",
     "WANDB_RUN_PATH",
     "Defaults",
+    "NewRun",
     "ProjectConfig",
     "ReloadingConfig",
     "ResolvedRunConfig",
     "ReviewSettings",
     "RunEntry",
     "StopSettings",
+    "add_run",
     "apply_overrides",
     "key_lines",
     "load_config",

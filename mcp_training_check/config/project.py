@@ -337,8 +337,8 @@ def load_config(path: Path | None = None, *, cwd: Path | None = None) -> Project
     found = find_config(path, cwd)
     if found is None:
         return ProjectConfig(path=None, base_dir=cwd, cwd=cwd)
-    text = _read_text(found)
-    parsed = _parse(text, found, cwd)
+    text = read_config_text(found)
+    parsed = parse_config_text(text, found, cwd)
     return ProjectConfig(path=found, base_dir=found.parent, cwd=cwd, defaults=parsed.defaults, runs=parsed.runs)
 
 
@@ -372,7 +372,7 @@ def _must_exist(path: Path, what: str) -> Path:
     return path
 
 
-def _read_text(path: Path) -> str:
+def read_config_text(path: Path) -> str:
     try:
         return path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
@@ -381,7 +381,8 @@ def _read_text(path: Path) -> str:
         raise ConfigError(f"{path}: cannot read it ({exc.strerror}); check its permissions.") from exc
 
 
-def _parse(text: str, path: Path, cwd: Path) -> ConfigFile:
+def parse_config_text(text: str, path: Path, cwd: Path) -> ConfigFile:
+    """``text`` as the file ``path`` would be loaded: a bad value is a ``FILE:LINE: key: fix`` ConfigError."""
     shown = _display(path, cwd)
     deep = too_deep_at(text)
     if deep is not None:
