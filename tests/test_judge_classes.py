@@ -724,6 +724,24 @@ def test_class4_a_real_large_overfit_is_flagged_then_stopped_and_a_mild_one_only
     assert "S" not in mild and "u" in mild, mild
 
 
+def test_a_large_overfit_within_the_evals_noise_margin_is_stopped_on_its_trend(real):
+    """log-irfanet-10-1 (train, bad): a Keras CNN's val loss swings 0.69-1.33 before its best 0.69 (epoch
+    16), so its noise margin is 81 %; it then climbs to 1.08 (median of 3, 1.57× its best) over 12 epochs,
+    a significant trend, while the train loss falls 67 %. Flagged as a mild overfit, then stopped as a large
+    one at the next check: within one check of the fault, not two checks late once the gap cleared the
+    noise margin. The same run with its val loss held under 1.4× its best is only flagged."""
+    run = real["log-irfanet-10-1"]
+    code, visible, verdicts = replay_real(run)
+    assert stopped_within_one_check(code, visible), (code, visible)
+    first = code.index("S")
+    assert code[first - 1] == "u" and "large overfit" in verdicts[first].summary, verdicts[first].summary
+    steps, values = run.metrics["eval/loss"]
+    best = float(values[steps == 16][0])
+    held = np.where(steps > 16, np.minimum(values, 1.4 * best), values)
+    capped = replay_cuts(dict(run.metrics) | {"eval/loss": (steps, held)}, checkpoints(run))
+    assert "S" not in decisions(capped) and "u" in decisions(capped), decisions(capped)
+
+
 # --------------------------------------------------------------------------- train-loss classes, second pass
 
 
