@@ -742,6 +742,24 @@ def test_a_large_overfit_within_the_evals_noise_margin_is_stopped_on_its_trend(r
     assert "S" not in decisions(capped) and "u" in decisions(capped), decisions(capped)
 
 
+def test_a_grad_norm_overflowing_again_and_again_under_a_falling_loss_is_flagged_never_stopped(real):
+    """log-logbob0401-build-nanogpt-2 (train, ambiguous): a GPT-2 124M run's grad norm is Inf at 5 logged
+    steps from 6,325 on, each followed by finite ones, while the loss keeps falling. From its third episode
+    it is flagged (unsure), never stopped; before, every check past the doubt point said continue. The same
+    run with only its first two Infs, as the healthy fp16 runs of the corpus show at most, is not flagged
+    for them."""
+    run = real["log-logbob0401-build-nanogpt-2"]
+    code, visible, verdicts = replay_real(run)
+    assert "S" not in code and "u" in code[visible:], code
+    flagged = verdicts[visible + code[visible:].index("u")]
+    assert "3 separate episodes" in flagged.summary, flagged.summary
+    steps, grad = run.metrics["train/grad_norm"]
+    third = int(np.flatnonzero(~np.isfinite(grad))[2])
+    two = np.where(np.isfinite(grad) | (np.arange(grad.size) < third), grad, 1.0)
+    control = replay_cuts(dict(run.metrics) | {"train/grad_norm": (steps, two)}, checkpoints(run))
+    assert "u" not in decisions(control)[visible:], decisions(control)
+
+
 # --------------------------------------------------------------------------- train-loss classes, second pass
 
 
