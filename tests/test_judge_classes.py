@@ -760,6 +760,21 @@ def test_a_grad_norm_overflowing_again_and_again_under_a_falling_loss_is_flagged
     assert "u" not in decisions(control)[visible:], decisions(control)
 
 
+def test_a_quality_eval_repeated_exactly_while_the_train_loss_wanders_is_flagged_never_stopped(real):
+    """log-st-gcn-master-improved-1 (train, ambiguous): an st-gcn's top-1 is exactly 0.4 at its last 17 of 20
+    evals (a 5-clip test set) while its train loss wanders 1.05-2.3 with no trend. From its 10th repeat it is
+    flagged (unsure) to the end, never stopped there; before, every check past its doubt point said
+    continue. The same run with its top-1 moving by one clip at every other eval is not flagged so."""
+    run = real["log-st-gcn-master-improved-1"]
+    code, visible, verdicts = replay_real(run)
+    assert "S" not in code[visible:] and "u" in code[visible:], code
+    assert "repeats 0.4 exactly over its last 10 evals" in verdicts[code.index("u", visible)].summary
+    steps, top1 = run.metrics["eval/top1_accuracy"]
+    moving = np.where(np.arange(top1.size) % 2 == 1, top1 + 0.2, top1)
+    control = replay_cuts(dict(run.metrics) | {"eval/top1_accuracy": (steps, moving)}, checkpoints(run))
+    assert not any("repeats" in v.summary for v in control)
+
+
 # --------------------------------------------------------------------------- train-loss classes, second pass
 
 
