@@ -724,6 +724,57 @@ def test_class4_a_real_large_overfit_is_flagged_then_stopped_and_a_mild_one_only
     assert "S" not in mild and "u" in mild, mild
 
 
+def test_a_large_overfit_within_the_evals_noise_margin_is_stopped_on_its_trend(real):
+    """log-irfanet-10-1 (train, bad): a Keras CNN's val loss swings 0.69-1.33 before its best 0.69 (epoch
+    16), so its noise margin is 81 %; it then climbs to 1.08 (median of 3, 1.57× its best) over 12 epochs,
+    a significant trend, while the train loss falls 67 %. Flagged as a mild overfit, then stopped as a large
+    one at the next check: within one check of the fault, not two checks late once the gap cleared the
+    noise margin. The same run with its val loss held under 1.4× its best is only flagged."""
+    run = real["log-irfanet-10-1"]
+    code, visible, verdicts = replay_real(run)
+    assert stopped_within_one_check(code, visible), (code, visible)
+    first = code.index("S")
+    assert code[first - 1] == "u" and "large overfit" in verdicts[first].summary, verdicts[first].summary
+    steps, values = run.metrics["eval/loss"]
+    best = float(values[steps == 16][0])
+    held = np.where(steps > 16, np.minimum(values, 1.4 * best), values)
+    capped = replay_cuts(dict(run.metrics) | {"eval/loss": (steps, held)}, checkpoints(run))
+    assert "S" not in decisions(capped) and "u" in decisions(capped), decisions(capped)
+
+
+def test_a_grad_norm_overflowing_again_and_again_under_a_falling_loss_is_flagged_never_stopped(real):
+    """log-logbob0401-build-nanogpt-2 (train, ambiguous): a GPT-2 124M run's grad norm is Inf at 5 logged
+    steps from 6,325 on, each followed by finite ones, while the loss keeps falling. From its third episode
+    it is flagged (unsure), never stopped; before, every check past the doubt point said continue. The same
+    run with only its first two Infs, as the healthy fp16 runs of the corpus show at most, is not flagged
+    for them."""
+    run = real["log-logbob0401-build-nanogpt-2"]
+    code, visible, verdicts = replay_real(run)
+    assert "S" not in code and "u" in code[visible:], code
+    flagged = verdicts[visible + code[visible:].index("u")]
+    assert "3 separate episodes" in flagged.summary, flagged.summary
+    steps, grad = run.metrics["train/grad_norm"]
+    third = int(np.flatnonzero(~np.isfinite(grad))[2])
+    two = np.where(np.isfinite(grad) | (np.arange(grad.size) < third), grad, 1.0)
+    control = replay_cuts(dict(run.metrics) | {"train/grad_norm": (steps, two)}, checkpoints(run))
+    assert "u" not in decisions(control)[visible:], decisions(control)
+
+
+def test_a_quality_eval_repeated_exactly_while_the_train_loss_wanders_is_flagged_never_stopped(real):
+    """log-st-gcn-master-improved-1 (train, ambiguous): an st-gcn's top-1 is exactly 0.4 at its last 17 of 20
+    evals (a 5-clip test set) while its train loss wanders 1.05-2.3 with no trend. From its 10th repeat it is
+    flagged (unsure) to the end, never stopped there; before, every check past its doubt point said
+    continue. The same run with its top-1 moving by one clip at every other eval is not flagged so."""
+    run = real["log-st-gcn-master-improved-1"]
+    code, visible, verdicts = replay_real(run)
+    assert "S" not in code[visible:] and "u" in code[visible:], code
+    assert "repeats 0.4 exactly over its last 10 evals" in verdicts[code.index("u", visible)].summary
+    steps, top1 = run.metrics["eval/top1_accuracy"]
+    moving = np.where(np.arange(top1.size) % 2 == 1, top1 + 0.2, top1)
+    control = replay_cuts(dict(run.metrics) | {"eval/top1_accuracy": (steps, moving)}, checkpoints(run))
+    assert not any("repeats" in v.summary for v in control)
+
+
 # --------------------------------------------------------------------------- train-loss classes, second pass
 
 

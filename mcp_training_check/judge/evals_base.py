@@ -87,7 +87,11 @@ class EvalBase(Detector):
       doubling while the train loss falls 70 % (an AlexNet memorising 1,224 images) is the model learning
       its training set instead of the task, which the rest of the schedule will not undo. corpus/'s
       ambiguous overfits (an MLP on 800 examples) end at 1.40× their best: flagged, not stopped (at 1.25×
-      they would be).
+      they would be). Within the eval's noise margin the mild overfit's significant Theil–Sen trend since
+      the best stands in for it, as the steady decay's does for an accuracy: a Keras CNN's val loss swings
+      0.69–1.33 before its best (a noise margin of 81 %), then climbs 0.69 → 1.08 over 12 evals while the
+      train loss falls 67 % (log-irfanet-10-1, bad): 1.57× its best, flagged at the check before, stopped
+      there and not two checks later, once 1.8× cleared the noise margin.
     - Once critical (a large overfit, a steady decay), an eval stays critical at later checks while it is
       still ≥ ``degrade_margin`` worse than its best with none of its last ``patience_evals`` evals back at
       it, even when the stop rule's own margin (1.5× the best, 15 % below it) or the noise margin is no

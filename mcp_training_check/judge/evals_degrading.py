@@ -120,15 +120,24 @@ class EvalDegradingTests(EvalBase):
         train = self._train_change(ctx, best_step)
         if not worsening or train is None or train >= 0:
             return []
+        since_best, last = values.size - 1, int(steps[-1])
+        large = self._large_overfit(ctx, series.name, d, gap, since_best, train, last)
+        kind = "a large overfit" if large else "mildly overfitting"
         msg = (
-            f"{series.name} at step {fmt_step(int(steps[-1]))} is mildly overfitting: {fmt_pct(gap)} worse than "
-            f"its best {fmt(best)} at step {fmt_step(best_step)} and worsening over the {values.size - 1} evals "
+            f"{series.name} at step {fmt_step(last)} is {kind}: {fmt_pct(gap)} worse than "
+            f"its best {fmt(best)} at step {fmt_step(best_step)} and worsening over the {since_best} evals "
             f"since (significant trend; thresholds {fmt_pct(self.mild_overfit_margin)}, {self.mild_overfit_evals} "
-            f"evals) while the train loss fell {fmt_pct(-train)}."
+            f"evals) while the train loss fell {fmt_pct(-train)}"
         )
+        if large:
+            msg += (
+                f"; ≥ {fmt_ratio(1 + self.overfit_stop_margin)} its best over ≥ {self.decay_min_evals} evals "
+                "since, flagged at the previous check too: critical, though within the eval's noise margin."
+            )
+        severity = Severity.CRITICAL if large else Severity.WARNING
         return [
-            signal(SignalKind.EVAL_DEGRADING, Severity.WARNING, msg, metric=series.name, step=int(steps[-1]),
-                   gap=gap, best=best, evals_since_best=values.size - 1, train_change=train)
+            signal(SignalKind.EVAL_DEGRADING, severity, msg + ("" if large else "."), metric=series.name,
+                   step=last, gap=gap, best=best, evals_since_best=since_best, train_change=train)
         ]  # fmt: skip
 
     def _long_steady(self, steps: np.ndarray, best_step: int, falling_share: float) -> bool:

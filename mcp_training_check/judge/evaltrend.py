@@ -20,7 +20,18 @@ from ..state import MetricSeries
 from .chance import ACCURACY_TOKENS, implied_class_count
 from .context import PLATEAU_EVIDENCE, Detector, JudgeContext, signal
 from .evalkinds import is_quality_eval, secondary_at_most_warning, train_accuracy
-from .stats import end_thirds, finite_xy, fmt, fmt_pct, fmt_step, is_frozen, positive_log, rolling_median, theil_sen
+from .stats import (
+    end_thirds,
+    finite_xy,
+    fmt,
+    fmt_pct,
+    fmt_step,
+    is_frozen,
+    positive_log,
+    rolling_median,
+    theil_sen,
+    trailing_run,
+)
 
 EDIT_RATE_TOKENS = frozenset({"wer", "cer"})
 """Word and character error rates: edit distances over the reference length, the only evals that exceed 1."""
@@ -189,6 +200,16 @@ class EvalTrendDetector(Detector):
       val accuracy at 0.98 (log-FaceCar-YOLOv5-1, log-OSCCC-Detection-1, healthy: flagged at 7 and 8 checks
       without it). Its headroom is too small for any band to rule out 5 % of it anyway, except on an eval
       repeated to the last digit.
+    - ``frozen_tail_evals``: a quality eval (`is_quality_eval`) below that ceiling repeated exactly over its last
+      ≥ 10 evals, having moved before or not, while the train loss does not fall over their steps, is a flag (a
+      warning, never a stop): the held-out predictions stopped changing and nothing else moves. An st-gcn's
+      top-1 at exactly 0.4 for its last 17 of 20 evals (a 5-clip test set) while its train loss wanders
+      1.05-2.3 with no trend (log-st-gcn-master-improved-1, ambiguous) was continue at every check past its
+      doubt point. On a small eval set a repeat alone is chance (51 of 100 nodes), so the train loss must be
+      flat too. The healthy runs of corpus_real/'s train split with a quality eval repeated ≥ 7 times below
+      0.95 are two YOLOv5 runs in their last epochs: one's mAP@0.5:0.95 13 times while its box loss still
+      falls (log-the-Garbage-Projeckt-1), the other's 8 times at 0.666 with its losses flat
+      (log-FaceCar-YOLOv5-1): 10 is above those 8.
     """
 
     min_evals: int = Field(default=4, ge=4)
@@ -207,6 +228,7 @@ class EvalTrendDetector(Detector):
     plateau_min_evals: int = Field(default=7, ge=4)
     plateau_gain_fraction: float = Field(default=0.05, gt=0, lt=1)
     plateau_ceiling_fraction: float = Field(default=0.95, gt=0, le=1)
+    frozen_tail_evals: int = Field(default=10, ge=3)
 
     def check(self, ctx: JudgeContext) -> list[Signal]:
         primary = primary_eval(ctx) if ctx.train_loss is None else None
@@ -279,6 +301,7 @@ class EvalTrendDetector(Detector):
         why = why or self._chance_why(ctx, series, d, steps, values)
         flag_only = why is None
         why = why or self._same_predictions_why(ctx, series, values)
+        why = why or self._frozen_tail_why(series, d, steps, values, loss_steps, loss)
         if why is None:
             return []
         also = f", and {ctx.train_loss.name} is not falling either" if loss_still and not flag_only else ""
@@ -302,6 +325,32 @@ class EvalTrendDetector(Detector):
         if not is_frozen(values):
             return None
         return f"is {float(values[0]):.8g} to the last digit at every eval from its first (the output does not change)"
+
+    def _frozen_tail_why(
+        self,
+        series: MetricSeries,
+        d: Direction,
+        steps: np.ndarray,
+        values: np.ndarray,
+        loss_steps: np.ndarray,
+        loss: np.ndarray,
+    ) -> str | None:
+        """A quality eval below its ceiling repeated exactly over its last ≥ ``frozen_tail_evals`` evals while
+        the train loss does not fall over their steps (≥ 4 points): the model's predictions on the held-out
+        set have stopped changing with nothing else moving. A flag, never a stop."""
+        repeats = trailing_run(values == values[-1])
+        if d is not Direction.HIGHER or not is_quality_eval(series.name) or repeats < self.frozen_tail_evals:
+            return None
+        if headroom(values[-repeats:], d) <= 1 - self.plateau_ceiling_fraction:
+            return None
+        since = loss_steps >= steps[-repeats]
+        if int(since.sum()) < 4 or self._falling(loss_steps[since], positive_log(loss[since])):
+            return None
+        return (
+            f"repeats {fmt(float(values[-1]))} exactly over its last {repeats} evals (threshold "
+            f"{self.frozen_tail_evals}, from step {fmt_step(int(steps[-repeats]))}) while the train loss does not "
+            "fall over them either (the held-out predictions stopped changing and nothing else moves)"
+        )
 
     def _same_predictions_why(self, ctx: JudgeContext, series: MetricSeries, values: np.ndarray) -> str | None:
         """An eval accuracy repeated exactly from its first eval beside a train accuracy frozen to the last digit
