@@ -24,7 +24,17 @@ from .evalkinds import (
     worse_by,
 )
 from .evals_degrading import EvalDegradingTests
-from .stats import finite_xy, fmt, fmt_pct, fmt_ratio, fmt_step, robust_sigma, theil_sen, trailing_run
+from .stats import (
+    finite_xy,
+    fmt,
+    fmt_pct,
+    fmt_ratio,
+    fmt_step,
+    robust_sigma,
+    rolling_median,
+    theil_sen,
+    trailing_run,
+)
 
 
 class EvalDetector(EvalDegradingTests):
@@ -156,6 +166,18 @@ class EvalDetector(EvalDegradingTests):
         i = int(np.argmin(values) if d is Direction.LOWER else np.argmax(values))
         return float(values[i]), int(steps[i])
 
+    def _collapsed(self, values: np.ndarray, best: float, d: Direction) -> np.ndarray:
+        if d is Direction.LOWER:
+            return values >= self.collapse_loss_ratio * best
+        return values <= (1 - self.collapse_drop_fraction) * best
+
+    def _held_level(self, values: np.ndarray, steps: np.ndarray, d: Direction) -> tuple[float, int]:
+        """The best level the eval held before the evals in question: its best median of
+        ``collapse_level_evals`` consecutive evals."""
+        level = rolling_median(values, self.collapse_level_evals)
+        i = int(np.argmin(level) if d is Direction.LOWER else np.argmax(level))
+        return float(level[i]), int(steps[i])
+
     def _beyond_noise(self, values: np.ndarray, best: float, count: int) -> np.ndarray:
         """Which evals lie ≥ ``collapse_noise_z`` × the eval's own noise from its best: the robust σ of the
         eval-to-eval differences before the ``count`` evals in question (a collapse must not inflate it)."""
@@ -174,11 +196,15 @@ class EvalDetector(EvalDegradingTests):
         best, best_step = self._best(series, values, steps, d)
         if best <= 0:
             return None
+        held = values.size - trailing_run(self._collapsed(values, best, d))
+        if held >= self.collapse_level_evals:
+            best, best_step = self._held_level(values[:held], steps[:held], d)
+        if best <= 0:
+            return None
+        collapsed = self._collapsed(values, best, d)
         if d is Direction.LOWER:
-            collapsed = values >= self.collapse_loss_ratio * best
             rule = f"≥ {self.collapse_loss_ratio:g}× its best {fmt(best)}"
         else:
-            collapsed = values <= (1 - self.collapse_drop_fraction) * best
             rule = f"≤ {fmt_pct(1 - self.collapse_drop_fraction)} of its best {fmt(best)}"
         count = trailing_run(collapsed & self._beyond_noise(values, best, trailing_run(collapsed)))
         if count == 0:

@@ -96,6 +96,15 @@ class EvalBase(Detector):
       turn a stopped run's next check back to continue while the eval is still 35 % above its best.
     - ``collapse_loss_ratio``: a lower-is-better eval ≥ 3× its best has exploded (Megatron-style
       multiple of the best, not a relative margin).
+    - ``collapse_level_evals``: the best a collapse is measured from is the best level the eval held before
+      the evals in question (those past its one best eval), the best median of 3 consecutive evals (as the
+      degrade tests measure it), not its one luckiest eval: the lowest of many noisy evals near a loss floor
+      sits far below their level. With fewer than 3 evals before them, the best eval itself (an eval loss
+      1.15 → 5.46 at the third eval, issue-keras-9214, bad, still collapses). An eval loss logged to 4
+      decimals at 4e-4-1.5e-3 has its lowest eval at 3e-4, so a 1e-3 is "3× its best" every few evals
+      (log-EmoNetTCN-1, healthy, unsure); a few-class YOLO val cls_loss at 1e-4-4e-4 likewise
+      (log-Plane-OR-Ship-1, healthy). Their levels, 4e-4 and 2.5e-4, are never tripled. A collapse from a
+      held level (Megatron's 3×, an accuracy halved) is as visible as before.
     - ``collapse_drop_fraction``: a higher-is-better eval that lost ≥ 50 % of its best has collapsed
       (accuracy falling towards chance). A non-finite eval collapses at once.
     - A collapse is a warning first and critical once confirmed: ``confirm_evals`` collapsed evals in a row
@@ -171,6 +180,7 @@ class EvalBase(Detector):
     collapse_drop_fraction: float = Field(default=0.5, gt=0, lt=1)
     collapse_sustain_evals: int = Field(default=4, ge=1)
     collapse_zero_fraction: float = Field(default=1e-3, ge=0, lt=1)
+    collapse_level_evals: int = Field(default=3, ge=1)
     collapse_noise_z: float = Field(default=4.0, ge=0)
     quality_near_best_margin: float = Field(default=0.05, ge=0)
     collapse_noise_evals: int = Field(default=10, ge=3)
