@@ -9,6 +9,7 @@ import pytest
 
 from benchmarks.corpus_runs import Run, load_corpus
 from benchmarks.replay import checkpoints
+from mcp_training_check.judge.stats import eval_set_size
 from tests.test_judge_classes import REAL, replay_cuts, replay_real
 
 
@@ -37,3 +38,32 @@ def test_a_loss_eval_near_its_floor_is_measured_from_the_level_it_held_not_its_l
     last = replay_cuts(metrics, checkpoints(run)[:18])[-1]
     assert last.decision.value == "stop" and "eval/loss collapsed" in last.summary, last.summary
 
+
+def test_an_accuracy_at_zero_on_a_five_sample_eval_is_confirmed_not_stopped_at_once(real):
+    """log-st-gcn-master-improved-1 (train, ambiguous only from epoch 29): its top-1 accuracy is measured on 5
+    samples (0, 0.2, 0.4 only) and reads 0.2, 0.2, 0, 0.4: 'at zero: the model is broken' stopped it at its
+    third check. A model at 0.2 scores 0 on 5 samples a third of the time (0.8^5): a collapse to confirm, a
+    warning that the next check (0.4) clears. Control: the same eval falling from 0.8 to 0 (0.2^5 = 0.03 %)
+    is still at zero at once."""
+    run = real["log-st-gcn-master-improved-1"]
+    code, visible, _ = replay_real(run)
+    assert "S" not in code[:visible] and code[2] == "u", code
+    steps, values = run.metrics["eval/top1_accuracy"]
+    fell = np.where(steps < 14, 0.8, values)
+    metrics = dict(run.metrics) | {"eval/top1_accuracy": (steps, fell)}
+    third = replay_cuts(metrics, checkpoints(run)[:3])[-1]
+    assert third.decision.value == "stop" and "at zero" in third.summary, third.summary
+
+
+@pytest.mark.parametrize(
+    ("values", "size"),
+    [
+        ([0.2, 0.4, 0.0], 5),
+        ([0.5, 0.25, 0.75], 4),
+        ([0.83, 0.0], 100),
+        ([0.4123, 0.0], None),
+        ([12.5, 0.0], None),
+    ],
+)
+def test_the_eval_set_size_is_the_fewest_samples_whose_fractions_give_every_value(values, size):
+    assert eval_set_size(np.array(values), 100) == size

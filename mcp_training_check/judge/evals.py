@@ -25,6 +25,7 @@ from .evalkinds import (
 )
 from .evals_degrading import EvalDegradingTests
 from .stats import (
+    eval_set_size,
     finite_xy,
     fmt,
     fmt_pct,
@@ -178,6 +179,13 @@ class EvalDetector(EvalDegradingTests):
         i = int(np.argmin(level) if d is Direction.LOWER else np.argmax(level))
         return float(level[i]), int(steps[i])
 
+    def _zero_is_broken(self, values: np.ndarray, best: float) -> bool:
+        """A zero no sampling reaches: the eval's values are no fractions of a small eval set (`eval_set_size`),
+        or on the set they reveal, a model as good as ``best`` would score 0 by chance less often than
+        ``collapse_zero_chance``."""
+        n = eval_set_size(values, self.collapse_zero_max_samples)
+        return n is None or (1 - best) ** n < self.collapse_zero_chance
+
     def _beyond_noise(self, values: np.ndarray, best: float, count: int) -> np.ndarray:
         """Which evals lie ≥ ``collapse_noise_z`` × the eval's own noise from its best: the robust σ of the
         eval-to-eval differences before the ``count`` evals in question (a collapse must not inflate it)."""
@@ -213,7 +221,8 @@ class EvalDetector(EvalDegradingTests):
         confirmed = count >= self.collapse_sustain_evals or (count >= self.confirm_evals and seen_before)
         rule_text = f"{self.confirm_evals} evals over two checks, or {self.collapse_sustain_evals} in a row"
         how = f"confirmed ({rule_text})" if confirmed else f"critical at {rule_text}"
-        if d is Direction.HIGHER and values[-1] <= self.collapse_zero_fraction * best:
+        at_zero = d is Direction.HIGHER and values[-1] <= self.collapse_zero_fraction * best
+        if at_zero and self._zero_is_broken(values, best):
             confirmed, how = (
                 True,
                 (f"at zero (≤ {self.collapse_zero_fraction:g}× its best): the model is broken, critical at once"),

@@ -123,6 +123,13 @@ class EvalBase(Detector):
     - ``collapse_zero_fraction``: a higher-is-better eval at ≤ 0.1 % of its best is at zero (a Dice of
       1e-10, an mAP of 0: the model outputs nothing), which no eval noise reaches — critical at once, as a
       NaN is. The deepest healthy dip among the MLPerf runs of issue 9 is to 40 % of the best.
+    - ``collapse_zero_max_samples`` / ``collapse_zero_chance``: unless sampling reaches that zero: an accuracy
+      whose every value is a fraction k/n of a small eval set (n ≤ 100, the fewest n that fits) scores 0 by
+      chance with probability (1 − best)ⁿ (binomial, each sample right with the best's accuracy); from 1 %
+      on, a zero is an eval's noise, confirmed like any collapse. An ST-GCN's top-1 accuracy on a 5-sample
+      eval, 0.2 → 0 → 0.4 (0.8⁵ = 33 %; log-st-gcn-master-improved-1, stopped at its third check, long
+      before its label's plateau). An accuracy of 0.9 on 20 samples (0.1²⁰) or any value not such a
+      fraction (a Dice of 1e-10 after 0.83, an mAP of 0.0 after 0.4123) is still at zero at once.
     - ``quality_near_best_margin``: while every quality eval of the run (`is_quality_eval`: mAP, accuracy, F1)
       is at or near its best — the median of its last 3 evals within 5 % (the degrade margin) of its best
       eval, or within ``degrade_noise_z`` × its own noise when that is wider — a secondary eval's finding
@@ -181,6 +188,8 @@ class EvalBase(Detector):
     collapse_sustain_evals: int = Field(default=4, ge=1)
     collapse_zero_fraction: float = Field(default=1e-3, ge=0, lt=1)
     collapse_level_evals: int = Field(default=3, ge=1)
+    collapse_zero_max_samples: int = Field(default=100, ge=1)
+    collapse_zero_chance: float = Field(default=0.01, ge=0, le=1)
     collapse_noise_z: float = Field(default=4.0, ge=0)
     quality_near_best_margin: float = Field(default=0.05, ge=0)
     collapse_noise_evals: int = Field(default=10, ge=3)
