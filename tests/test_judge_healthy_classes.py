@@ -67,3 +67,22 @@ def test_an_accuracy_at_zero_on_a_five_sample_eval_is_confirmed_not_stopped_at_o
 )
 def test_the_eval_set_size_is_the_fewest_samples_whose_fractions_give_every_value(values, size):
     assert eval_set_size(np.array(values), 100) == size
+
+
+def test_a_mild_overfit_of_the_eval_loss_while_the_accuracy_holds_its_best_is_information(real):
+    """log-Detect-Clothes-1 (train, healthy): after its last LR cut a Keras classifier's val loss creeps 2-12 %
+    above its best (a significant trend, 'mildly overfitting') while its val accuracy holds 0.90-0.91: unsure at
+    its last 7 checks. With the quality eval at its best the creep is over-confidence: information. Control:
+    the same run with its accuracy 10 % lower over the same epochs (no longer at its best) is flagged on the
+    val loss's mild overfit again."""
+    run = real["log-Detect-Clothes-1"]
+    code, _, verdicts = replay_real(run)
+    assert set(code) == {"."}, code
+    assert any("over-confidence" in s.message for s in verdicts[-1].signals), verdicts[-1].summary
+    steps, values = run.metrics["eval/accuracy"]
+    lowered = dict(run.metrics) | {"eval/accuracy": (steps, np.where(steps > 200, values * 0.9, values))}
+    last = replay_cuts(lowered, checkpoints(run))[-1]
+    assert last.decision.value == "unsure", last.summary
+    assert any("mildly overfitting" in s.message and s.severity.value == "warning" for s in last.signals), [
+        s.message for s in last.signals
+    ]

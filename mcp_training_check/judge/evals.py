@@ -38,6 +38,19 @@ from .stats import (
 )
 
 
+def mild_overfit_outweighed(s: Signal, at_best: str) -> Signal:
+    """A mild overfit (`_mild_overfit`) of an eval while every quality eval of the run is at or near its best
+    (``at_best``): information, and no cause for another detector's finding."""
+    if "mild_overfit" not in s.evidence or s.severity is not Severity.WARNING:
+        return s
+    message = (
+        f"{s.message.rstrip('.')}; but the quality eval is at its best ({at_best}): a loss that worsens while "
+        "the model's quality holds is over-confidence, information, not a flag."
+    )
+    evidence = s.evidence | {"outvoted": 1.0}
+    return s.model_copy(update={"severity": Severity.INFO, "message": message, "evidence": evidence})
+
+
 class EvalDetector(EvalDegradingTests):
     """Each eval against a baseline, its own best (overfitting, decay) and a collapse; thresholds in
     ``EvalBase``."""
@@ -46,10 +59,13 @@ class EvalDetector(EvalDegradingTests):
         names = [s.name for s, _ in ctx.evals]
         found = {series.name: self._eval_signals(ctx, series, d) for series, d in ctx.evals}
         why = self._quality_outvotes(ctx, found)
+        at_best = self._quality_at_best(ctx) if has_quality_eval(ctx) else ""
         out: list[Signal] = []
         for name, signals in found.items():
             if why and is_secondary_eval(name, names):
                 signals = [outvoted(s, why) for s in signals]
+            if at_best:
+                signals = [mild_overfit_outweighed(s, at_best) for s in signals]
             out += signals
         return secondary_at_most_warning(out, ctx)
 

@@ -52,7 +52,14 @@ class EvalBase(Detector):
     - ``mild_overfit_margin`` / ``mild_overfit_evals``: below the degrade margin, an eval ≥ 2 % (the
       baseline margin: eval noise on typical eval sets) worse than its best, with a significant Theil–Sen
       trend the wrong way over the ≥ 6 evals since it, while the train loss fell, is mild overfitting →
-      warning (a flag, never a stop): the trend, not the gap, tells it from noise.
+      warning (a flag, never a stop): the trend, not the gap, tells it from noise. Not while every quality
+      eval of the run is at or near its best (``quality_near_best_margin``): a loss that worsens while the
+      accuracy holds is over-confidence on the examples still wrong (NLL overfits before accuracy does:
+      Guo et al. 2017, On Calibration of Modern Neural Networks), information. A Keras classifier after its
+      last LR cut, val loss 2-12 % over its best while its accuracy holds 0.90-0.91 (log-Detect-Clothes-1,
+      healthy, unsure at its last 7 checks; log-VisLungTransformer-1, log-OSCCC-Detection-1, one check
+      each). A large overfit is no mild one and still warns, then stops (log-irfanet-10-1, val loss 0.69 →
+      1.37 at accuracy 0.74, stopped at the same check; its two earlier mild-overfit warnings are gone).
     - ``decay_stop_margin``: a higher-is-better eval (accuracy, BLEU, F1) degrading as above, ≥ 15 % below its
       best and further below it than at the previous check, with the train loss not rising, is decaying
       steadily → critical (a validation accuracy sliding from 0.5 towards 0 while the train loss looks

@@ -128,7 +128,7 @@ class EvalDegradingTests(EvalBase):
         )
         return [
             signal(SignalKind.EVAL_DEGRADING, Severity.WARNING, msg, metric=series.name, step=int(steps[-1]),
-                   gap=gap, best=best, evals_since_best=values.size - 1, train_change=train)
+                   gap=gap, best=best, evals_since_best=values.size - 1, train_change=train, mild_overfit=1.0)
         ]  # fmt: skip
 
     def _long_steady(self, steps: np.ndarray, best_step: int, falling_share: float) -> bool:
