@@ -198,9 +198,9 @@ class EvalDetector(EvalDegradingTests):
     def _zero_is_broken(self, values: np.ndarray, best: float) -> bool:
         """A zero no sampling reaches: the eval's values are no fractions of a small eval set (`eval_set_size`),
         or on the set they reveal, a model as good as ``best`` would score 0 by chance less often than
-        ``collapse_zero_chance``."""
+        ``collapse_zero_chance_fraction``."""
         n = eval_set_size(values, self.collapse_zero_max_samples)
-        return n is None or (1 - best) ** n < self.collapse_zero_chance
+        return n is None or (1 - best) ** n < self.collapse_zero_chance_fraction
 
     def _beyond_noise(self, values: np.ndarray, best: float, count: int) -> np.ndarray:
         """Which evals lie ≥ ``collapse_noise_z`` × the eval's own noise from its best: the robust σ of the

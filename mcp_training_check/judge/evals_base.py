@@ -130,7 +130,7 @@ class EvalBase(Detector):
     - ``collapse_zero_fraction``: a higher-is-better eval at ≤ 0.1 % of its best is at zero (a Dice of
       1e-10, an mAP of 0: the model outputs nothing), which no eval noise reaches — critical at once, as a
       NaN is. The deepest healthy dip among the MLPerf runs of issue 9 is to 40 % of the best.
-    - ``collapse_zero_max_samples`` / ``collapse_zero_chance``: unless sampling reaches that zero: an accuracy
+    - ``collapse_zero_max_samples`` / ``collapse_zero_chance_fraction``: unless sampling reaches that zero: an accuracy
       whose every value is a fraction k/n of a small eval set (n ≤ 100, the fewest n that fits) scores 0 by
       chance with probability (1 − best)ⁿ (binomial, each sample right with the best's accuracy); from 1 %
       on, a zero is an eval's noise, confirmed like any collapse. An ST-GCN's top-1 accuracy on a 5-sample
@@ -196,7 +196,7 @@ class EvalBase(Detector):
     collapse_zero_fraction: float = Field(default=1e-3, ge=0, lt=1)
     collapse_level_evals: int = Field(default=3, ge=1)
     collapse_zero_max_samples: int = Field(default=100, ge=1)
-    collapse_zero_chance: float = Field(default=0.01, ge=0, le=1)
+    collapse_zero_chance_fraction: float = Field(default=0.01, ge=0, le=1)
     collapse_noise_z: float = Field(default=4.0, ge=0)
     quality_near_best_margin: float = Field(default=0.05, ge=0)
     collapse_noise_evals: int = Field(default=10, ge=3)
