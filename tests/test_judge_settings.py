@@ -13,7 +13,9 @@ from mcp_training_check.judge.settings import judge_settings
 from mcp_training_check.models import SignalKind
 from tests.test_judge_helpers import decay_loss, kinds, make_series, run_judge
 
-UNITS = re.compile(r"_(points|ratio|z|fraction|margin|change|evals|checks|share|sigma|signals|spikes|episodes)$")
+UNITS = re.compile(
+    r"_(points|ratio|z|fraction|margin|change|evals|checks|share|sigma|signals|spikes|episodes|samples)$"
+)
 
 
 def test_every_threshold_name_carries_its_unit():

@@ -24,7 +24,31 @@ from .evalkinds import (
     worse_by,
 )
 from .evals_degrading import EvalDegradingTests
-from .stats import finite_xy, fmt, fmt_pct, fmt_ratio, fmt_step, robust_sigma, theil_sen, trailing_run
+from .stats import (
+    eval_set_size,
+    finite_xy,
+    fmt,
+    fmt_pct,
+    fmt_ratio,
+    fmt_step,
+    robust_sigma,
+    rolling_median,
+    theil_sen,
+    trailing_run,
+)
+
+
+def mild_overfit_outweighed(s: Signal, at_best: str) -> Signal:
+    """A mild overfit (`_mild_overfit`) of an eval while every quality eval of the run is at or near its best
+    (``at_best``): information, and no cause for another detector's finding."""
+    if "mild_overfit" not in s.evidence or s.severity is not Severity.WARNING:
+        return s
+    message = (
+        f"{s.message.rstrip('.')}; but the quality eval is at its best ({at_best}): a loss that worsens while "
+        "the model's quality holds is over-confidence, information, not a flag."
+    )
+    evidence = s.evidence | {"outvoted": 1.0}
+    return s.model_copy(update={"severity": Severity.INFO, "message": message, "evidence": evidence})
 
 
 class EvalDetector(EvalDegradingTests):
@@ -35,10 +59,13 @@ class EvalDetector(EvalDegradingTests):
         names = [s.name for s, _ in ctx.evals]
         found = {series.name: self._eval_signals(ctx, series, d) for series, d in ctx.evals}
         why = self._quality_outvotes(ctx, found)
+        at_best = self._quality_at_best(ctx) if has_quality_eval(ctx) else ""
         out: list[Signal] = []
         for name, signals in found.items():
             if why and is_secondary_eval(name, names):
                 signals = [outvoted(s, why) for s in signals]
+            if at_best:
+                signals = [mild_overfit_outweighed(s, at_best) for s in signals]
             out += signals
         return secondary_at_most_warning(out, ctx)
 
@@ -156,6 +183,25 @@ class EvalDetector(EvalDegradingTests):
         i = int(np.argmin(values) if d is Direction.LOWER else np.argmax(values))
         return float(values[i]), int(steps[i])
 
+    def _collapsed(self, values: np.ndarray, best: float, d: Direction) -> np.ndarray:
+        if d is Direction.LOWER:
+            return values >= self.collapse_loss_ratio * best
+        return values <= (1 - self.collapse_drop_fraction) * best
+
+    def _held_level(self, values: np.ndarray, steps: np.ndarray, d: Direction) -> tuple[float, int]:
+        """The best level the eval held before the evals in question: its best median of
+        ``collapse_level_evals`` consecutive evals."""
+        level = rolling_median(values, self.collapse_level_evals)
+        i = int(np.argmin(level) if d is Direction.LOWER else np.argmax(level))
+        return float(level[i]), int(steps[i])
+
+    def _zero_is_broken(self, values: np.ndarray, best: float) -> bool:
+        """A zero no sampling reaches: the eval's values are no fractions of a small eval set (`eval_set_size`),
+        or on the set they reveal, a model as good as ``best`` would score 0 by chance less often than
+        ``collapse_zero_chance_fraction``."""
+        n = eval_set_size(values, self.collapse_zero_max_samples)
+        return n is None or (1 - best) ** n < self.collapse_zero_chance_fraction
+
     def _beyond_noise(self, values: np.ndarray, best: float, count: int) -> np.ndarray:
         """Which evals lie ≥ ``collapse_noise_z`` × the eval's own noise from its best: the robust σ of the
         eval-to-eval differences before the ``count`` evals in question (a collapse must not inflate it)."""
@@ -174,11 +220,15 @@ class EvalDetector(EvalDegradingTests):
         best, best_step = self._best(series, values, steps, d)
         if best <= 0:
             return None
+        held = values.size - trailing_run(self._collapsed(values, best, d))
+        if held >= self.collapse_level_evals:
+            best, best_step = self._held_level(values[:held], steps[:held], d)
+        if best <= 0:
+            return None
+        collapsed = self._collapsed(values, best, d)
         if d is Direction.LOWER:
-            collapsed = values >= self.collapse_loss_ratio * best
             rule = f"≥ {self.collapse_loss_ratio:g}× its best {fmt(best)}"
         else:
-            collapsed = values <= (1 - self.collapse_drop_fraction) * best
             rule = f"≤ {fmt_pct(1 - self.collapse_drop_fraction)} of its best {fmt(best)}"
         count = trailing_run(collapsed & self._beyond_noise(values, best, trailing_run(collapsed)))
         if count == 0:
@@ -187,7 +237,8 @@ class EvalDetector(EvalDegradingTests):
         confirmed = count >= self.collapse_sustain_evals or (count >= self.confirm_evals and seen_before)
         rule_text = f"{self.confirm_evals} evals over two checks, or {self.collapse_sustain_evals} in a row"
         how = f"confirmed ({rule_text})" if confirmed else f"critical at {rule_text}"
-        if d is Direction.HIGHER and values[-1] <= self.collapse_zero_fraction * best:
+        at_zero = d is Direction.HIGHER and values[-1] <= self.collapse_zero_fraction * best
+        if at_zero and self._zero_is_broken(values, best):
             confirmed, how = (
                 True,
                 (f"at zero (≤ {self.collapse_zero_fraction:g}× its best): the model is broken, critical at once"),

@@ -52,7 +52,14 @@ class EvalBase(Detector):
     - ``mild_overfit_margin`` / ``mild_overfit_evals``: below the degrade margin, an eval ≥ 2 % (the
       baseline margin: eval noise on typical eval sets) worse than its best, with a significant Theil–Sen
       trend the wrong way over the ≥ 6 evals since it, while the train loss fell, is mild overfitting →
-      warning (a flag, never a stop): the trend, not the gap, tells it from noise.
+      warning (a flag, never a stop): the trend, not the gap, tells it from noise. Not while every quality
+      eval of the run is at or near its best (``quality_near_best_margin``): a loss that worsens while the
+      accuracy holds is over-confidence on the examples still wrong (NLL overfits before accuracy does:
+      Guo et al. 2017, On Calibration of Modern Neural Networks), information. A Keras classifier after its
+      last LR cut, val loss 2-12 % over its best while its accuracy holds 0.90-0.91 (log-Detect-Clothes-1,
+      healthy, unsure at its last 7 checks; log-VisLungTransformer-1, log-OSCCC-Detection-1, one check
+      each). A large overfit is no mild one and still warns, then stops (log-irfanet-10-1, val loss 0.69 →
+      1.37 at accuracy 0.74, stopped at the same check; its two earlier mild-overfit warnings are gone).
     - ``decay_stop_margin``: a higher-is-better eval (accuracy, BLEU, F1) degrading as above, ≥ 15 % below its
       best and further below it than at the previous check, with the train loss not rising, is decaying
       steadily → critical (a validation accuracy sliding from 0.5 towards 0 while the train loss looks
@@ -100,6 +107,15 @@ class EvalBase(Detector):
       turn a stopped run's next check back to continue while the eval is still 35 % above its best.
     - ``collapse_loss_ratio``: a lower-is-better eval ≥ 3× its best has exploded (Megatron-style
       multiple of the best, not a relative margin).
+    - ``collapse_level_evals``: the best a collapse is measured from is the best level the eval held before
+      the evals in question (those past its one best eval), the best median of 3 consecutive evals (as the
+      degrade tests measure it), not its one luckiest eval: the lowest of many noisy evals near a loss floor
+      sits far below their level. With fewer than 3 evals before them, the best eval itself (an eval loss
+      1.15 → 5.46 at the third eval, issue-keras-9214, bad, still collapses). An eval loss logged to 4
+      decimals at 4e-4-1.5e-3 has its lowest eval at 3e-4, so a 1e-3 is "3× its best" every few evals
+      (log-EmoNetTCN-1, healthy, unsure); a few-class YOLO val cls_loss at 1e-4-4e-4 likewise
+      (log-Plane-OR-Ship-1, healthy). Their levels, 4e-4 and 2.5e-4, are never tripled. A collapse from a
+      held level (Megatron's 3×, an accuracy halved) is as visible as before.
     - ``collapse_drop_fraction``: a higher-is-better eval that lost ≥ 50 % of its best has collapsed
       (accuracy falling towards chance). A non-finite eval collapses at once.
     - A collapse is a warning first and critical once confirmed: ``confirm_evals`` collapsed evals in a row
@@ -118,6 +134,13 @@ class EvalBase(Detector):
     - ``collapse_zero_fraction``: a higher-is-better eval at ≤ 0.1 % of its best is at zero (a Dice of
       1e-10, an mAP of 0: the model outputs nothing), which no eval noise reaches — critical at once, as a
       NaN is. The deepest healthy dip among the MLPerf runs of issue 9 is to 40 % of the best.
+    - ``collapse_zero_max_samples`` / ``collapse_zero_chance_fraction``: unless sampling reaches that zero: an accuracy
+      whose every value is a fraction k/n of a small eval set (n ≤ 100, the fewest n that fits) scores 0 by
+      chance with probability (1 − best)ⁿ (binomial, each sample right with the best's accuracy); from 1 %
+      on, a zero is an eval's noise, confirmed like any collapse. An ST-GCN's top-1 accuracy on a 5-sample
+      eval, 0.2 → 0 → 0.4 (0.8⁵ = 33 %; log-st-gcn-master-improved-1, stopped at its third check, long
+      before its label's plateau). An accuracy of 0.9 on 20 samples (0.1²⁰) or any value not such a
+      fraction (a Dice of 1e-10 after 0.83, an mAP of 0.0 after 0.4123) is still at zero at once.
     - ``quality_near_best_margin``: while every quality eval of the run (`is_quality_eval`: mAP, accuracy, F1)
       is at or near its best — the median of its last 3 evals within 5 % (the degrade margin) of its best
       eval, or within ``degrade_noise_z`` × its own noise when that is wider — a secondary eval's finding
@@ -175,6 +198,9 @@ class EvalBase(Detector):
     collapse_drop_fraction: float = Field(default=0.5, gt=0, lt=1)
     collapse_sustain_evals: int = Field(default=4, ge=1)
     collapse_zero_fraction: float = Field(default=1e-3, ge=0, lt=1)
+    collapse_level_evals: int = Field(default=3, ge=1)
+    collapse_zero_max_samples: int = Field(default=100, ge=1)
+    collapse_zero_chance_fraction: float = Field(default=0.01, ge=0, le=1)
     collapse_noise_z: float = Field(default=4.0, ge=0)
     quality_near_best_margin: float = Field(default=0.05, ge=0)
     collapse_noise_evals: int = Field(default=10, ge=3)

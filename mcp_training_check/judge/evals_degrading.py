@@ -137,7 +137,8 @@ class EvalDegradingTests(EvalBase):
         severity = Severity.CRITICAL if large else Severity.WARNING
         return [
             signal(SignalKind.EVAL_DEGRADING, severity, msg + ("" if large else "."), metric=series.name,
-                   step=last, gap=gap, best=best, evals_since_best=since_best, train_change=train)
+                   step=last, gap=gap, best=best, evals_since_best=since_best, train_change=train,
+                   **({} if large else {"mild_overfit": 1.0}))
         ]  # fmt: skip
 
     def _long_steady(self, steps: np.ndarray, best_step: int, falling_share: float) -> bool:

@@ -223,6 +223,19 @@ def significant_digits(value: float) -> int:
     return 17
 
 
+def eval_set_size(values: np.ndarray, max_samples: int) -> int | None:
+    """The fewest samples ``n`` ≤ ``max_samples`` whose every fraction k/n gives ``values`` exactly (an accuracy on
+    5 samples logs only 0, 0.2, 0.4, …), or None when ``values`` are no such fractions (a larger eval set, or
+    not a fraction at all)."""
+    x = np.asarray(values, dtype=np.float64)
+    if x.size == 0 or not np.all((x >= 0) & (x <= 1)):
+        return None
+    for n in range(1, max_samples + 1):
+        if np.all(np.abs(x * n - np.round(x * n)) <= 1e-6 * n):
+            return n
+    return None
+
+
 def is_frozen(values: np.ndarray) -> bool:
     """Every value identical to the last digit, and carrying ``FROZEN_MIN_DIGITS`` digits: what a metric of
     a model whose output does not change logs (a learning model's loss or eval never repeats itself exactly)."""

@@ -1,0 +1,88 @@
+"""Failure classes of the judge on healthy real runs (issue 9, the healthy side): what made it stop or escalate
+a run that was fine, one test per class on a fragment of a real train-split run of corpus_real/, each with a
+control the class must not swallow."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from benchmarks.corpus_runs import Run, load_corpus
+from benchmarks.replay import checkpoints
+from mcp_training_check.judge.stats import eval_set_size
+from tests.test_judge_classes import REAL, replay_cuts, replay_real
+
+
+@pytest.fixture(scope="module")
+def real() -> dict[str, Run]:
+    return {run.id: run for run in load_corpus(REAL)}
+
+
+def collapses(verdicts: list) -> list[str]:
+    return [s.message for v in verdicts for s in v.signals if "collapsed" in s.message]
+
+
+def test_a_loss_eval_near_its_floor_is_measured_from_the_level_it_held_not_its_luckiest_eval(real):
+    """log-EmoNetTCN-1 (train, healthy): its eval loss, logged to 4 decimals, wanders 4e-4-1.5e-3 for its last
+    hundred epochs; its single lowest eval is 3e-4, so an eval of 1e-3 was 'collapsed: 3x its best' (unsure at
+    check 17). Measured from the level it held (best median of 3 evals, 4e-4) no eval collapses. Control: the
+    same eval loss jumping to 3e-3 (7x that level) for its last evals before check 17 still collapses, and
+    four such evals in a row are a stop."""
+    run = real["log-EmoNetTCN-1"]
+    code, _, verdicts = replay_real(run)
+    assert set(code) == {"."}, code
+    assert not collapses(verdicts), collapses(verdicts)
+    steps, values = run.metrics["eval/loss"]
+    jumped = np.where((steps > 444) & (steps <= 450), 3e-3, values)
+    metrics = dict(run.metrics) | {"eval/loss": (steps, jumped)}
+    last = replay_cuts(metrics, checkpoints(run)[:18])[-1]
+    assert last.decision.value == "stop" and "eval/loss collapsed" in last.summary, last.summary
+
+
+def test_an_accuracy_at_zero_on_a_five_sample_eval_is_confirmed_not_stopped_at_once(real):
+    """log-st-gcn-master-improved-1 (train, ambiguous only from epoch 29): its top-1 accuracy is measured on 5
+    samples (0, 0.2, 0.4 only) and reads 0.2, 0.2, 0, 0.4: 'at zero: the model is broken' stopped it at its
+    third check. A model at 0.2 scores 0 on 5 samples a third of the time (0.8^5): a collapse to confirm, a
+    warning that the next check (0.4) clears. Control: the same eval falling from 0.8 to 0 (0.2^5 = 0.03 %)
+    is still at zero at once."""
+    run = real["log-st-gcn-master-improved-1"]
+    code, visible, _ = replay_real(run)
+    assert "S" not in code[:visible] and code[2] == "u", code
+    steps, values = run.metrics["eval/top1_accuracy"]
+    fell = np.where(steps < 14, 0.8, values)
+    metrics = dict(run.metrics) | {"eval/top1_accuracy": (steps, fell)}
+    third = replay_cuts(metrics, checkpoints(run)[:3])[-1]
+    assert third.decision.value == "stop" and "at zero" in third.summary, third.summary
+
+
+@pytest.mark.parametrize(
+    ("values", "size"),
+    [
+        ([0.2, 0.4, 0.0], 5),
+        ([0.5, 0.25, 0.75], 4),
+        ([0.83, 0.0], 100),
+        ([0.4123, 0.0], None),
+        ([12.5, 0.0], None),
+    ],
+)
+def test_the_eval_set_size_is_the_fewest_samples_whose_fractions_give_every_value(values, size):
+    assert eval_set_size(np.array(values), 100) == size
+
+
+def test_a_mild_overfit_of_the_eval_loss_while_the_accuracy_holds_its_best_is_information(real):
+    """log-Detect-Clothes-1 (train, healthy): after its last LR cut a Keras classifier's val loss creeps 2-12 %
+    above its best (a significant trend, 'mildly overfitting') while its val accuracy holds 0.90-0.91: unsure at
+    its last 7 checks. With the quality eval at its best the creep is over-confidence: information. Control:
+    the same run with its accuracy 10 % lower over the same epochs (no longer at its best) is flagged on the
+    val loss's mild overfit again."""
+    run = real["log-Detect-Clothes-1"]
+    code, _, verdicts = replay_real(run)
+    assert set(code) == {"."}, code
+    assert any("over-confidence" in s.message for s in verdicts[-1].signals), verdicts[-1].summary
+    steps, values = run.metrics["eval/accuracy"]
+    lowered = dict(run.metrics) | {"eval/accuracy": (steps, np.where(steps > 200, values * 0.9, values))}
+    last = replay_cuts(lowered, checkpoints(run))[-1]
+    assert last.decision.value == "unsure", last.summary
+    assert any("mildly overfitting" in s.message and s.severity.value == "warning" for s in last.signals), [
+        s.message for s in last.signals
+    ]
