@@ -132,7 +132,7 @@ class EvalDegradingTests(EvalBase):
         if large:
             msg += (
                 f"; ≥ {fmt_ratio(1 + self.overfit_stop_margin)} its best over ≥ {self.decay_min_evals} evals "
-                "since, flagged at the previous check too: critical, though within the eval's noise margin."
+                "since, seen worsening at the previous check too: critical, though within the eval's noise margin."
             )
         severity = Severity.CRITICAL if large else Severity.WARNING
         return [
