@@ -106,6 +106,18 @@ def test_readable_check_names_the_command_that_acts_on_a_stop_or_an_unsure_verdi
     assert "CONTINUE" in healthy.stdout and "action " not in healthy.stdout
 
 
+def test_the_table_lists_numbered_evals_in_natural_order(tmp_path):
+    """Text order listed eval/task10 before eval/task2 (a QA sweep's find)."""
+    path = tmp_path / "evals.jsonl"
+    rows = [{"step": s, "loss": healthy_loss(s)} for s in range(300)]
+    rows += [{"step": s, f"eval/task{n}": 0.5 + s / 1000} for s in range(50, 300, 50) for n in (10, 2, 1)]
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    done = cli("check", str(path), home=tmp_path / "home", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    listed = [line.split()[0] for line in done.stdout.splitlines() if line.strip().startswith("eval/task")]
+    assert listed == ["eval/task1", "eval/task2", "eval/task10"], done.stdout
+
+
 def test_a_baseline_or_role_for_a_metric_the_run_lacks_is_named_in_the_warnings(tmp_path):
     """Before, `--baseline val_scor=0.9` (a typo) was dropped without a word: the user believed the run was
     judged against the baseline. It stays a warning, not an error: a metric may appear later in a run."""
