@@ -181,7 +181,11 @@ class Monitor:
         return snapshot, stored
 
     def _load(self, ctx: RunContext) -> Stored:
-        return Stored(self.store.load_history(ctx.key), self.store.run_info(ctx.key))
+        """The history carries the info the snapshot shows: after a verified stop the judge read the source's
+        own status ("no new points ..., status unknown") beside a snapshot saying the run was stopped."""
+        history, info = self.store.load_history(ctx.key), self.store.run_info(ctx.key)
+        history.info = info
+        return Stored(history, info)
 
     def _roles(self, ctx: RunContext, names: Mapping[str, object]) -> dict[str, RoleInfo]:
         return assign_roles(names, ctx.settings.roles)
