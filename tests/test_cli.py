@@ -163,6 +163,15 @@ def test_every_command_says_what_it_does_in_its_own_help():
     assert "eval_higher" in check_help and "repeatable" in check_help
 
 
+def test_schedule_of_a_run_never_checked_names_the_check_to_run_first(tmp_path):
+    path = write_formats(tmp_path)["jsonl"]
+    refused = cli("schedule", str(path), home=tmp_path / "home", cwd=tmp_path)
+    assert refused.returncode == 2 and "CronCreate" not in refused.stdout
+    assert "has no check yet" in refused.stderr and f"`training-check check {path}`" in refused.stderr
+    assert cli("check", str(path), home=tmp_path / "home", cwd=tmp_path).returncode == 0
+    assert "CronCreate" in cli("schedule", str(path), home=tmp_path / "home", cwd=tmp_path).stdout
+
+
 def test_schedule_takes_the_review_in_any_case_as_the_tool_does():
     """schedule_next takes 'wait'; `schedule --review wait` was "invalid choice: 'wait'"."""
     assert build_parser().parse_args(["schedule", "x.log", "--review", "wait"]).review == "WAIT"
