@@ -10,6 +10,7 @@
     ├── StateError             the state database cannot be opened or is locked too long
     ├── ReviewError            the external reviewer failed (callers turn this into WAIT)
     ├── NothingToReview        escalate_review was called without a stored unsure verdict
+    ├── NotCheckedYet          schedule_next was called for a run never read
     └── StopError              the run could not be stopped, or stopping is not configured
 
 Each message says what was wrong, with the value, and how to fix it. Exceptions from third-party
@@ -57,6 +58,10 @@ class ReviewError(TrainingCheckError):
 
 class NothingToReview(TrainingCheckError):
     """escalate_review has no stored unsure verdict to review (never checked, or not unsure)."""
+
+
+class NotCheckedYet(TrainingCheckError):
+    """schedule_next was called for a run that no check (or judge) has read yet."""
 
 
 class StopError(TrainingCheckError):

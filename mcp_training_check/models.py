@@ -245,11 +245,15 @@ class Verdict(Strict):
     summary: str = Field(description="One line: the decision and its main reason.")
     signals: list[Signal] = Field(default_factory=list)
 
+    def stated_signal(self) -> Signal | None:
+        """The signal ``summary`` states word for word, if any."""
+        stated = self.summary.split(": ", 1)[-1]
+        return next((s for s in self.signals if stated.startswith(s.message.rstrip("."))), None)
+
     def signals_beyond_summary(self) -> list[Signal]:
         """The signals a reader of ``summary`` has not read yet: the one it states is left out (a list under
         the summary repeated it word for word)."""
-        stated = self.summary.split(": ", 1)[-1]
-        told = next((s for s in self.signals if stated.startswith(s.message.rstrip("."))), None)
+        told = self.stated_signal()
         return [s for s in self.signals if s is not told]
 
 

@@ -18,6 +18,7 @@ config (re-read whenever the file changes). Everything else is read fresh at eve
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -26,7 +27,16 @@ from typing import TYPE_CHECKING
 
 from . import sources
 from .config import ProjectConfig, ReloadingConfig, ResolvedRunConfig, apply_overrides, parse_run
-from .errors import ConfigError, RunNotFound, RunRefError, SourceError, StateError, StopError, TrainingCheckError
+from .errors import (
+    ConfigError,
+    NotCheckedYet,
+    RunNotFound,
+    RunRefError,
+    SourceError,
+    StateError,
+    StopError,
+    TrainingCheckError,
+)
 from .group_check import (
     GROUP_LINES,
     GROUP_WORKERS,
@@ -181,7 +191,11 @@ class Monitor:
         return snapshot, stored
 
     def _load(self, ctx: RunContext) -> Stored:
-        return Stored(self.store.load_history(ctx.key), self.store.run_info(ctx.key))
+        """The history carries the info the snapshot shows: after a verified stop the judge read the source's
+        own status ("no new points ..., status unknown") beside a snapshot saying the run was stopped."""
+        history, info = self.store.load_history(ctx.key), self.store.run_info(ctx.key)
+        history.info = info
+        return Stored(history, info)
 
     def _roles(self, ctx: RunContext, names: Mapping[str, object]) -> dict[str, RoleInfo]:
         return assign_roles(names, ctx.settings.roles)
@@ -228,6 +242,8 @@ class Monitor:
 
         ctx, now = self.context(run), self._now(now)
         with self.store.run_lock(ctx.key):
+            if self.store.get_cursor(ctx.key) is None:
+                raise NotCheckedYet(_not_checked_yet(run))
             checks = self.store.recent_checks(ctx.key, limit=INTERVAL_LOOKBACK_CHECKS)
             latest_check = latest_verdict_check(checks[:PREVIOUS_VERDICTS])
             latest = latest_check.verdict if latest_check else None
@@ -550,6 +566,16 @@ class Monitor:
 
 _READ_SOURCES = frozenset(source.value for source in DataSource)
 """The data_source of a check row written by a read (a `check`): each starts a cron fire."""
+
+
+def _not_checked_yet(run: str) -> str:
+    """A schedule follows a check: before any, a cron would put the run's first look 10 minutes off and
+    a "next" check after none. The user wants the run looked at, and `check` does that and schedules."""
+    return (
+        f"run {run!r} has no check yet, so there is no next check to schedule: call `check` first "
+        f"(`training-check check {shlex.quote(run)}` on the command line); it reads and judges the run now "
+        "and returns the schedule (cron_create) in the same result."
+    )
 
 
 def _handed_out_this_fire(in_force: HandedOutCron | None, checks: Sequence[CheckRecord]) -> bool:

@@ -8,6 +8,7 @@ a few recent checkpoints per metric, numbers rounded to 4 significant digits, at
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Mapping
 
 import numpy as np
@@ -102,7 +103,7 @@ def build_snapshot(
     """``info`` is shown as given: pass its config reduced to what the judge uses (`judge.judged_facts`)."""
     names = sorted(
         (name for name in history.metrics if name in roles),
-        key=lambda name: (_ROLE_ORDER[roles[name].role], name),
+        key=lambda name: (_ROLE_ORDER[roles[name].role], natural_key(name)),
     )
     shown = names[:MAX_METRICS_SHOWN]
     notes = list(warnings or [])
@@ -124,6 +125,12 @@ def build_snapshot(
         overview_before_step=history.exact_from,
         warnings=notes,
     )
+
+
+def natural_key(name: str) -> list[str | int]:
+    """``task2`` before ``task10``: the digit runs of a name compare as numbers (text order put ``task10``
+    first). Text and numbers alternate from a text part on, so two keys always compare like with like."""
+    return [int(part) if index % 2 else part for index, part in enumerate(re.split(r"(\d+)", name))]
 
 
 MAX_NAMES_LISTED = 12

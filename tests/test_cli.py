@@ -106,6 +106,18 @@ def test_readable_check_names_the_command_that_acts_on_a_stop_or_an_unsure_verdi
     assert "CONTINUE" in healthy.stdout and "action " not in healthy.stdout
 
 
+def test_the_table_lists_numbered_evals_in_natural_order(tmp_path):
+    """Text order listed eval/task10 before eval/task2 (a QA sweep's find)."""
+    path = tmp_path / "evals.jsonl"
+    rows = [{"step": s, "loss": healthy_loss(s)} for s in range(300)]
+    rows += [{"step": s, f"eval/task{n}": 0.5 + s / 1000} for s in range(50, 300, 50) for n in (10, 2, 1)]
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    done = cli("check", str(path), home=tmp_path / "home", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    listed = [line.split()[0] for line in done.stdout.splitlines() if line.strip().startswith("eval/task")]
+    assert listed == ["eval/task1", "eval/task2", "eval/task10"], done.stdout
+
+
 def test_a_baseline_or_role_for_a_metric_the_run_lacks_is_named_in_the_warnings(tmp_path):
     """Before, `--baseline val_scor=0.9` (a typo) was dropped without a word: the user believed the run was
     judged against the baseline. It stays a warning, not an error: a metric may appear later in a run."""
@@ -149,6 +161,15 @@ def test_every_command_says_what_it_does_in_its_own_help():
         assert listed and listed in " ".join(sub.format_help().split()), f"`{name} --help` lacks: {listed}"
     check_help = " ".join(commands.choices["check"].format_help().split())
     assert "eval_higher" in check_help and "repeatable" in check_help
+
+
+def test_schedule_of_a_run_never_checked_names_the_check_to_run_first(tmp_path):
+    path = write_formats(tmp_path)["jsonl"]
+    refused = cli("schedule", str(path), home=tmp_path / "home", cwd=tmp_path)
+    assert refused.returncode == 2 and "CronCreate" not in refused.stdout
+    assert "has no check yet" in refused.stderr and f"`training-check check {path}`" in refused.stderr
+    assert cli("check", str(path), home=tmp_path / "home", cwd=tmp_path).returncode == 0
+    assert "CronCreate" in cli("schedule", str(path), home=tmp_path / "home", cwd=tmp_path).stdout
 
 
 def test_schedule_takes_the_review_in_any_case_as_the_tool_does():

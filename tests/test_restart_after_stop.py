@@ -128,6 +128,10 @@ def test_a_relaunched_run_is_monitored_again_and_stopped_anew(tmp_path, launch, 
 
     after_stop = monitor.check("exp")
     assert after_stop.schedule.monitoring is False and after_stop.next_action == "end_monitoring"
+    assert after_stop.snapshot.run_info.status.value == "stopped"
+    told = [signal.message for signal in after_stop.verdict.signals] if after_stop.verdict else []
+    assert not [message for message in told if "status unknown" in message], told
+    assert [message for message in told if "status stopped" in message], told
 
     second = launch()  # same entry: new pid in train.pid, train.jsonl rewritten from step 0
     assert second.pid != first.pid

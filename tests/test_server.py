@@ -132,6 +132,17 @@ def test_tool_errors_say_what_to_fix(tool, arguments, expected):
     assert expected in text
 
 
+def test_schedule_next_before_any_check_says_to_call_check_first(healthy_run):
+    """It handed out a cron for a run never looked at: a "next" check 10 minutes after none."""
+    server = build_server(Monitor())
+    refused = call(server, "schedule_next", {"run": str(healthy_run)})
+    assert refused.is_error and "has no check yet" in refused.content[0].text
+    assert "call `check` first" in refused.content[0].text
+    call(server, "check", {"run": str(healthy_run)})
+    scheduled = call(server, "schedule_next", {"run": str(healthy_run)})
+    assert not scheduled.is_error and "monitoring" in scheduled.structured_content
+
+
 def test_stop_run_without_stop_config_names_the_file(healthy_run):
     result = call(build_server(Monitor()), "stop_run", {"run": str(healthy_run), "confirm": True, "reason": "test"})
     assert result.is_error

@@ -17,7 +17,7 @@ from mcp_training_check.models import CheckReport, MetricSnapshot
 from mcp_training_check.server import build_server
 from mcp_training_check.service import Monitor
 from mcp_training_check.serving import ToolServer, lean_schema, outline_schema
-from mcp_training_check.serving.tools import omit_null_optionals
+from mcp_training_check.serving.tools import omit_empty_optionals
 
 from .runs import live_copy, train
 
@@ -143,7 +143,7 @@ def test_outline_keeps_every_valid_result_valid(tmp_path, broken_run):
     report = Monitor().check(str(live)).model_dump(mode="json")
     full = CheckReport.model_json_schema()
     outline = outline_schema(full)
-    sent = omit_null_optionals(report, full)
+    sent = omit_empty_optionals(report, full)
     jsonschema.validate(report, full)
     for schema in (full, outline):
         jsonschema.validate(sent, schema)
@@ -169,6 +169,21 @@ def test_stop_check_arrives_once_as_summary_plus_structured_content(tmp_path, br
     assert "null" not in wire(result.structured_content["schedule"]), "optional nulls are left out"
 
 
+def test_a_stop_checks_main_reason_is_sent_twice_not_four_times(tmp_path, broken_run):
+    """The signal's message and the verdict's summary hold the sentence; the check's summary (and so the text
+    block) carried it a third and fourth time, now only its first clause."""
+    live = live_copy(broken_run, tmp_path, 0.75)
+    result = call(build_server(Monitor()), "check", {"run": str(live)})
+    report = CheckReport.model_validate(result.structured_content)
+    assert report.verdict is not None
+    main = report.verdict.stated_signal()
+    assert main is not None and report.verdict.summary.startswith(f"STOP: {main.message}")
+    received = wire([block.model_dump(mode="json") for block in result.content]) + wire(result.structured_content)
+    assert received.count(wire(main.message)[1:-1]) == 2
+    clause = main.message.split(": ", 1)[0]
+    assert report.summary.startswith(f"STOP: {clause} (+") and report.summary.endswith(report.schedule.summary)
+
+
 def test_null_optionals_go_but_required_and_free_form_nulls_stay():
     schema = CheckReport.model_json_schema()
     snapshot = {
@@ -176,13 +191,43 @@ def test_null_optionals_go_but_required_and_free_form_nulls_stay():
         "run_info": {"status": "running", "url": None, "config": {"warmup": None}, "summary": {"loss": None}},
         "metrics": [{"name": "loss", "role": "train_loss", "direction": "lower", "last": None, "best": None}],
     }  # fmt: skip
-    pruned = omit_null_optionals({"run": "r", "snapshot": snapshot, "verdict": None}, schema)
+    pruned = omit_empty_optionals({"run": "r", "snapshot": snapshot, "verdict": None}, schema)
     assert "verdict" not in pruned and "last_step" not in pruned["snapshot"]
     assert "url" not in pruned["snapshot"]["run_info"]
     assert pruned["snapshot"]["run_info"]["config"] == {"warmup": None}  # the run's own config, as it is
     assert pruned["snapshot"]["run_info"]["summary"] == {"loss": None}
     metric = pruned["snapshot"]["metrics"][0]
     assert metric == {"name": "loss", "role": "train_loss", "direction": "lower", "last": None}  # last is required
+
+
+def test_empty_optionals_go_but_zeros_falses_and_free_form_contents_stay():
+    """A STOP check carried `summary: {}`, `warnings: []`, `evidence: {}`: tokens that say nothing. A false
+    or a zero is an answer a client reads by name (`new_points: 0`), so it stays, as does a required field."""
+    schema = CheckReport.model_json_schema()
+    snapshot = {
+        "run": "r", "summary": "s", "data_source": "log", "new_points": 0, "restarted": False, "warnings": [],
+        "run_info": {"status": "running", "config": {}, "summary": {}},
+        "metrics": [{"name": "loss", "role": "train_loss", "direction": "lower", "last": 0.5, "recent": []}],
+    }  # fmt: skip
+    verdict = {"decision": "stop", "summary": "", "signals": [
+        {"kind": "spike", "severity": "watch", "message": "m", "evidence": {}},
+        {"kind": "spike", "severity": "watch", "message": "n", "evidence": {"z": 0.0}},
+    ]}  # fmt: skip
+    schedule = {"summary": "s", "monitoring": False, "reason": "r"}
+    report = {"run": "r", "summary": "s", "snapshot": snapshot, "verdict": verdict, "schedule": schedule,
+              "next_action": "stop_run"}  # fmt: skip
+    pruned = omit_empty_optionals(report, schema)
+    assert pruned["snapshot"] == {
+        "run": "r", "summary": "s", "data_source": "log", "new_points": 0, "restarted": False,
+        "run_info": {"status": "running"},
+        "metrics": [{"name": "loss", "role": "train_loss", "direction": "lower", "last": 0.5}],
+    }  # fmt: skip
+    assert pruned["verdict"]["summary"] == "" and pruned["schedule"]["monitoring"] is False  # required
+    assert "evidence" not in pruned["verdict"]["signals"][0]
+    assert pruned["verdict"]["signals"][1]["evidence"] == {"z": 0.0}  # free-form contents stay
+    jsonschema.validate(pruned, schema)
+    rebuilt = CheckReport.model_validate(pruned).model_dump(mode="json")
+    assert rebuilt == CheckReport.model_validate(report).model_dump(mode="json"), "nothing left out is lost"
 
 
 class Drawing(BaseModel):

@@ -141,5 +141,7 @@ def test_cli_check_of_a_sweep(server, tmp_path, monkeypatch, capsys):
     out = capsys.readouterr().out
     lines = out.splitlines()
     assert lines[0].startswith("group") and "STOP" in lines[2] and "wandb:ent/proj/zzz" in lines[2]
+    assert "stop_run" not in out and "continue_monitoring" not in out, "MCP action names are not commands"
+    assert lines[3].split("→ ")[1].startswith("stop the run: training-check stop wandb:ent/proj/zzz --confirm --reason")
     assert main(["check", "ent/proj/sweeps/sw1", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["runs"][0]["run"] == "wandb:ent/proj/zzz"

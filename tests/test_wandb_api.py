@@ -15,7 +15,10 @@ from mcp_training_check.sources import WandbApiSource
 from mcp_training_check.sources.base import ReadBatch
 from mcp_training_check.state import StateStore
 from tests import wandb_api_fixtures
-from tests.wandb_api_fixtures import SLACK_SECONDS, TIMEOUT
+from tests.wandb_api_fixtures import SLACK_SECONDS, TIMEOUT, closed_port
+
+REFUSED_SECONDS = 1.0
+"""A refused connection is answered in well under a second (it took the whole W&B timeout)."""
 
 server = wandb_api_fixtures.server  # the fake W&B server fixture
 
@@ -211,13 +214,16 @@ def test_hung_server_is_unavailable_within_the_timeout(server):
     assert src.read(None).series["loss"].steps.tolist() == list(range(10))  # and it recovers
 
 
-def test_unreachable_server_at_first_contact(monkeypatch):
-    monkeypatch.setenv("WANDB_BASE_URL", "http://127.0.0.1:9")
+def test_a_closed_port_is_refused_at_once(monkeypatch):
+    """Nothing listening is a definite answer: wandb's retries took the whole timeout (10-12 s by default)
+    to say so. A hung server still gets its full timeout (test_hung_server_... above)."""
+    monkeypatch.setenv("WANDB_BASE_URL", f"http://127.0.0.1:{closed_port()}")
     monkeypatch.setenv("WANDB_API_KEY", "k" * 44)
     started = time.monotonic()
-    with pytest.raises(SourceUnavailable, match="did not answer"):
-        source().read(None)
-    assert time.monotonic() - started < TIMEOUT + SLACK_SECONDS
+    refused = r"refused the connection: nothing listens on 127\.0\.0\.1:.*WANDB_BASE_URL"
+    with pytest.raises(SourceUnavailable, match=refused):
+        source(timeout=10).read(None)
+    assert time.monotonic() - started < REFUSED_SECONDS
 
 
 def test_bare_id_with_entity_and_project_from_the_environment(server, monkeypatch):

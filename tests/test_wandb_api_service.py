@@ -22,7 +22,7 @@ from mcp_training_check.service import Monitor
 from tests import wandb_api_fixtures
 from tests.fake_wandb import FakeWandb
 from tests.runs import default_sigint
-from tests.wandb_api_fixtures import SLACK_SECONDS, TIMEOUT, online_child_env, wandb_monitor
+from tests.wandb_api_fixtures import SLACK_SECONDS, TIMEOUT, closed_port, online_child_env, wandb_monitor
 
 server = wandb_api_fixtures.server  # the fake W&B server fixture
 
@@ -95,6 +95,18 @@ def test_unreachable_server_falls_back_to_the_configured_log(server, tmp_path):
     assert report.snapshot.last_step == 299
     assert "log fallback" in report.snapshot.warnings[0] and "did not answer" in report.snapshot.warnings[0]
     assert report.verdict is not None
+
+
+def test_a_closed_port_falls_back_to_the_log_at_once(tmp_path, monkeypatch):
+    (tmp_path / "train.log").write_text("".join(f"step {i} | loss {2.0 / (1 + i):.4f}\n" for i in range(50)))
+    monkeypatch.setenv("WANDB_BASE_URL", f"http://127.0.0.1:{closed_port()}")
+    monkeypatch.setenv("WANDB_API_KEY", "k" * 44)
+    mon = monitor(tmp_path, '[runs.job]\nrun = "ent/proj/run1"\nlog_fallback = "train.log"\n')
+    started = time.monotonic()
+    report = check(build_server(mon), "job")
+    assert time.monotonic() - started < 2.0, "a refused connection waited for the W&B timeout"
+    assert report.snapshot.data_source is DataSource.LOG_FALLBACK and report.snapshot.last_step == 49
+    assert "refused the connection" in report.snapshot.warnings[0]
 
 
 def test_hung_server_without_fallback_decides_nothing_and_keeps_the_interval(server, tmp_path):

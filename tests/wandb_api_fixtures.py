@@ -7,6 +7,7 @@ that the environment points every W&B client in this process at.
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -49,3 +50,10 @@ def online_child_env(server: FakeWandb, tmp_path: Path) -> dict[str, str]:
         WANDB_DIR=str(tmp_path),
         WANDB_SILENT="true",
     )
+
+
+def closed_port() -> int:
+    """A loopback port nothing listens on: bound by us, then closed (so the kernel refuses a connect)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])

@@ -7,7 +7,17 @@ import shlex
 
 from pydantic import BaseModel
 
-from ..models import CheckReport, GroupReport, MetricSnapshot, PlotResult, ReviewResult, Schedule, StopResult, Verdict
+from ..models import (
+    CheckReport,
+    GroupReport,
+    MetricSnapshot,
+    NextAction,
+    PlotResult,
+    ReviewResult,
+    Schedule,
+    StopResult,
+    Verdict,
+)
 
 __all__ = ["render"]
 
@@ -36,23 +46,34 @@ def render(result: BaseModel) -> str:
 def _next_command(report: CheckReport) -> list[str]:
     """The command that acts on the check's `next_action`, which the MCP result carries and the readable
     output left out: a STOP verdict was printed with "next check in 10 min" and no word of stopping."""
-    run = shlex.quote(report.run)
-    if report.next_action == "stop_run" and report.verdict is not None:
-        from ..watch.loop import stop_command
-
-        return [f"action   stop the run: {stop_command(report.run, report.verdict.summary)}"]
-    if report.next_action == "escalate_review":
-        return [f"action   unsure: ask the reviewer with `training-check review {run}`"]
     if report.next_action == "fix_source":
         return ["action   the source could not be read: fix what the warnings above name, then check again"]
-    return []
+    reason = report.verdict.summary if report.verdict is not None else report.summary
+    action = action_command(report.run, report.next_action, reason)
+    return [f"action   {action}"] if action is not None else []
+
+
+def action_command(run: str, next_action: NextAction, reason: str) -> str | None:
+    """What a person at a terminal runs for ``next_action`` (the MCP result names a tool): None when nothing."""
+    if next_action == "stop_run":
+        from ..watch.loop import stop_command
+
+        return f"stop the run: {stop_command(run, reason)}"
+    if next_action == "escalate_review":
+        return f"unsure: ask the reviewer with `training-check review {shlex.quote(run)}`"
+    if next_action == "fix_source":
+        return f"the source could not be read: fix it, then `training-check check {shlex.quote(run)}`"
+    return None
 
 
 def render_group(report: GroupReport) -> str:
     lines = [f"group    {report.run}", f"summary  {report.summary}"]
     for line in report.runs:
         decision = line.decision.value.upper() if line.decision else "-"
-        lines.append(f"  {decision:<8} {line.run:<40} {line.next_action:<19} {line.summary}")
+        lines.append(f"  {decision:<8} {line.run:<40} {line.summary}")
+        action = action_command(line.run, line.next_action, line.summary)
+        if action is not None:
+            lines.append(f"  {'':<8} → {action}")
     if report.omitted:
         lines.append(f"  … {report.omitted} more run(s) not listed")
     lines.append(render_schedule(report.schedule))

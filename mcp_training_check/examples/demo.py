@@ -115,7 +115,8 @@ def _watch(monitor: Monitor, child: subprocess.Popen[bytes], seconds_per_minute:
 
 def _print_check(clock_minutes: int, report: CheckReport) -> None:
     step = report.snapshot.last_step
-    print(f"[t+{clock_minutes:>3} min] step {step if step is not None else '-':>5}  {report.summary}")
+    line = f"{report.verdict.summary.rstrip('.')}; {report.schedule.summary}" if report.verdict else report.summary
+    print(f"[t+{clock_minutes:>3} min] step {step if step is not None else '-':>5}  {line}")  # the whole reason
     if report.verdict:
         for signal in report.verdict.signals_beyond_summary()[:3]:
             print(f"              - [{signal.severity.value}] {signal.message}")

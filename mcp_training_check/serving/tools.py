@@ -10,8 +10,9 @@ What a client receives, and why:
   result, are outlined one level deep (`OUTPUT_SCHEMA_DEPTH`): the result's fields, types, enums, required.
 - **A result is sent once.** The SDK puts a pretty-printed JSON copy of `structuredContent` into the text
   block. Claude Code shows the model only `structuredContent` when it is there, and every other client
-  can read it too: the text block becomes the result's one-line `summary`. Optional fields that are null
-  are left out (the schema does not require them). Other blocks a tool returns (an image) are kept.
+  can read it too: the text block becomes the result's one-line `summary`. Optional fields that are
+  null or empty are left out: the schema does not require them, and absent reads as none. Other blocks a
+  tool returns (an image) are kept.
 - **Argument errors name the argument and the fix**, not pydantic's text with its URLs.
 """
 
@@ -88,7 +89,7 @@ class ToolServer(MCPServer):
             raise
         if not isinstance(result, CallToolResult) or result.is_error or result.structured_content is None:
             return result
-        structured = omit_null_optionals(result.structured_content, await self._output_schema(name))
+        structured = omit_empty_optionals(result.structured_content, await self._output_schema(name))
         return result.model_copy(
             update={"content": result_blocks(result.content, result.structured_content, structured),
                     "structured_content": structured}
@@ -160,22 +161,29 @@ def _is_json_copy(block: ContentBlock, structured: dict[str, Any]) -> bool:
         return False
 
 
-def omit_null_optionals(value: Any, schema: dict[str, Any], defs: dict[str, Any] | None = None) -> Any:
-    """``value`` without the null fields its JSON schema does not require, at every depth. Free-form
-    objects (a run's config, W&B summary values) keep their nulls: only declared properties are pruned."""
+def omit_empty_optionals(value: Any, schema: dict[str, Any], defs: dict[str, Any] | None = None) -> Any:
+    """``value`` without the optional fields that say nothing, at every depth: a null, an empty list or
+    object (`warnings: []`, `evidence: {}`). A required field stays whatever it holds. Free-form objects (a
+    run's config, W&B summary values) keep their contents: only declared properties are pruned."""
     defs = schema.get("$defs", defs or {})
     schema = _resolve(schema, defs)
     if isinstance(value, dict) and "properties" in schema:
         required = set(schema.get("required", ()))
         properties = schema["properties"]
         return {
-            key: omit_null_optionals(item, properties[key], defs) if key in properties else item
+            key: omit_empty_optionals(item, properties[key], defs) if key in properties else item
             for key, item in value.items()
-            if item is not None or key in required
+            if key in required or not _says_nothing(item)
         }
     if isinstance(value, list) and isinstance(schema.get("items"), dict):
-        return [omit_null_optionals(item, schema["items"], defs) for item in value]
+        return [omit_empty_optionals(item, schema["items"], defs) for item in value]
     return value
+
+
+def _says_nothing(value: Any) -> bool:
+    """Null or empty. A false or zero stays: `restarted: false` and `new_points: 0` are answers a client
+    reads, by name."""
+    return value is None or value == [] or value == {}
 
 
 def _resolve(schema: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
@@ -248,12 +256,13 @@ made tools/list 28 KB, 70 % of it output schemas, that every client loads for ev
 def outline_schema(schema: dict[str, Any], depth: int = OUTPUT_SCHEMA_DEPTH) -> dict[str, Any]:
     """An output schema cut to ``depth`` levels of properties: types, enums and required fields, without
     descriptions, titles, defaults or ``$defs``. Every result the full schema accepts, once its optional
-    nulls are left out as the server sends it (`omit_null_optionals`), it accepts."""
+    fields that say nothing are left out as the server sends them (`omit_empty_optionals`), it
+    accepts."""
     return _outline(schema, depth, schema.get("$defs", {}))
 
 
 def _outline(schema: dict[str, Any], depth: int, defs: dict[str, Any], required: bool = True) -> dict[str, Any]:
-    """An optional field's null is never sent (`omit_null_optionals`), so its outline is its one type; a
+    """An optional field's null is never sent (`omit_empty_optionals`), so its outline is its one type; a
     required nullable field is ``anyOf`` its type and null (one type each: see `lean_schema`)."""
     nullable = required and any(branch.get("type") == "null" for branch in schema.get("anyOf", ()))
     resolved = _resolve(schema, defs)

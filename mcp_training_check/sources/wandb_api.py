@@ -35,6 +35,7 @@ from ..errors import RunNotFound, SourceUnavailable
 from ..models import RunInfo, RunKind, RunRef, RunStatus
 from .base import Cursor, FillBatch, Progress, ReadBatch, SeriesBuilder, no_progress
 from .wandb_api_overview import FIRST_READ_EXACT_REQUESTS, exact_requests, fill_range, key_counts, overview_specs
+from .wandb_probe import refuse_fast
 
 if TYPE_CHECKING:
     import wandb
@@ -81,6 +82,7 @@ def shared_api(*, base_url: str | None = None, timeout_seconds: float = DEFAULT_
     else whatever `wandb login` stored in ~/.netrc for that host (the client reads it itself).
     """
     base = base_url or os.environ.get("WANDB_BASE_URL") or None
+    refuse_fast(base, timeout_seconds)
     key = os.environ.get("WANDB_API_KEY") or None
     cache_key = (base, key, float(timeout_seconds))
     with _APIS_LOCK:
