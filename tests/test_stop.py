@@ -384,6 +384,12 @@ def test_incident_without_a_verdict_says_so() -> None:
     )
 
 
+def test_a_reason_that_is_the_verdicts_summary_is_not_written_twice() -> None:
+    said = "STOP: train/loss is NaN at step 3,994"
+    entry = render_incident(_incident(summary=said, reason=said))
+    assert entry.count(said) == 1 and "- **Decision:** stop\n" in entry
+
+
 def test_key_metrics_from_a_snapshot() -> None:
     snapshot = MetricSnapshot(
         run="bert",

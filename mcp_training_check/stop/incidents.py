@@ -86,7 +86,7 @@ def render_incident(incident: Incident) -> str:
         f"## {when} — {_inline(incident.run)}",
         "",
         f"- **Reason:** {_inline(incident.reason)}",
-        f"- **Decision:** {decision} — {_inline(incident.summary)}",
+        f"- **Decision:** {decision}{_unless_said(incident.summary, incident.reason)}",
         f"- **Outcome:** {outcome} ({via})",
     ]
     if incident.review:
@@ -102,6 +102,12 @@ def render_incident(incident: Incident) -> str:
         lines += ["", "**Signals**", ""]
         lines += [_signal_bullet(s) for s in incident.signals]
     return "\n".join(lines) + "\n"
+
+
+def _unless_said(summary: str, reason: str) -> str:
+    """The decision's " — summary", unless the reason already is it (the skill and the demo pass the verdict's
+    summary as the reason)."""
+    return "" if summary == reason else f" — {_inline(summary)}"
 
 
 def _signal_bullet(item: Signal) -> str:
