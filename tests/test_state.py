@@ -493,3 +493,24 @@ def test_incidents_runs_and_forgetting() -> None:
         found = store.find_incident(RUN)  # the evidence stays
         assert found is not None and found["incident_id"] == second and store.stored_for(RUN).incidents == 2
         assert store.get_cursor(RUN) is None and RUN not in [r.run_key for r in store.list_runs()]
+
+
+def test_a_wal_switch_answered_locked_at_once_waits_for_the_other_connection(tmp_path: Path) -> None:
+    """SQLite refuses a racing journal-mode switch with "database is locked" without waiting its busy
+    timeout (a full-suite run lost one of four processes opening a new state directory to it); the open
+    retries until the other connection lets go. A connection with no busy timeout makes it happen here."""
+    from mcp_training_check.state.store import _use_wal
+
+    db = tmp_path / "state.sqlite3"
+    holder = sqlite3.connect(db, isolation_level=None, check_same_thread=False)
+    holder.execute("CREATE TABLE t (x)")
+    holder.execute("BEGIN EXCLUSIVE")
+    opener = sqlite3.connect(db, timeout=0, isolation_level=None)
+    with pytest.raises(sqlite3.OperationalError, match="locked"):
+        opener.execute("PRAGMA journal_mode=WAL")  # what the open did: one try, refused at once
+    with ThreadPoolExecutor(1) as pool:
+        pool.submit(lambda: (time.sleep(0.3), holder.execute("COMMIT")))
+        _use_wal(opener)
+    assert opener.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    opener.close()
+    holder.close()

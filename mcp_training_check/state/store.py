@@ -32,6 +32,7 @@ import os
 import sqlite3
 import stat
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -201,7 +202,7 @@ class StateStore:
         except sqlite3.Error as exc:
             raise StateError(f"cannot open the state database {self.path} ({exc}); check its permissions") from exc
         try:
-            conn.execute("PRAGMA journal_mode=WAL")
+            _use_wal(conn)
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute(f"PRAGMA wal_autocheckpoint={WAL_AUTOCHECKPOINT_PAGES}")
             problems = [row[0] for row in conn.execute("PRAGMA quick_check")]
@@ -671,3 +672,19 @@ def _metric_series(row: tuple[Any, ...], *, latest_batch: int) -> MetricSeries:
 
 def _first_line(exc: BaseException) -> str:
     return str(exc).splitlines()[0][:200] if str(exc) else ""
+
+
+def _use_wal(conn: sqlite3.Connection) -> None:
+    """Put the database in WAL mode, waiting up to ``BUSY_TIMEOUT_SECONDS`` for other connections. Switching
+    a new database's journal mode needs it to itself, and SQLite answers a racing open's switch with
+    "database is locked" at once rather than after its busy timeout: four checks opening a new state
+    directory together lost one to it. Once in WAL mode (kept in the file) the pragma takes no lock."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_SECONDS
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.02)
