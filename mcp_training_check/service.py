@@ -179,7 +179,7 @@ class Monitor:
             history=stored.history,
             roles=self._roles(ctx, stored.history.metrics),
             data_source=outcome.data_source,
-            info=_shown(stored.info, ctx.settings.judge_hints()),
+            info=_shown(stored.info, ctx.settings),
             new_points=batch.new_points if batch else 0,
             skipped_chunks=batch.skipped_chunks if batch else 0,
             restarted=batch.restarted if batch else False,
@@ -229,7 +229,7 @@ class Monitor:
             self._roles(ctx, stored.history.metrics),
             baselines=ctx.settings.baselines,
             previous=previous,
-            run_config={**stored.info.config, **ctx.settings.judge_hints()},
+            run_config=_run_config(stored.info, ctx.settings),
             settings=judge_settings(ctx.settings.judge, where=ctx.settings.config_path, run=ctx.ref.raw),
         )
 
@@ -337,7 +337,7 @@ class Monitor:
         """The metric summaries of the stored history, as a snapshot (its data_source means nothing)."""
         return build_snapshot(
             run=ctx.ref.raw, history=stored.history, roles=self._roles(ctx, stored.history.metrics),
-            data_source=DataSource.LOG, info=_shown(stored.info, ctx.settings.judge_hints()), new_points=0,
+            data_source=DataSource.LOG, info=_shown(stored.info, ctx.settings), new_points=0,
         )  # fmt: skip
 
     # ------------------------------------------------------------------ plot
@@ -587,10 +587,15 @@ def _handed_out_this_fire(in_force: HandedOutCron | None, checks: Sequence[Check
     )
 
 
-def _shown(info: RunInfo, hints: Mapping[str, object]) -> RunInfo:
-    """Run info as a snapshot shows it: its config reduced to the facts the judge uses, training-check.toml's
-    hints over the run's own config as the judge reads them (so a hint in force is seen in the snapshot)."""
-    return info.model_copy(update={"config": judged_facts({**info.config, **hints})})
+def _run_config(info: RunInfo, settings: ResolvedRunConfig) -> dict[str, object]:
+    """The run's config as the judge reads it: training-check.toml's hints over the run's own config."""
+    return {**info.config, **settings.judge_hints()}
+
+
+def _shown(info: RunInfo, settings: ResolvedRunConfig) -> RunInfo:
+    """Run info as a snapshot shows it: the config the judge reads (`_run_config`, so a hint in force is seen)
+    reduced to the facts it uses."""
+    return info.model_copy(update={"config": judged_facts(_run_config(info, settings))})
 
 
 __all__ = ["GROUP_LINES", "GROUP_WORKERS", "Monitor", "SourceError"]
