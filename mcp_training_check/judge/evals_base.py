@@ -58,8 +58,8 @@ class EvalBase(Detector):
       Guo et al. 2017, On Calibration of Modern Neural Networks), information. A Keras classifier after its
       last LR cut, val loss 2-12 % over its best while its accuracy holds 0.90-0.91 (log-Detect-Clothes-1,
       healthy, unsure at its last 7 checks; log-VisLungTransformer-1, log-OSCCC-Detection-1, one check
-      each). A large overfit is no mild one and still warns, then stops (log-irfanet-10-1, val loss 0.69 →
-      1.37 at accuracy 0.74, stopped at the same check; its two earlier mild-overfit warnings are gone).
+      each). A large overfit is no mild one and still stops (log-irfanet-10-1, val loss 0.69 → 1.37 at
+      accuracy 0.74, stopped within one check of its fault; its earlier mild overfit is information).
     - ``decay_stop_margin``: a higher-is-better eval (accuracy, BLEU, F1) degrading as above, ≥ 15 % below its
       best and further below it than at the previous check, with the train loss not rising, is decaying
       steadily → critical (a validation accuracy sliding from 0.5 towards 0 while the train loss looks
@@ -97,8 +97,8 @@ class EvalBase(Detector):
       they would be). Within the eval's noise margin the mild overfit's significant Theil–Sen trend since
       the best stands in for it, as the steady decay's does for an accuracy: a Keras CNN's val loss swings
       0.69–1.33 before its best (a noise margin of 81 %), then climbs 0.69 → 1.08 over 12 evals while the
-      train loss falls 67 % (log-irfanet-10-1, bad): 1.57× its best, flagged at the check before, stopped
-      there and not two checks later, once 1.8× cleared the noise margin.
+      train loss falls 67 % (log-irfanet-10-1, bad): 1.57× its best, seen worsening at the check before
+      (a mild overfit there), stopped then and not two checks later, once 1.8× cleared the noise margin.
     - Once critical (a large overfit, a steady decay), an eval stays critical at later checks while it is
       still ≥ ``degrade_margin`` worse than its best with none of its last ``patience_evals`` evals back at
       it, even when the stop rule's own margin (1.5× the best, 15 % below it) or the noise margin is no
