@@ -1,0 +1,54 @@
+"""Doubts the judge missed on ambiguous real runs (issue 9: ≥ 90 % of them flagged, never a false stop): one
+test per class on a fragment of a real train-split run of corpus_real/, each with a control the class must
+not swallow."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from benchmarks.corpus_runs import Run, load_corpus
+from benchmarks.replay import checkpoints
+from tests.test_judge_classes import REAL, decisions, replay_cuts, replay_real
+
+
+@pytest.fixture(scope="module")
+def real() -> dict[str, Run]:
+    return {run.id: run for run in load_corpus(REAL)}
+
+
+def long_overfits(verdicts: list) -> list[str]:
+    return [s.metric or "" for v in verdicts for s in v.signals if "long_overfit" in s.evidence]
+
+
+def test_an_eval_loss_rising_steadily_for_half_the_run_is_a_flag_though_the_map_still_creeps_up(real):
+    """log-Trashdetection-with-yolov5-1 (train, ambiguous from epoch 300): a YOLOv5's val obj and cls losses
+    climb from their best near epoch 80 to +14 % and +12 % at epoch 499 at Mann–Kendall z ≈ 5-6 while its train
+    losses fall and its mAP creeps 0.43 → 0.45. The mAP at its best outvoted both component losses: continue at
+    every check. A steady overfit over half the run is a flag (never a stop) whatever the mAP says. Control:
+    the same values since each loss's best in a shuffled order (the same gap and noise, no trend) are still
+    outvoted: continue."""
+    run = real["log-Trashdetection-with-yolov5-1"]
+    code, visible, verdicts = replay_real(run)
+    assert "S" not in code and set(code[visible:]) == {"u"}, code
+    assert {"eval/obj_loss", "eval/cls_loss"} <= set(long_overfits(verdicts[visible:]))
+    rng = np.random.default_rng(0)
+    metrics = dict(run.metrics)
+    for name in ("eval/obj_loss", "eval/cls_loss"):
+        steps, values = run.metrics[name]
+        shuffled = values.copy()
+        after = steps > 90  # both losses are at their best (median of 3) by epoch 81
+        shuffled[after] = rng.permutation(values[after])
+        metrics[name] = (steps, shuffled)
+    control = replay_cuts(metrics, checkpoints(run))
+    assert set(decisions(control)) == {"."}, decisions(control)
+    assert not long_overfits(control)
+
+
+def test_a_component_loss_creeping_up_below_the_long_overfit_trend_stays_information(real):
+    """Control on a healthy run (log-1802284174-test-1, train): its val cls_loss creeps up 16-30 % over the last
+    73 % of its run while its mAP still rises, at Mann–Kendall z 3.4: below the long overfit's z 4, the mAP
+    outvotes it and the run is continue at every check."""
+    code, _, verdicts = replay_real(real["log-1802284174-test-1"])
+    assert set(code) == {"."}, code
+    assert not long_overfits(verdicts)
