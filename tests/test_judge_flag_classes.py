@@ -52,3 +52,29 @@ def test_a_component_loss_creeping_up_below_the_long_overfit_trend_stays_informa
     code, _, verdicts = replay_real(real["log-1802284174-test-1"])
     assert set(code) == {"."}, code
     assert not long_overfits(verdicts)
+
+
+def plateau_flags(verdicts: list) -> list[str]:
+    return [s.message for v in verdicts for s in v.signals if "is flat over all" in s.message]
+
+
+def test_a_loss_holding_its_level_while_its_warmup_lr_keeps_growing_is_a_flag(real):
+    """log-gdp-objdetect-1 (train, ambiguous from iteration 159): a detectron2 detector's loss falls 7.7 → 5.8
+    by its second log and then wanders 3.7-5.6 (4.91 → 4.87 by thirds) over 41 logs while its LR grows 40× in
+    a linear warmup that outlasts the log. Every point was inside the warmup, so the flat test read none:
+    continue at every check. Flat while the LR keeps growing is a flag (never a stop), as the same loss after a
+    warmup that ended at iteration 99 already was (4.79 → 4.86 by thirds over the 37 logs past it). Control:
+    the same loss falling a further 10 % over the log is learning: continue."""
+    run = real["log-gdp-objdetect-1"]
+    code, visible, verdicts = replay_real(run)
+    assert "S" not in code and "u" in code[visible:] and code[-1] == "u", code
+    assert plateau_flags(verdicts)
+    cuts = checkpoints(run)
+    steps, values = run.metrics["train/loss"]
+    falling = values * np.linspace(1.0, 0.9, values.size)
+    learning = replay_cuts(dict(run.metrics) | {"train/loss": (steps, falling)}, cuts)
+    assert set(decisions(learning)) == {"."}, decisions(learning)
+    lr_steps, lr = run.metrics["train/lr"]
+    ended = np.where(lr_steps > 99, lr[lr_steps == 99][0], lr)
+    after_warmup = replay_cuts(dict(run.metrics) | {"train/lr": (lr_steps, ended)}, cuts)
+    assert decisions(after_warmup)[-1] == "u" and plateau_flags(after_warmup), decisions(after_warmup)

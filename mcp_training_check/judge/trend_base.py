@@ -254,6 +254,14 @@ class LossTrendBase(Detector):
       model at 0.05-0.10 with spikes: ambiguous, continue at every check); it flags 5 healthy checks of
       corpus_real/'s train split (a Llama-2 LoRA at 3 checks, an irrigation classifier at 2) and one of
       corpus/'s (h16 at 1,650 steps, its log 1.14 → 1.16 by thirds after its noisy shard).
+      A log whose LR rose at every logged point (its warmup still under way at its last point, so no point is
+      past it) is read the same way over its points after the first, from ``flat_start_min_points`` on, with
+      its last third allowed down to ``stuck_drop_fraction`` below its first: the warmup is where a loss falls
+      fastest, and a loss that holds its level within 5 % while its LR keeps growing has not started to learn
+      from it. A detectron2 detector's loss 5.8 → 3.7-5.6 (4.91 → 4.87 by thirds) over 41 logs while its LR
+      grows 40× in a warmup that outlasts the log (log-gdp-objdetect-1, ambiguous) was continue at every
+      check; after a warmup the stricter "no lower" stays (at "within 5 %" there, noisy healthy LoRA
+      fine-tunes and a hydrology model of corpus_real/'s train split escalate at 14 more checks).
     - ``eval_improving_z``: no such flag while an eval of the run improves over the same steps (≥ 4 evals,
       Mann–Kendall z ≥ 1.645 in its better direction: one-sided 95 %, as the question "does it still
       improve" has one side): the model still gets better on held-out data, so the flat train loss is a
