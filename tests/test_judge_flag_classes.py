@@ -78,3 +78,22 @@ def test_a_loss_holding_its_level_while_its_warmup_lr_keeps_growing_is_a_flag(re
     ended = np.where(lr_steps > 99, lr[lr_steps == 99][0], lr)
     after_warmup = replay_cuts(dict(run.metrics) | {"train/lr": (lr_steps, ended)}, cuts)
     assert decisions(after_warmup)[-1] == "u" and plateau_flags(after_warmup), decisions(after_warmup)
+
+
+def test_a_yolov5_bias_lr_falling_from_above_its_peak_at_a_first_check_of_two_epochs_is_a_warm_down(real):
+    """log-yolov5_model-1 (train, healthy): YOLOv5's bias group LR falls from warmup_bias_lr towards lr0 0.01,
+    0.0706 → 0.0403 over its first two epochs. The first check sees those two points only, and a warm-down
+    needed three: 'train/lr0 is 4.0× the configured peak', unsure. One fall from above the peak is no departure
+    from a schedule it was never within: continue. Control: the same two points with the second above the
+    first (0.0706 → 0.0806, climbing above the peak) are still an LR anomaly."""
+    run = real["log-yolov5_model-1"]
+    first = checkpoints(run)[:1]
+    verdict = replay_cuts(run.metrics, first, run_config=run.config)[-1]
+    assert verdict.decision.value == "continue", verdict.summary
+    assert not [s for s in verdict.signals if s.kind.value == "lr_anomaly"]
+    steps, lr = run.metrics["train/lr0"]
+    climbing = lr.copy()
+    climbing[1] = 0.0806
+    control = replay_cuts(dict(run.metrics) | {"train/lr0": (steps, climbing)}, first, run_config=run.config)[-1]
+    assert control.decision.value == "unsure", control.summary
+    assert [s for s in control.signals if s.kind.value == "lr_anomaly" and s.metric == "train/lr0"]
