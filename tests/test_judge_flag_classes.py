@@ -97,3 +97,17 @@ def test_a_yolov5_bias_lr_falling_from_above_its_peak_at_a_first_check_of_two_ep
     control = replay_cuts(dict(run.metrics) | {"train/lr0": (steps, climbing)}, first, run_config=run.config)[-1]
     assert control.decision.value == "unsure", control.summary
     assert [s for s in control.signals if s.kind.value == "lr_anomaly" and s.metric == "train/lr0"]
+
+
+def test_a_train_accuracy_falling_under_a_noisy_loss_without_a_trend_is_a_flag(real):
+    """issue-espnet-3370 (train, ambiguous): an ESPnet CTC/attention model's loss swings 376-1,205 without a
+    trend over 13 iterations while its train accuracy falls 0.44 → 0.29 (0.36 → 0.30 by thirds, Mann–Kendall z
+    −2.0): continue at every check. A model getting worse on the batches it trains on is a flag (never a
+    stop). Control: the same accuracies in reverse order (rising) leave the run at continue."""
+    run = real["issue-espnet-3370"]
+    code, _, verdicts = replay_real(run)
+    assert "S" not in code and code[-1] == "u", code
+    assert any("train/accuracy falling" in s.message for s in verdicts[-1].signals)
+    steps, values = run.metrics["train/accuracy"]
+    rising = replay_cuts(dict(run.metrics) | {"train/accuracy": (steps, values[::-1].copy())}, checkpoints(run))
+    assert set(decisions(rising)) == {"."}, decisions(rising)
