@@ -84,10 +84,6 @@ class EvalDetector(EvalDegradingTests):
             if at_best:
                 kept = [s if "long_overfit" in s.evidence else mild_overfit_outweighed(s, at_best) for s in kept]
             out += kept
-        quality = [(s, d) for s, d in ctx.evals if is_quality_eval(s.name) and not is_secondary_eval(s.name, names)]
-        flagged = {s.metric for s in out if s.severity in (Severity.WARNING, Severity.CRITICAL)}
-        if not flagged.intersection(s.name for s, _ in quality):
-            out += self._quality_turned_down(ctx, quality)
         return secondary_at_most_warning(out, ctx)
 
     def _quality_outvotes(self, ctx: JudgeContext, found: dict[str, list[Signal]]) -> str:

@@ -174,15 +174,6 @@ class EvalBase(Detector):
       log-yolo_gas-1 obj_loss, z 3.3), and the healthy YOLOs' larger rises (a val box_loss 8-32 % over its
       best and falling back to it, log-mouse-keyboard-detector-1; a few-class cls_loss 17× its best for 20 of
       150 epochs, log-the-Garbage-Projeckt-1) are neither steady nor half the run.
-    - ``memorising_fall_fraction``: a run that logs several quality evals (≥ 2: mAP and mAP50, ROUGE and
-      BLEU), each worse than its best eval at each of its last ``overfit_rising_evals`` evals and one of them
-      by ≥ ``degrade_margin``, while the train loss fell ≥ 50 % since the earliest of those bests, is
-      memorising its training set while every measure of quality turned down: a warning (a flag, never a
-      stop), which needs no ``patience_evals`` of history, so it sees a run that evaluates rarely. A seq2seq
-      chatbot's ROUGE-1/2/L and BLEU-4, best at its 2nd of 4 evals and 4-24 % below it at the last two, while
-      its train loss fell 95 % to 0.002 (log-AIchatbot-1, ambiguous) was continue at every check. Healthy runs
-      of corpus_real/'s train split whose quality evals all sit below their best at their last 2 evals (YOLO
-      mAPs between new bests) had their train loss fall 20 % at most since (log-CelloBowHoldApp-1).
     - ``memorised_accuracy_fraction`` / ``memorised_gap_fraction`` / ``memorised_min_evals``: an eval accuracy whose
       median of its last 3 evals is ≥ 0.2 (absolute) below the train accuracy's, that train accuracy at ≥ 0.95
       (the training set memorised), with no significant rise (Theil–Sen, 95 %) over ≥ 4 evals, is overfitting
@@ -240,4 +231,3 @@ class EvalBase(Detector):
     overfit_rising_evals: int = Field(default=2, ge=1)
     overfit_long_z: float = Field(default=4.0, gt=0)
     overfit_long_fraction: float = Field(default=0.5, gt=0, le=1)
-    memorising_fall_fraction: float = Field(default=0.5, gt=0, lt=1)

@@ -163,40 +163,6 @@ class EvalDegradingTests(EvalBase):
         train = self._train_change(ctx, int(steps[i]))
         return trend.z if train is not None and train < 0 else None
 
-    def _quality_turned_down(self, ctx: JudgeContext, quality: list[tuple[MetricSeries, Direction]]) -> list[Signal]:
-        """Every one of the run's ≥ 2 quality evals (``quality``) worse than its best eval at each of its last
-        ``overfit_rising_evals`` evals, one of them by ≥ ``degrade_margin``, while the train loss fell ≥
-        ``memorising_fall_fraction`` since the earliest of those bests: a warning (a flag, never a stop)."""
-        if len(quality) < 2:
-            return []
-        k, parts, gaps, best_steps = self.overfit_rising_evals, [], [], []
-        for series, d in quality:
-            steps, values = finite_xy(series.steps, series.values)
-            if values.size <= k:
-                return []
-            i = int(np.argmin(values[:-k]) if d is Direction.LOWER else np.argmax(values[:-k]))
-            worse = worse_by(values[-k:], float(values[i]), d)
-            if float(worse.min()) <= 0:
-                return []
-            gaps.append(float(worse[-1]))
-            best_steps.append(int(steps[i]))
-            parts.append(f"{series.name} {fmt(float(values[-1]))} (best {fmt(float(values[i]))})")
-        train = self._train_change(ctx, min(best_steps))
-        if max(gaps) < self.degrade_margin or train is None or -train < self.memorising_fall_fraction:
-            return []
-        msg = (
-            f"every quality eval is below its best at each of its last {k} evals ({', '.join(parts)}; up to "
-            f"{fmt_pct(max(gaps))} worse, threshold {fmt_pct(self.degrade_margin)}) while the train loss fell "
-            f"{fmt_pct(-train)} since step {fmt_step(min(best_steps))} (threshold "
-            f"{fmt_pct(self.memorising_fall_fraction)}): memorising its training set while every measure of "
-            "quality turned down, a flag, not a stop."
-        )
-        last = max(int(series.steps[-1]) for series, _ in quality)
-        return [
-            signal(SignalKind.EVAL_DEGRADING, Severity.WARNING, msg, metric=quality[0][0].name, step=last,
-                   gap=max(gaps), train_change=train, quality_evals=len(quality))
-        ]  # fmt: skip
-
     def _long_steady(self, steps: np.ndarray, best_step: int, falling_share: float) -> bool:
         """A decay confirmed over a real share of the run: the evals since the best fall steadily
         (``falling_share``, their `falling_pairs_share`, ≥ ``decay_falling_share``) and span ≥
