@@ -24,17 +24,22 @@ def worse_by(value: np.ndarray | float, reference: float, direction: Direction) 
     return (diff if direction is Direction.LOWER else -diff) / scale
 
 
-def train_accuracy(ctx: JudgeContext) -> tuple[str, np.ndarray] | None:
-    """The name and finite values of an accuracy logged on the training set (``train/accuracy``)."""
+def train_accuracy_series(ctx: JudgeContext) -> MetricSeries | None:
+    """An accuracy logged on the training set (``train/accuracy``), if the run logs one."""
     for name, info in ctx.roles.items():
         if info.role is not MetricRole.OTHER or info.direction is not Direction.HIGHER:
             continue
         tokens = tokenize(name)
         on_train = ACCURACY_TOKENS.intersection(tokens) and TRAIN_SPLIT_TOKENS.intersection(tokens)
         if on_train and name in ctx.history.metrics:
-            series = ctx.history.metrics[name]
-            return name, finite_xy(series.steps, series.values)[1]
+            return ctx.history.metrics[name]
     return None
+
+
+def train_accuracy(ctx: JudgeContext) -> tuple[str, np.ndarray] | None:
+    """The name and finite values of an accuracy logged on the training set (``train/accuracy``)."""
+    series = train_accuracy_series(ctx)
+    return None if series is None else (series.name, finite_xy(series.steps, series.values)[1])
 
 
 def relative_noise(values: np.ndarray, reference: float) -> float:

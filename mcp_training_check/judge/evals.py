@@ -51,6 +51,21 @@ def mild_overfit_outweighed(s: Signal, at_best: str) -> Signal:
     return s.model_copy(update={"severity": Severity.INFO, "message": message, "evidence": evidence})
 
 
+def long_overfit_kept(s: Signal, z: float) -> Signal:
+    """An overfit warning (an eval loss worse than its best while the train loss fell) of an eval whose rise
+    is a long, steady overfit (`_long_overfit`, Mann–Kendall ``z``): kept a warning, which neither a quality
+    eval at its best nor one not degrading outvotes (``long_overfit`` in its evidence)."""
+    if s.kind is not SignalKind.EVAL_DEGRADING or s.severity is not Severity.WARNING:
+        return s
+    if (s.evidence.get("train_change") or 0.0) >= 0:
+        return s
+    message = (
+        f"{s.message.rstrip('.')}; rising steadily since its best over half the run and more (Mann–Kendall z "
+        f"{z:.1f}): a long overfit, a flag whatever the quality eval says, never a stop."
+    )
+    return s.model_copy(update={"message": message, "evidence": s.evidence | {"long_overfit": z}})
+
+
 class EvalDetector(EvalDegradingTests):
     """Each eval against a baseline, its own best (overfitting, decay) and a collapse; thresholds in
     ``EvalBase``."""
@@ -61,12 +76,14 @@ class EvalDetector(EvalDegradingTests):
         why = self._quality_outvotes(ctx, found)
         at_best = self._quality_at_best(ctx) if has_quality_eval(ctx) else ""
         out: list[Signal] = []
-        for name, signals in found.items():
-            if why and is_secondary_eval(name, names):
-                signals = [outvoted(s, why) for s in signals]
+        for series, d in ctx.evals:
+            z = self._long_overfit(ctx, series, d)
+            kept = found[series.name] if z is None else [long_overfit_kept(s, z) for s in found[series.name]]
+            if why and is_secondary_eval(series.name, names):
+                kept = [s if "long_overfit" in s.evidence else outvoted(s, why) for s in kept]
             if at_best:
-                signals = [mild_overfit_outweighed(s, at_best) for s in signals]
-            out += signals
+                kept = [s if "long_overfit" in s.evidence else mild_overfit_outweighed(s, at_best) for s in kept]
+            out += kept
         return secondary_at_most_warning(out, ctx)
 
     def _quality_outvotes(self, ctx: JudgeContext, found: dict[str, list[Signal]]) -> str:

@@ -161,6 +161,19 @@ class EvalBase(Detector):
       flagged); an obj_loss creeping up in a 20-epoch run whose mAPs end at 0.5 and 0.99
       (log-yolov5_model-1). With the quality eval flagged too, the secondary eval still warns beside it
       (issue-yolov3-1211's cls_loss, the check before its mAP's decay stops it).
+    - ``overfit_long_z`` / ``overfit_long_fraction``: except a long, steady overfit of an eval loss, which
+      stays a warning (a flag, never a stop) whatever the quality eval says: the evals since its best (median
+      of 3), ≥ ``mild_overfit_evals`` of them, span ≥ half the steps the eval covers and rise at a Mann–Kendall
+      z ≥ 4 (the 4 errors of ``degrade_noise_z``: a trend, not an eval's noise), while the train loss fell since
+      that best. Over-confidence that has grown for half the run is what a reviewer wants to hear of (is the
+      quality eval about to follow; is the checkpoint to keep already behind?), a creep over a few evals is
+      not. YOLOv5 val obj and cls losses climbing 0.0113 → 0.0131 and 0.0080 → 0.0110 over the last 60-85 %
+      of 500 epochs at z 4.9-5.8 while the mAP still creeps up (log-Trashdetection-with-yolov5-1,
+      log-buat-cc-1, ambiguous: continue at every check) are flagged; the healthy creeps of corpus_real/'s
+      train split stay below it (log-1802284174-test-1's val cls_loss, z 3.4 over 73 % of its run; a
+      log-yolo_gas-1 obj_loss, z 3.3), and the healthy YOLOs' larger rises (a val box_loss 8-32 % over its
+      best and falling back to it, log-mouse-keyboard-detector-1; a few-class cls_loss 17× its best for 20 of
+      150 epochs, log-the-Garbage-Projeckt-1) are neither steady nor half the run.
     - ``memorised_accuracy_fraction`` / ``memorised_gap_fraction`` / ``memorised_min_evals``: an eval accuracy whose
       median of its last 3 evals is ≥ 0.2 (absolute) below the train accuracy's, that train accuracy at ≥ 0.95
       (the training set memorised), with no significant rise (Theil–Sen, 95 %) over ≥ 4 evals, is overfitting
@@ -216,3 +229,5 @@ class EvalBase(Detector):
     memorised_min_evals: int = Field(default=4, ge=4)
     overfit_gap_ratio: float = Field(default=3.0, gt=1)
     overfit_rising_evals: int = Field(default=2, ge=1)
+    overfit_long_z: float = Field(default=4.0, gt=0)
+    overfit_long_fraction: float = Field(default=0.5, gt=0, le=1)

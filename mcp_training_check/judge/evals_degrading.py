@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..models import Direction, Severity, Signal, SignalKind
+from ..roles import tokenize
 from ..state import MetricSeries
 from .context import JudgeContext, finite_after, signal
 from .evalkinds import SinceBest, relative_noise, worse_by
@@ -140,6 +141,27 @@ class EvalDegradingTests(EvalBase):
                    step=last, gap=gap, best=best, evals_since_best=since_best, train_change=train,
                    **({} if large else {"mild_overfit": 1.0}))
         ]  # fmt: skip
+
+    def _long_overfit(self, ctx: JudgeContext, series: MetricSeries, d: Direction) -> float | None:
+        """The Mann–Kendall z of an eval loss rising since its best (median of 3) when that rise is a long,
+        steady overfit: ≥ ``mild_overfit_evals`` evals since the best spanning ≥ ``overfit_long_fraction`` of
+        the steps the eval covers, z ≥ ``overfit_long_z``, the train loss lower than at the best; else None."""
+        if d is not Direction.LOWER or "loss" not in tokenize(series.name):
+            return None
+        steps, values = finite_xy(series.steps, series.values)
+        if values.size <= self.mild_overfit_evals:
+            return None
+        i = int(np.argmin(rolling_median(values, 3)))
+        covered = float(steps[-1] - steps[0])
+        if values.size - 1 - i < self.mild_overfit_evals or covered <= 0:
+            return None
+        if float(steps[-1] - steps[i]) < self.overfit_long_fraction * covered:
+            return None
+        trend = theil_sen(steps[i:], values[i:])
+        if trend is None or trend.z < self.overfit_long_z:
+            return None
+        train = self._train_change(ctx, int(steps[i]))
+        return trend.z if train is not None and train < 0 else None
 
     def _long_steady(self, steps: np.ndarray, best_step: int, falling_share: float) -> bool:
         """A decay confirmed over a real share of the run: the evals since the best fall steadily

@@ -40,8 +40,9 @@ def _inferred_warmup_end(steps: np.ndarray, lr: np.ndarray) -> int | None:
 
 
 def _warming_down(lr: np.ndarray) -> bool:
-    """An LR that has fallen at every logged point since its first (≥ 3 points): a schedule starting high."""
-    return lr.size >= 3 and bool(np.all(np.diff(lr) < 0))
+    """An LR that has fallen at every logged point since its first (≥ 2 points: one fall is already no
+    departure from a schedule it was never within): a schedule starting high."""
+    return lr.size >= 2 and bool(np.all(np.diff(lr) < 0))
 
 
 class LrDetector(Detector):
@@ -65,7 +66,10 @@ class LrDetector(Detector):
       configured peak is the runaway test's. An LR above the peak at its first logged point that has fallen
       at every point since was never within the schedule, so it has not left it: a warm-down from a higher
       start (YOLOv5's bias group falls from warmup_bias_lr 0.1 to lr0 0.01 over its warmup epochs, while
-      its weight groups rise to 0.01), not an anomaly, and no cause for an eval's dip.
+      its weight groups rise to 0.01), not an anomaly, and no cause for an eval's dip. From its second point:
+      a first check after two epochs sees 0.0706 → 0.0403 against lr0 0.01 (log-yolov5_model-1, healthy, was
+      unsure there for an LR "4× the configured peak"); an LR above the peak that rose or held since its first
+      point is still judged.
     - ``runaway_ratio``: with a peak LR in the run config, an LR that climbed at every logged point, from
       within the schedule (≤ ``restart_peak_ratio`` × the peak) after warmup, to ≥ 2× that peak is a
       runaway schedule → critical on its own, like a non-finite LR. After warmup no schedule rises

@@ -16,7 +16,8 @@ import numpy as np
 from ..models import Severity, Signal, SignalKind
 from ..state import MetricSeries
 from .context import JudgeContext, finite_after, signal, train_start
-from .stats import end_thirds, fmt, fmt_pct, fmt_step, positive_log, theil_sen
+from .evalkinds import train_accuracy_series
+from .stats import end_thirds, finite_xy, fmt, fmt_pct, fmt_step, positive_log, theil_sen
 from .trend_rise import LossRiseTests
 from .trend_stall import LossStallTests
 
@@ -26,6 +27,37 @@ class TrendDetector(LossRiseTests, LossStallTests):
     ``LossTrendBase``."""
 
     def check(self, ctx: JudgeContext) -> list[Signal]:
+        return self._loss_signals(ctx) + self._train_accuracy_falling(ctx)
+
+    def _train_accuracy_falling(self, ctx: JudgeContext) -> list[Signal]:
+        """An accuracy on the training set (`train_accuracy_series`) falling over all its ≥ ``plateau_min_points``
+        points: a significant Theil–Sen trend down (Mann–Kendall z ≤ −``confidence_z``) and its last third's
+        median ≥ ``accuracy_fall_fraction`` below its first third's. A warning (a reviewer's look, never a
+        stop): the model gets worse on the very batches it trains on."""
+        series = train_accuracy_series(ctx)
+        if series is None:
+            return []
+        steps, values = finite_xy(series.steps, series.values)
+        if values.size < self.plateau_min_points:
+            return []
+        trend = theil_sen(steps, values, confidence_z=self.confidence_z)
+        if trend is None or trend.z > -self.confidence_z:
+            return []
+        first, last = (float(np.median(part)) for part in (values[: values.size // 3], values[-(values.size // 3) :]))
+        if first <= 0 or last > (1 - self.accuracy_fall_fraction) * first:
+            return []
+        msg = (
+            f"{series.name} falling: {fmt(first)} → {fmt(last)} (medians of the first and last thirds, "
+            f"{fmt_pct(1 - last / first)} down; threshold {fmt_pct(self.accuracy_fall_fraction)}), Mann–Kendall z "
+            f"{trend.z:.1f} over its {values.size} points (steps {fmt_step(int(steps[0]))}–"
+            f"{fmt_step(int(steps[-1]))}): the model gets worse on the batches it trains on; worth a look."
+        )
+        return [
+            signal(SignalKind.DIVERGENCE, Severity.WARNING, msg, metric=series.name, step=int(steps[-1]),
+                   drop=1 - last / first, mk_z=trend.z, points=values.size, since_step=int(steps[0]))
+        ]  # fmt: skip
+
+    def _loss_signals(self, ctx: JudgeContext) -> list[Signal]:
         loss = ctx.train_loss
         if loss is None:
             return []

@@ -254,6 +254,24 @@ class LossTrendBase(Detector):
       model at 0.05-0.10 with spikes: ambiguous, continue at every check); it flags 5 healthy checks of
       corpus_real/'s train split (a Llama-2 LoRA at 3 checks, an irrigation classifier at 2) and one of
       corpus/'s (h16 at 1,650 steps, its log 1.14 → 1.16 by thirds after its noisy shard).
+      A log whose LR rose at every logged point (its warmup still under way at its last point, so no point is
+      past it) is read the same way over its points after the first, from ``flat_start_min_points`` on, with
+      its last third allowed down to ``stuck_drop_fraction`` below its first: the warmup is where a loss falls
+      fastest, and a loss that holds its level within 5 % while its LR keeps growing has not started to learn
+      from it. A detectron2 detector's loss 5.8 → 3.7-5.6 (4.91 → 4.87 by thirds) over 41 logs while its LR
+      grows 40× in a warmup that outlasts the log (log-gdp-objdetect-1, ambiguous) was continue at every
+      check; after a warmup the stricter "no lower" stays (at "within 5 %" there, noisy healthy LoRA
+      fine-tunes and a hydrology model of corpus_real/'s train split escalate at 14 more checks).
+    - ``accuracy_fall_fraction``: an accuracy on the training set (``train/accuracy``) falling over all its
+      ≥ ``plateau_min_points`` points — a significant Theil–Sen trend down (Mann–Kendall z ≤ −``confidence_z``)
+      and its last third's median ≥ 5 % (the ``stuck_drop_fraction`` scale) below its first third's — is a
+      warning (a reviewer's look, never a stop): a model trained on those very batches should not get worse
+      at them, whatever its noisy loss shows. An ESPnet CTC/attention model's train accuracy 0.44 → 0.29
+      (0.36 → 0.30 by thirds, z −2.0) over 14 iterations of a loss swinging 376-1,205 without a trend
+      (issue-espnet-3370, ambiguous) was continue at every check. No healthy run of corpus_real/'s train
+      split that logs a train accuracy (17, from 7 to 2,000 points) gets there; the bad ones that do (a
+      DE-GNN's accuracy sliding 0.91 → 0.81, an fp16 classifier at chance sliding 0.102 → 0.092) are
+      stopped already.
     - ``eval_improving_z``: no such flag while an eval of the run improves over the same steps (≥ 4 evals,
       Mann–Kendall z ≥ 1.645 in its better direction: one-sided 95 %, as the question "does it still
       improve" has one side): the model still gets better on held-out data, so the flat train loss is a
@@ -300,6 +318,7 @@ class LossTrendBase(Detector):
     floor_min_share: float = Field(default=0.25, gt=0, lt=1)
     eval_improving_z: float = Field(default=1.645, gt=0)
     plateau_min_points: int = Field(default=7, ge=4)
+    accuracy_fall_fraction: float = Field(default=0.05, gt=0, lt=1)
 
     def _early_points(self, n: int) -> int:
         """The run's first ``early_window_points``, but no more than its first third: in a log of 40

@@ -40,11 +40,13 @@ class LossStallTests(LossTrendBase):
         less than ``rising_min_change`` above). A warning (a reviewer's look, never a stop: a converged
         plateau and a stuck run look the same in a window). Not while an eval of the run improves
         significantly over the same steps (`_eval_improving`): the model still gets better on held-out data."""
-        least = self.plateau_min_points
+        least, warming = self.plateau_min_points, False
         whole_steps, whole = finite_xy(loss.steps, loss.values)
         if holds_start(whole_steps):  # the whole log after its first point and warmup, restarts or not
-            after = max(int(whole_steps[0]), ctx.lr_events.warmup_end or int(whole_steps[0]))
-            steps, values, least = whole_steps[whole_steps > after], whole[whole_steps > after], self.min_points
+            warming = self._warming_throughout(ctx, int(whole_steps[-1]))
+            after = int(whole_steps[0]) if warming else max(int(whole_steps[0]), ctx.lr_events.warmup_end or 0)
+            least = self.flat_start_min_points if warming else self.min_points
+            steps, values = whole_steps[whole_steps > after], whole[whole_steps > after]
             if self._early_floor(ctx, whole, values, int(whole_steps[-1])):
                 return []
         if values.size < least:
@@ -56,7 +58,8 @@ class LossStallTests(LossTrendBase):
         span = float(steps[-1] - steps[0])
         fall_ruled_out = float(-np.expm1(trend.low * span))
         first, last = (float(np.exp(level)) for level in end_thirds(y))
-        level_held = first <= last < first * (1 + self.rising_min_change)  # a higher one is an episode's
+        floor = first * (1 - self.stuck_drop_fraction) if warming else first  # a warmup's loss should fall
+        level_held = floor <= last < first * (1 + self.rising_min_change)  # a higher one is an episode's
         no_gain = values.size >= self.flat_start_min_points and level_held and not trend.falling
         if fall_ruled_out >= self.stuck_drop_fraction and not no_gain:
             return []
@@ -78,6 +81,15 @@ class LossStallTests(LossTrendBase):
             signal(SignalKind.FLAT, Severity.WARNING, msg, metric=loss.name, step=int(steps[-1]),
                    mk_z=trend.z, points=values.size, since_step=int(steps[0]), **{PLATEAU_EVIDENCE: fall_ruled_out})
         ]  # fmt: skip
+
+    @staticmethod
+    def _warming_throughout(ctx: JudgeContext, last_step: int) -> bool:
+        """Whether the LR's warmup is still under way at the log's last point (it rose at every logged point),
+        so no point is past it. The flat test then reads the points after the first, from
+        ``flat_start_min_points`` on: a loss flat for that long while its LR keeps growing is flat just the same
+        (the warmup is where a loss falls fastest), and the no-gain reading needs that many points."""
+        warmup_end = ctx.lr_events.warmup_end
+        return ctx.learning_rate is not None and warmup_end is not None and warmup_end >= last_step
 
     def _early_floor(self, ctx: JudgeContext, whole: np.ndarray, window: np.ndarray, last_step: int) -> bool:
         """A loss that learned from its first point (its window's median ≥ ``flat_min_drop_fraction`` below it)
