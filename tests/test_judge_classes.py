@@ -842,6 +842,28 @@ def test_a_real_noisy_loss_still_rising_after_a_check_saw_it_rise_is_flagged(rea
     assert decisions(replay_cuts(dict(run.metrics), [checkpoints(run)[-1]])) == ".", "a first sight is only info"
 
 
+def test_a_real_loss_that_blew_up_two_orders_of_magnitude_and_stays_up_is_stopped_within_one_check(real):
+    """log-pinnforem-1 (train, bad): a Lightning physics-informed net's mean loss settles at 0.022, then blows up
+    at epoch 551 (0.42, 16.8, 2.0, 17.9: 788× its best median, 36× its early median) and falls back only to
+    0.2-0.14, 6-9× its best, for the 185 epochs left. The divergence after it slowly falls, so the three-check
+    confirmation never came ("falling again") and every check said continue. A divergence whose episode
+    peaked ≥ 100× the best median and ≥ 3× the early median is the run's state after a blow-up, not a
+    transient lift: stopped at the first check that sees the divergence. Control: the same run with the
+    blow-up's four points held at its first one (0.42, 18×) is only watched at that check."""
+    run = real["log-pinnforem-1"]
+    code, visible, verdicts = replay_real(run)
+    assert stopped_within_one_check(code, visible), (code, visible)
+    assert "has not come back" in verdicts[code.index("S")].summary, verdicts[code.index("S")].summary
+    steps, values = run.metrics["train/mean_loss"]
+    held = values.copy()
+    peak = (steps >= 552) & (steps <= 555)
+    held[peak] = values[steps == 551][0]
+    metrics = dict(run.metrics) | {"train/mean_loss": (steps, held)}
+    cuts = checkpoints(run)
+    control = decisions(replay_cuts(metrics, cuts))
+    assert "S" not in control[: visible + 2], control
+
+
 @pytest.mark.parametrize(
     ("run_id", "reason"),
     [

@@ -61,6 +61,13 @@ class LossTrendBase(Detector):
       a single 1e16 batch (a detection run's recurring explosions) is one point, never three in a row.
       Between 10× and 100× the raw blow-up is confirmed like the smoothed one (a short pasted log at 12×,
       70×, 83× is unsure, then stopped at the next check).
+      The same 100× (against the best median) also ends a divergence's wait for confirmation: an episode whose
+      raw peak was ≥ 100× the best median before it and ≥ ``blowup_early_ratio`` × the early median (past the
+      loss the run started from, so a loss at a floor orders of magnitude below its start is not judged by
+      ratios of tiny numbers) is critical as soon as the divergence after it is sustained, even while it
+      falls: the loss has not come back from the blow-up, and weights thrown that far do not return to their
+      best (issue 9: a physics-informed net's loss at 0.022 blew up to 17.9, 788× its best, and fell back
+      only to 6-9× its best for 185 epochs, watched as "falling again" at every check).
     - ``sustain_points``: smoothed (or, for the raw blow-up, raw) points in a row above a threshold
       before it is reported (3).
     - Raw divergence in a short log: below ``min_points`` the smoothed divergence cannot be measured, so
