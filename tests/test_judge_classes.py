@@ -864,6 +864,25 @@ def test_a_real_loss_that_blew_up_two_orders_of_magnitude_and_stays_up_is_stoppe
     assert "S" not in control[: visible + 2], control
 
 
+def test_a_real_train_and_eval_loss_climbing_back_from_their_minimum_for_long_is_stopped(real):
+    """log-RetroInference-2 (train, bad): a GRU language model's per-epoch train loss falls to 0.7978 at epoch
+    14, then rises at every epoch to 0.8271 (+3.7 %) while its val loss climbs from its best 0.907 to 0.93-0.94:
+    a slow divergence far below the smoothed rules' +10 %, continue at every check before. A climb of ≥ 8
+    points since the minimum, ≥ 80 % of their pairs rising, ≥ +1 %, over ≥ a quarter of the judged steps is
+    watched; with an eval loss ≥ 1 % above its best 3+ evals back it is stopped at the next check. Control:
+    the same run with its val loss held at its best from the train minimum on is watched, never stopped (a
+    schedule or a curriculum can lift a train loss; the held-out loss says whether the model got worse)."""
+    run = real["log-RetroInference-2"]
+    code, visible, verdicts = replay_real(run)
+    assert "S" not in code[:visible] and "S" in code[visible : visible + 3], (code, visible)
+    assert "climbing back from its minimum" in verdicts[code.index("S")].summary
+    steps, values = run.metrics["eval/loss"]
+    held = values.copy()
+    held[steps >= 14] = values.min() * 0.999
+    control = decisions(replay_cuts(dict(run.metrics) | {"eval/loss": (steps, held)}, checkpoints(run)))
+    assert "S" not in control, control
+
+
 @pytest.mark.parametrize(
     ("run_id", "reason"),
     [

@@ -47,6 +47,9 @@ class TrendDetector(LossRiseTests, LossStallTests):
         if not out:
             out = self._slow_divergence(ctx, loss, steps, y, smooth, best, window, early)
         found = at_chance + (self._witnessed(ctx, out, steps, y, window) or self._slope(ctx, loss, steps, y))
+        flagged = (Severity.WARNING, Severity.CRITICAL)
+        if not any(s.kind is SignalKind.DIVERGENCE and s.severity in flagged for s in found):
+            found += self._climb_back(ctx, loss, steps, y)
         if all(s.severity is Severity.INFO and not self._real_improvement(s) for s in found):
             found += self._no_progress(ctx, loss, steps, values)
         return found

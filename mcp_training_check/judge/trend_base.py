@@ -261,6 +261,20 @@ class LossTrendBase(Detector):
       model at 0.05-0.10 with spikes: ambiguous, continue at every check); it flags 5 healthy checks of
       corpus_real/'s train split (a Llama-2 LoRA at 3 checks, an irrigation classifier at 2) and one of
       corpus/'s (h16 at 1,650 steps, its log 1.14 → 1.16 by thirds after its noisy shard).
+    - ``climb_min_points`` / ``climb_rising_share`` / ``climb_min_change``: a loss climbing back from its
+      minimum, steadily and for long: ≥ 8 points after its lowest point (the fewest on which "every epoch
+      higher than the one before" is no run of luck: 8 rising points in a row happen by chance once in 40,320
+      orderings), ≥ 80 % of their pairs in rising order (the eval detector's ``decay_falling_share``, the same
+      "steady" for a climb as for a decay), the median of its last 3 points ≥ 1 % above the minimum (the
+      labelling rule of corpus_real/ for a slow climb's fault: the first point > 1 % above the minimum), over
+      ≥ ``confirm_share`` of the judged steps (a climb shorter than a quarter of the run can still turn). Watched
+      (a schedule, a curriculum or a growing augmentation can lift a train loss), critical when an eval loss
+      of the run climbs back too (its last 3 evals' median ≥ 1 % above its best eval, 3+ evals back) and the
+      previous check (with points since) saw the climb: both losses worse for a quarter of the run. The smoothed
+      rules need +10 % over the best (``slow_divergence_ratio``), which a per-epoch mean over thousands of
+      batches climbing a few per cent never reaches; a per-step loss's noise keeps its pairs near 50 % rising
+      (issue 9: a GRU language model's train loss 0.7978 → 0.8271 at every epoch for 15 epochs with its val
+      loss 0.907 → 0.94 was continue at every check). It adds no false STOP on either corpus (train and holdout).
     - ``eval_improving_z``: no such flag while an eval of the run improves over the same steps (≥ 4 evals,
       Mann–Kendall z ≥ 1.645 in its better direction: one-sided 95 %, as the question "does it still
       improve" has one side): the model still gets better on held-out data, so the flat train loss is a
@@ -307,6 +321,9 @@ class LossTrendBase(Detector):
     floor_min_share: float = Field(default=0.25, gt=0, lt=1)
     eval_improving_z: float = Field(default=1.645, gt=0)
     plateau_min_points: int = Field(default=7, ge=4)
+    climb_min_points: int = Field(default=8, ge=3)
+    climb_rising_share: float = Field(default=0.8, gt=0.5, le=1)
+    climb_min_change: float = Field(default=0.01, gt=0)
 
     def _early_points(self, n: int) -> int:
         """The run's first ``early_window_points``, but no more than its first third: in a log of 40

@@ -6,9 +6,11 @@ from __future__ import annotations
 import numpy as np
 
 from ..models import Direction, Severity, Signal, SignalKind
+from ..roles import tokenize
 from ..state import MetricSeries
 from .context import JudgeContext, signal
 from .stats import (
+    falling_pairs_share,
     finite_xy,
     fmt,
     fmt_pct,
@@ -188,6 +190,60 @@ class LossRiseTests(LossTrendBase):
             signal(SignalKind.DIVERGENCE, Severity.WATCH, msg, metric=loss.name, step=int(steps[-1]), ratio=ratio,
                    reference=reference, points_above=above, since_step=since)
         ]  # fmt: skip
+
+    def _climb_back(self, ctx: JudgeContext, loss: MetricSeries, steps: np.ndarray, y: np.ndarray) -> list[Signal]:
+        """A loss climbing back from its minimum, steadily and for long: ≥ ``climb_min_points`` points after its
+        lowest point, over ≥ ``confirm_share`` of the steps judged, ≥ ``climb_rising_share`` of their pairs in
+        rising order and the median of its last 3 points ≥ ``climb_min_change`` above the minimum. Watched;
+        critical when an eval loss of the run climbs back too (`_eval_loss_climb`) and the previous check (with
+        points since) saw the climb: both losses getting worse for a quarter of the run is a slow divergence,
+        not noise. The smoothed divergence rules need ≥ 10 % over the best, which a per-epoch loss climbing
+        a few per cent a dozen epochs in a row never reaches."""
+        i = int(np.argmin(y))
+        tail = y[i:]
+        if tail.size - 1 < self.climb_min_points:
+            return []
+        share = (float(steps[-1]) - float(steps[i])) / max(float(steps[-1]) - float(steps[0]), 1.0)
+        rising = falling_pairs_share(-tail)
+        change = float(np.expm1(float(np.median(tail[-3:])) - float(tail[0])))
+        if share < self.confirm_share or rising < self.climb_rising_share or change < self.climb_min_change:
+            return []
+        head = (
+            f"{loss.name} is climbing back from its minimum {fmt(float(np.exp(tail[0])))} at step "
+            f"{fmt_step(int(steps[i]))}: +{fmt_pct(change)} by the median of its last 3 points over the "
+            f"{tail.size - 1} points since, {fmt_pct(rising)} of their pairs rising, over {fmt_pct(share)} of the "
+            f"judged steps (thresholds {self.climb_min_points} points, {fmt_pct(self.climb_rising_share)}, "
+            f"+{fmt_pct(self.climb_min_change)}, {fmt_pct(self.confirm_share)})"
+        )
+        witness = self._eval_loss_climb(ctx)
+        prev = ctx.previous_signal(SignalKind.DIVERGENCE, loss.name)
+        again = (
+            prev is not None and "climb_back" in prev.evidence and prev.step is not None and prev.step < int(steps[-1])
+        )
+        if witness is not None and again:
+            severity, tail_msg = Severity.CRITICAL, f"; {witness}, and the previous check saw the climb: critical."
+        elif witness is not None:
+            severity, tail_msg = Severity.WATCH, f"; {witness}: critical if the next check still sees both."
+        else:
+            severity, tail_msg = Severity.WATCH, "; no eval loss climbs with it: watched, a schedule can do this."
+        return [
+            signal(SignalKind.DIVERGENCE, severity, head + tail_msg, metric=loss.name, step=int(steps[-1]),
+                   ratio=1 + change, since_step=int(steps[i]), climb_back=1.0)
+        ]  # fmt: skip
+
+    def _eval_loss_climb(self, ctx: JudgeContext) -> str | None:
+        """An eval loss of the run (lower is better, "loss" in its name) whose last 3 evals' median is ≥
+        ``climb_min_change`` above its best eval, ≥ 3 evals before its last: as a phrase, or None."""
+        for series, direction in ctx.evals:
+            if direction is not Direction.LOWER or "loss" not in tokenize(series.name):
+                continue
+            _, values = finite_xy(series.steps, series.values)
+            if values.size < 4 or values.size - 1 - int(np.argmin(values)) < 3 or float(values.min()) <= 0:
+                continue
+            worse = float(np.median(values[-3:])) / float(values.min()) - 1
+            if worse >= self.climb_min_change:
+                return f"{series.name} climbs back too, +{fmt_pct(worse)} over its best {fmt(float(values.min()))}"
+        return None
 
     def _unrecovered_peak(
         self, steps: np.ndarray, y: np.ndarray, since: int, window: int, best: float, early: float | None
