@@ -883,6 +883,26 @@ def test_a_real_train_and_eval_loss_climbing_back_from_their_minimum_for_long_is
     assert "S" not in control, control
 
 
+def test_a_real_fine_tune_whose_warmup_undid_its_progress_is_stopped(real):
+    """log-Whisper_Finetune-1 (train, bad): a Whisper LoRA fine-tune's loss falls to 0.118 at step 125, then
+    climbs back as its LR warms up to 1e-4 (step 525) and sits at 0.26-0.33 for 600 steps, while its eval loss
+    goes 0.219 -> 0.42 and its WER 0.18 -> 0.30. The trend rules judge only the points after the warmup, whose
+    best is already the damaged level: continue at every check ("improving", "no clear trend"). A loss whose
+    lowest median of 3 after its warmup is ≥ 2× the lowest during it, beside an eval ≥ 10 % worse since its
+    best at or before the warmup's end, is watched at the first check (10 points after the warmup) and stopped
+    at the next. Control: the same run with its evals improving from their warm-up values is never stopped."""
+    run = real["log-Whisper_Finetune-1"]
+    code, visible, verdicts = replay_real(run)
+    assert "S" not in code[:visible] and "S" in code, (code, visible)
+    assert "never came back after its warmup" in verdicts[code.index("S")].summary
+    held = dict(run.metrics)
+    for name in ("eval/loss", "eval/wer"):
+        steps, values = run.metrics[name]
+        held[name] = (steps, values[0] * np.linspace(1.0, 0.8, values.size))  # improving at every eval
+    control = decisions(replay_cuts(held, checkpoints(run)))
+    assert "S" not in control, control
+
+
 @pytest.mark.parametrize(
     ("run_id", "reason"),
     [

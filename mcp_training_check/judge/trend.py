@@ -46,6 +46,8 @@ class TrendDetector(LossRiseTests, LossStallTests):
             out = self._divergence(ctx, loss, steps, y, smooth, best, window, early)
         if not out:
             out = self._slow_divergence(ctx, loss, steps, y, smooth, best, window, early)
+        if not out:
+            out = self._warmup_undone(ctx, loss, steps, y)
         found = at_chance + (self._witnessed(ctx, out, steps, y, window) or self._slope(ctx, loss, steps, y))
         flagged = (Severity.WARNING, Severity.CRITICAL)
         if not any(s.kind is SignalKind.DIVERGENCE and s.severity in flagged for s in found):

@@ -275,6 +275,18 @@ class LossTrendBase(Detector):
       batches climbing a few per cent never reaches; a per-step loss's noise keeps its pairs near 50 % rising
       (issue 9: a GRU language model's train loss 0.7978 → 0.8271 at every epoch for 15 epochs with its val
       loss 0.907 → 0.94 was continue at every check). It adds no false STOP on either corpus (train and holdout).
+    - ``warmup_eval_worse_fraction``: a warmup that undid the run's progress. The trend rules judge the
+      points after the warmup only, so a loss that fell during the warmup and climbed back as the LR rose to
+      its peak has its damaged level as its "best". When the lowest median of ``sustain_points`` after the
+      warmup is ≥ ``divergence_ratio`` × the lowest during it (and ≥ ``floor_min_share`` of the way back to the
+      log's first points), and an eval whose best came at or before the warmup's end has a median since that
+      best ≥ 10 % worse than it (in its own direction), the loss never came back: watched at the first check
+      that sees both, critical at the next (with points since). 10 %: twice the eval detector's
+      ``degrade_margin``, because the evals after the warmup are few when it is first seen (one or two) and
+      one of them must not be an unlucky eval's noise. Needs a warmup end (the config's or the LR's) with no
+      LR restart after it (issue 9: a Whisper LoRA fine-tune's loss 0.118 at step 125, then 0.26-0.33 after
+      its warmup to 1e-4 ended at step 525, eval loss 0.219 -> 0.42 and WER 0.18 -> 0.30, was continue at every
+      check). It adds no false STOP and no escalation on either corpus (train and holdout).
     - ``eval_improving_z``: no such flag while an eval of the run improves over the same steps (≥ 4 evals,
       Mann–Kendall z ≥ 1.645 in its better direction: one-sided 95 %, as the question "does it still
       improve" has one side): the model still gets better on held-out data, so the flat train loss is a
@@ -324,6 +336,7 @@ class LossTrendBase(Detector):
     climb_min_points: int = Field(default=8, ge=3)
     climb_rising_share: float = Field(default=0.8, gt=0.5, le=1)
     climb_min_change: float = Field(default=0.01, gt=0)
+    warmup_eval_worse_fraction: float = Field(default=0.1, gt=0)
 
     def _early_points(self, n: int) -> int:
         """The run's first ``early_window_points``, but no more than its first third: in a log of 40

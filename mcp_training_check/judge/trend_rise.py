@@ -8,7 +8,7 @@ import numpy as np
 from ..models import Direction, Severity, Signal, SignalKind
 from ..roles import tokenize
 from ..state import MetricSeries
-from .context import JudgeContext, signal
+from .context import JudgeContext, signal, train_start
 from .stats import (
     falling_pairs_share,
     finite_xy,
@@ -190,6 +190,68 @@ class LossRiseTests(LossTrendBase):
             signal(SignalKind.DIVERGENCE, Severity.WATCH, msg, metric=loss.name, step=int(steps[-1]), ratio=ratio,
                    reference=reference, points_above=above, since_step=since)
         ]  # fmt: skip
+
+    def _warmup_undone(self, ctx: JudgeContext, loss: MetricSeries, steps: np.ndarray, y: np.ndarray) -> list[Signal]:
+        """A loss that never came back after its warmup to the level it reached during it: the lowest median of
+        3 points after the warmup ≥ ``divergence_ratio`` × the lowest during it (and ≥ ``floor_min_share`` of
+        the way back to the run's first points), beside an eval worse after its best, which came at or before
+        the warmup's end, by ≥ ``warmup_eval_worse_fraction`` (the median of its evals since). The LR's climb to
+        its peak undid what the first steps learned (an LR too high for a fine-tune): watched at the first check
+        that sees both, critical at the next (with points since). The trend rules judge only the points after
+        the warmup, whose best is already the damaged level, so they call it a plateau or an improvement."""
+        end = ctx.lr_events.warmup_end
+        if end is None or train_start(ctx) != end or y.size < self.min_points:
+            return []
+        all_steps, all_values = finite_xy(loss.steps, loss.values)
+        warm = positive_log(all_values[all_steps < end])
+        if warm.size < self.sustain_points:
+            return []
+        low = float(rolling_median(warm, self.sustain_points).min())
+        after = float(rolling_median(y, self.sustain_points).min())
+        start = float(np.median(warm[: self.sustain_points]))
+        if after - low < np.log(self.divergence_ratio) or self._way_back(after, low, start) < self.floor_min_share:
+            return []
+        witness = self._eval_worse_since_warmup(ctx, end)
+        if witness is None:
+            return []
+        prev = ctx.previous_signal(SignalKind.DIVERGENCE, loss.name)
+        again = (
+            prev is not None and "warmup_undone" in prev.evidence and prev.step is not None
+            and prev.step < int(steps[-1])
+        )  # fmt: skip
+        ratio = float(np.exp(after - low))
+        msg = (
+            f"{loss.name} never came back after its warmup (ended at step {fmt_step(end)}) to the level it reached "
+            f"during it: its lowest median of {self.sustain_points} since is {fmt(float(np.exp(after)))}, "
+            f"{fmt_ratio(ratio)} the {fmt(float(np.exp(low)))} of the warmup (threshold "
+            f"{fmt_ratio(self.divergence_ratio)}); {witness}: the LR's climb undid what the first steps learned"
+        )
+        msg += ", seen at the previous check too: critical." if again else "; critical if the next check still sees it."
+        return [
+            signal(SignalKind.DIVERGENCE, Severity.CRITICAL if again else Severity.WATCH, msg, metric=loss.name,
+                   step=int(steps[-1]), ratio=ratio, since_step=int(end), warmup_undone=1.0)
+        ]  # fmt: skip
+
+    def _eval_worse_since_warmup(self, ctx: JudgeContext, end: int) -> str | None:
+        """An eval whose best eval came at or before the warmup's ``end`` and whose evals since that best have a
+        median ≥ ``warmup_eval_worse_fraction`` worse than it, in the eval's own direction: as a phrase."""
+        for series, direction in ctx.evals:
+            steps, values = finite_xy(series.steps, series.values)
+            if values.size < 2:
+                continue
+            i = int(np.argmin(values) if direction is Direction.LOWER else np.argmax(values))
+            best = float(values[i])
+            if steps[i] > end or i == values.size - 1 or best <= 0:
+                continue
+            level = float(np.median(values[i + 1 :]))
+            worse = level / best - 1 if direction is Direction.LOWER else 1 - level / best
+            if worse >= self.warmup_eval_worse_fraction:
+                return (
+                    f"{series.name} got worse with it: {fmt(level)} since its best {fmt(best)} at step "
+                    f"{fmt_step(int(steps[i]))} (median, {fmt_pct(worse)} worse; threshold "
+                    f"{fmt_pct(self.warmup_eval_worse_fraction)})"
+                )
+        return None
 
     def _climb_back(self, ctx: JudgeContext, loss: MetricSeries, steps: np.ndarray, y: np.ndarray) -> list[Signal]:
         """A loss climbing back from its minimum, steadily and for long: ≥ ``climb_min_points`` points after its
