@@ -5,8 +5,9 @@ a median of many points compared against the noise of log(loss) itself (MAD of f
 a run logged per step with tiny batches is held to the same false-alarm rate as a smooth one. The
 divergence tests look only at points after warmup and after the latest LR restart the schedule explains.
 
-The tests live by kind: `trend_rise` (going up), `trend_stall` (not going down), their thresholds and
-shared levels in `trend_base`; this module combines them per check.
+The tests live by kind: `trend_rise` (going up), `trend_climb` (climbing back too slowly for the divergence
+rules: after its warmup, from its minimum), `trend_stall` (not going down), their thresholds and shared levels
+in `trend_base`; this module combines them per check.
 """
 
 from __future__ import annotations
@@ -17,11 +18,11 @@ from ..models import Severity, Signal, SignalKind
 from ..state import MetricSeries
 from .context import JudgeContext, finite_after, signal, train_start
 from .stats import end_thirds, fmt, fmt_pct, fmt_step, positive_log, theil_sen
-from .trend_rise import LossRiseTests
+from .trend_climb import LossClimbTests
 from .trend_stall import LossStallTests
 
 
-class TrendDetector(LossRiseTests, LossStallTests):
+class TrendDetector(LossClimbTests, LossStallTests):
     """Divergence, blow-up, rising, not learning (flat) and improving train loss; thresholds in
     ``LossTrendBase``."""
 
