@@ -842,6 +842,67 @@ def test_a_real_noisy_loss_still_rising_after_a_check_saw_it_rise_is_flagged(rea
     assert decisions(replay_cuts(dict(run.metrics), [checkpoints(run)[-1]])) == ".", "a first sight is only info"
 
 
+def test_a_real_loss_that_blew_up_two_orders_of_magnitude_and_stays_up_is_stopped_within_one_check(real):
+    """log-pinnforem-1 (train, bad): a Lightning physics-informed net's mean loss settles at 0.022, then blows up
+    at epoch 551 (0.42, 16.8, 2.0, 17.9: 788× its best median, 36× its early median) and falls back only to
+    0.2-0.14, 6-9× its best, for the 185 epochs left. The divergence after it slowly falls, so the three-check
+    confirmation never came ("falling again") and every check said continue. A divergence whose episode
+    peaked ≥ 100× the best median and ≥ 3× the early median is the run's state after a blow-up, not a
+    transient lift: stopped at the first check that sees the divergence. Control: the same run with the
+    blow-up's four points held at its first one (0.42, 18×) is only watched at that check."""
+    run = real["log-pinnforem-1"]
+    code, visible, verdicts = replay_real(run)
+    assert stopped_within_one_check(code, visible), (code, visible)
+    assert "has not come back" in verdicts[code.index("S")].summary, verdicts[code.index("S")].summary
+    steps, values = run.metrics["train/mean_loss"]
+    held = values.copy()
+    peak = (steps >= 552) & (steps <= 555)
+    held[peak] = values[steps == 551][0]
+    metrics = dict(run.metrics) | {"train/mean_loss": (steps, held)}
+    cuts = checkpoints(run)
+    control = decisions(replay_cuts(metrics, cuts))
+    assert "S" not in control[: visible + 2], control
+
+
+def test_a_real_train_and_eval_loss_climbing_back_from_their_minimum_for_long_is_stopped(real):
+    """log-RetroInference-2 (train, bad): a GRU language model's per-epoch train loss falls to 0.7978 at epoch
+    14, then rises at every epoch to 0.8271 (+3.7 %) while its val loss climbs from its best 0.907 to 0.93-0.94:
+    a slow divergence far below the smoothed rules' +10 %, continue at every check before. A climb of ≥ 8
+    points since the minimum, ≥ 80 % of their pairs rising, ≥ +1 %, over ≥ a quarter of the judged steps is
+    watched; with an eval loss ≥ 1 % above its best 3+ evals back it is stopped at the next check. Control:
+    the same run with its val loss held at its best from the train minimum on is watched, never stopped (a
+    schedule or a curriculum can lift a train loss; the held-out loss says whether the model got worse)."""
+    run = real["log-RetroInference-2"]
+    code, visible, verdicts = replay_real(run)
+    assert "S" not in code[:visible] and "S" in code[visible : visible + 3], (code, visible)
+    assert "climbing back from its minimum" in verdicts[code.index("S")].summary
+    steps, values = run.metrics["eval/loss"]
+    held = values.copy()
+    held[steps >= 14] = values.min() * 0.999
+    control = decisions(replay_cuts(dict(run.metrics) | {"eval/loss": (steps, held)}, checkpoints(run)))
+    assert "S" not in control, control
+
+
+def test_a_real_fine_tune_whose_warmup_undid_its_progress_is_stopped(real):
+    """log-Whisper_Finetune-1 (train, bad): a Whisper LoRA fine-tune's loss falls to 0.118 at step 125, then
+    climbs back as its LR warms up to 1e-4 (step 525) and sits at 0.26-0.33 for 600 steps, while its eval loss
+    goes 0.219 -> 0.42 and its WER 0.18 -> 0.30. The trend rules judge only the points after the warmup, whose
+    best is already the damaged level: continue at every check ("improving", "no clear trend"). A loss whose
+    lowest median of 3 after its warmup is ≥ 2× the lowest during it, beside an eval ≥ 10 % worse since its
+    best at or before the warmup's end, is watched at the first check (10 points after the warmup) and stopped
+    at the next. Control: the same run with its evals improving from their warm-up values is never stopped."""
+    run = real["log-Whisper_Finetune-1"]
+    code, visible, verdicts = replay_real(run)
+    assert "S" not in code[:visible] and "S" in code, (code, visible)
+    assert "never came back after its warmup" in verdicts[code.index("S")].summary
+    held = dict(run.metrics)
+    for name in ("eval/loss", "eval/wer"):
+        steps, values = run.metrics[name]
+        held[name] = (steps, values[0] * np.linspace(1.0, 0.8, values.size))  # improving at every eval
+    control = decisions(replay_cuts(held, checkpoints(run)))
+    assert "S" not in control, control
+
+
 @pytest.mark.parametrize(
     ("run_id", "reason"),
     [

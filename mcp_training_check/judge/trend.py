@@ -5,8 +5,9 @@ a median of many points compared against the noise of log(loss) itself (MAD of f
 a run logged per step with tiny batches is held to the same false-alarm rate as a smooth one. The
 divergence tests look only at points after warmup and after the latest LR restart the schedule explains.
 
-The tests live by kind: `trend_rise` (going up), `trend_stall` (not going down), their thresholds and
-shared levels in `trend_base`; this module combines them per check.
+The tests live by kind: `trend_rise` (going up), `trend_climb` (climbing back too slowly for the divergence
+rules: after its warmup, from its minimum), `trend_stall` (not going down), their thresholds and shared levels
+in `trend_base`; this module combines them per check.
 """
 
 from __future__ import annotations
@@ -18,11 +19,11 @@ from ..state import MetricSeries
 from .context import JudgeContext, finite_after, signal, train_start
 from .evalkinds import train_accuracy_series
 from .stats import end_thirds, finite_xy, fmt, fmt_pct, fmt_step, positive_log, theil_sen
-from .trend_rise import LossRiseTests
+from .trend_climb import LossClimbTests
 from .trend_stall import LossStallTests
 
 
-class TrendDetector(LossRiseTests, LossStallTests):
+class TrendDetector(LossClimbTests, LossStallTests):
     """Divergence, blow-up, rising, not learning (flat) and improving train loss; thresholds in
     ``LossTrendBase``."""
 
@@ -78,7 +79,12 @@ class TrendDetector(LossRiseTests, LossStallTests):
             out = self._divergence(ctx, loss, steps, y, smooth, best, window, early)
         if not out:
             out = self._slow_divergence(ctx, loss, steps, y, smooth, best, window, early)
+        if not out:
+            out = self._warmup_undone(ctx, loss, steps, y)
         found = at_chance + (self._witnessed(ctx, out, steps, y, window) or self._slope(ctx, loss, steps, y))
+        flagged = (Severity.WARNING, Severity.CRITICAL)
+        if not any(s.kind is SignalKind.DIVERGENCE and s.severity in flagged for s in found):
+            found += self._climb_back(ctx, loss, steps, y)
         if all(s.severity is Severity.INFO and not self._real_improvement(s) for s in found):
             found += self._no_progress(ctx, loss, steps, values)
         return found

@@ -61,6 +61,13 @@ class LossTrendBase(Detector):
       a single 1e16 batch (a detection run's recurring explosions) is one point, never three in a row.
       Between 10× and 100× the raw blow-up is confirmed like the smoothed one (a short pasted log at 12×,
       70×, 83× is unsure, then stopped at the next check).
+      The same 100× (against the best median) also ends a divergence's wait for confirmation: an episode whose
+      raw peak was ≥ 100× the best median before it and ≥ ``blowup_early_ratio`` × the early median (past the
+      loss the run started from, so a loss at a floor orders of magnitude below its start is not judged by
+      ratios of tiny numbers) is critical as soon as the divergence after it is sustained, even while it
+      falls: the loss has not come back from the blow-up, and weights thrown that far do not return to their
+      best (issue 9: a physics-informed net's loss at 0.022 blew up to 17.9, 788× its best, and fell back
+      only to 6-9× its best for 185 epochs, watched as "falling again" at every check).
     - ``sustain_points``: smoothed (or, for the raw blow-up, raw) points in a row above a threshold
       before it is reported (3).
     - Raw divergence in a short log: below ``min_points`` the smoothed divergence cannot be measured, so
@@ -272,6 +279,32 @@ class LossTrendBase(Detector):
       split that logs a train accuracy (17, from 7 to 2,000 points) gets there; the bad ones that do (a
       DE-GNN's accuracy sliding 0.91 → 0.81, an fp16 classifier at chance sliding 0.102 → 0.092) are
       stopped already.
+    - ``climb_min_points`` / ``climb_rising_share`` / ``climb_min_change``: a loss climbing back from its
+      minimum, steadily and for long: ≥ 8 points after its lowest point (the fewest on which "every epoch
+      higher than the one before" is no run of luck: 8 rising points in a row happen by chance once in 40,320
+      orderings), ≥ 80 % of their pairs in rising order (the eval detector's ``decay_falling_share``, the same
+      "steady" for a climb as for a decay), the median of its last 3 points ≥ 1 % above the minimum (the
+      labelling rule of corpus_real/ for a slow climb's fault: the first point > 1 % above the minimum), over
+      ≥ ``confirm_share`` of the judged steps (a climb shorter than a quarter of the run can still turn). Watched
+      (a schedule, a curriculum or a growing augmentation can lift a train loss), critical when an eval loss
+      of the run climbs back too (its last 3 evals' median ≥ 1 % above its best eval, 3+ evals back) and the
+      previous check (with points since) saw the climb: both losses worse for a quarter of the run. The smoothed
+      rules need +10 % over the best (``slow_divergence_ratio``), which a per-epoch mean over thousands of
+      batches climbing a few per cent never reaches; a per-step loss's noise keeps its pairs near 50 % rising
+      (issue 9: a GRU language model's train loss 0.7978 → 0.8271 at every epoch for 15 epochs with its val
+      loss 0.907 → 0.94 was continue at every check). It adds no false STOP on either corpus (train and holdout).
+    - ``warmup_eval_worse_fraction``: a warmup that undid the run's progress. The trend rules judge the
+      points after the warmup only, so a loss that fell during the warmup and climbed back as the LR rose to
+      its peak has its damaged level as its "best". When the lowest median of ``sustain_points`` after the
+      warmup is ≥ ``divergence_ratio`` × the lowest during it (and ≥ ``floor_min_share`` of the way back to the
+      log's first points), and an eval whose best came at or before the warmup's end has a median since that
+      best ≥ 10 % worse than it (in its own direction), the loss never came back: watched at the first check
+      that sees both, critical at the next (with points since). 10 %: twice the eval detector's
+      ``degrade_margin``, because the evals after the warmup are few when it is first seen (one or two) and
+      one of them must not be an unlucky eval's noise. Needs a warmup end (the config's or the LR's) with no
+      LR restart after it (issue 9: a Whisper LoRA fine-tune's loss 0.118 at step 125, then 0.26-0.33 after
+      its warmup to 1e-4 ended at step 525, eval loss 0.219 -> 0.42 and WER 0.18 -> 0.30, was continue at every
+      check). It adds no false STOP and no escalation on either corpus (train and holdout).
     - ``eval_improving_z``: no such flag while an eval of the run improves over the same steps (≥ 4 evals,
       Mann–Kendall z ≥ 1.645 in its better direction: one-sided 95 %, as the question "does it still
       improve" has one side): the model still gets better on held-out data, so the flat train loss is a
@@ -319,6 +352,10 @@ class LossTrendBase(Detector):
     eval_improving_z: float = Field(default=1.645, gt=0)
     plateau_min_points: int = Field(default=7, ge=4)
     accuracy_fall_fraction: float = Field(default=0.05, gt=0, lt=1)
+    climb_min_points: int = Field(default=8, ge=3)
+    climb_rising_share: float = Field(default=0.8, gt=0.5, le=1)
+    climb_min_change: float = Field(default=0.01, gt=0)
+    warmup_eval_worse_fraction: float = Field(default=0.1, gt=0)
 
     def _early_points(self, n: int) -> int:
         """The run's first ``early_window_points``, but no more than its first third: in a log of 40

@@ -132,6 +132,16 @@ class LossRiseTests(LossTrendBase):
         confirmed, how = self._confirmation(ctx, loss.name, since, falling, share)
         if growth is not None and not confirmed:
             confirmed, how = True, f"still climbing within it, +{fmt_pct(growth)} from its first to its last third"
+        peak = self._unrecovered_peak(steps, y, since, window, float(best[-above]), early)
+        if peak is not None and not confirmed:
+            i, jump = peak
+            blown = f"{fmt(float(np.exp(y[i])))} at step {fmt_step(int(steps[i]))}"
+            confirmed, how = True, (
+                f"it blew up to {blown}, {fmt_ratio(jump)} the best median and past "
+                f"{fmt_ratio(self.blowup_early_ratio)} the early median (thresholds "
+                f"{fmt_ratio(self.blowup_stop_ratio)}, {fmt_ratio(self.blowup_early_ratio)}), and has not come back: "
+                "weights thrown off by a blow-up do not return to their best, so critical"
+            )
         msg = (
             f"{loss.name} {fmt(float(np.exp(y[-1])))} at step {fmt_step(int(steps[-1]))}: recent median "
             f"{fmt(level)} is {fmt_ratio(ratio)} the best median {fmt(reference)} (threshold "
@@ -178,6 +188,22 @@ class LossRiseTests(LossTrendBase):
             signal(SignalKind.DIVERGENCE, Severity.WATCH, msg, metric=loss.name, step=int(steps[-1]), ratio=ratio,
                    reference=reference, points_above=above, since_step=since)
         ]  # fmt: skip
+
+    def _unrecovered_peak(
+        self, steps: np.ndarray, y: np.ndarray, since: int, window: int, best: float, early: float | None
+    ) -> tuple[int, float] | None:
+        """The raw peak of a divergence episode when it was a blow-up past recovery: ≥ ``blowup_stop_ratio`` ×
+        the best median before the episode and ≥ ``blowup_early_ratio`` × the early median (past the loss the
+        run started from); (its index, its ratio to the best), else None. The divergence that follows such a
+        peak is the run's state after the blow-up, not a transient lift: it is critical at once, falling or
+        not (`_divergence`)."""
+        if early is None:
+            return None
+        start = int(np.searchsorted(steps, self._episode_start(steps, since, window), side="left"))
+        i = start + int(np.argmax(y[start:]))
+        if y[i] - best < np.log(self.blowup_stop_ratio) or y[i] - early < np.log(self.blowup_early_ratio):
+            return None
+        return i, float(np.exp(y[i] - best))
 
     @staticmethod
     def _episode_start(steps: np.ndarray, since: int, window: int) -> int:
