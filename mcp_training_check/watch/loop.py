@@ -175,7 +175,7 @@ def _wait_seconds(schedule: Schedule, clock: WatchClock) -> float:
 def check_line(report: CheckReport, schedule: Schedule, at: datetime) -> str:
     """One line per check: when, the verdict (or why nothing was read), and the next check it leads to."""
     if report.verdict is not None:
-        label, head = report.verdict.decision.value.upper(), report.verdict.summary
+        label, head = report.verdict.decision.value.upper(), report.verdict.spelled_out()
     else:
         label, head = "UNREAD", "; ".join(report.snapshot.warnings) or report.snapshot.summary
     head = head if head.startswith(label) else f"{label}: {head}"
