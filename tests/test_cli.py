@@ -96,6 +96,7 @@ def test_readable_check_names_the_command_that_acts_on_a_stop_or_an_unsure_verdi
     [action] = [line for line in stopped.stdout.splitlines() if line.startswith("action ")]
     assert action.startswith("action   stop the run: training-check stop ")
     assert "--confirm --reason 'loss is NaN" in action
+    assert action.endswith("'") and not action.endswith(".'") and "(+" not in action, "the reason's first clause"
     pasted = cli(*shlex.split(action.split(": ", 1)[1])[1:], home=tmp_path / "home", cwd=tmp_path)
     assert pasted.returncode == 2 and "no way to stop run" in pasted.stderr, "the CLI accepts the command as printed"
     unsure = cli("check", str(flat), home=tmp_path / "home", cwd=tmp_path)

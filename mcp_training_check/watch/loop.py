@@ -139,8 +139,9 @@ def _group_turn(monitor: Monitor, run: str, at: datetime) -> tuple[Schedule, lis
 
 def stop_command(run: str, reason: str) -> str:
     """The `training-check stop` command a person can paste for a STOP watch did not act on; the reason is the
-    verdict's or reviewer's first clause ("loss is NaN at step 469")."""
-    short = reason.removeprefix("STOP: ").split(": ", 1)[0].strip()
+    verdict's or reviewer's first clause ("loss is NaN at step 469"), without the count of other signals or the
+    full stop after it."""
+    short = reason.removeprefix("STOP: ").split(": ", 1)[0].split(" (+", 1)[0].strip().rstrip(".")
     return f"training-check stop {shlex.quote(run)} --confirm --reason {shlex.quote(short)}"
 
 
