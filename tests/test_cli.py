@@ -151,6 +151,9 @@ def test_a_mistyped_alias_or_an_entrys_missing_log_is_traced_to_training_check_t
     assert gone.returncode == 2 and "logs/gone.log" in gone.stderr, gone.stderr
     assert f"runs.gpt.run in {tmp_path / 'training-check.toml'}" in gone.stderr
     assert "Traceback" not in typo.stderr + gone.stderr
+    unknown = cli("check", "nosuch", home=tmp_path / "home", cwd=tmp_path)
+    assert unknown.returncode == 2, unknown.stderr
+    assert f"The runs {tmp_path / 'training-check.toml'} names: bert, gpt." in unknown.stderr, "no alias was close"
 
 
 def test_every_command_says_what_it_does_in_its_own_help():
