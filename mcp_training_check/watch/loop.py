@@ -91,12 +91,13 @@ def watch_run(
 
 
 def _explained_once(line: str, said: set[str]) -> str:
-    """``line``, its missing-reviewer explanation shortened when an earlier line of the watch gave it."""
-    if NO_AGENT_REVIEWER not in line:
-        return line
-    if NO_AGENT_REVIEWER in said:
-        return line.replace(NO_AGENT_REVIEWER, NO_AGENT_REVIEWER_AGAIN)
-    said.add(NO_AGENT_REVIEWER)
+    """``line``, its explanation (no reviewer; a STOP not acted on) shortened when an earlier line of the watch
+    gave it."""
+    for explanation, again in ((NO_AGENT_REVIEWER, NO_AGENT_REVIEWER_AGAIN), (STOP_NOT_ACTED, STOP_NOT_ACTED_AGAIN)):
+        if explanation in line:
+            if explanation in said:
+                return line.replace(explanation, again)
+            said.add(explanation)
     return line
 
 
@@ -159,7 +160,7 @@ def _act(
     if report.next_action == "stop_run" and report.verdict is not None:
         stop_reason = report.verdict.summary
     if stop_reason is not None and not act_on_stop:
-        notes.append(f"STOP not acted on: watch stops a run only with --stop (or: {stop_command(run, stop_reason)})")
+        notes.append(f"{STOP_NOT_ACTED} (or: {stop_command(run, stop_reason)})")
     elif stop_reason is not None:
         notes.append(stop_line(monitor.stop_run(run, confirm=True, reason=stop_reason)))
     if review is None and (stop_reason is None or not act_on_stop):
@@ -198,6 +199,10 @@ NO_AGENT_REVIEWER = (
 )
 NO_AGENT_REVIEWER_AGAIN = "no reviewer in a terminal, as above"
 """What the review line says after the first time: the whole explanation at every check drowned the verdicts."""
+
+STOP_NOT_ACTED = "STOP not acted on: watch stops a run only with --stop"
+STOP_NOT_ACTED_AGAIN = "STOP not acted on (no --stop)"
+"""The same after the first time: a run left to go on after a STOP was told why at every check of the night."""
 
 
 def review_line(review: ReviewResult) -> str:
