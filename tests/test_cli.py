@@ -250,3 +250,19 @@ def test_incremental_checks_back_off(tmp_path):
                 f"step {s} | loss {healthy_loss(s):.4f} | lr 3.0e-04\n" for s in range(start, start + 100)
             )
     assert intervals == [10, 20, 30, 60]
+
+
+def test_every_command_calls_its_run_argument_run_as_the_readme_and_the_tools_do():
+    """Usage lines said `source` (`training-check stop [-h] ... source`; "the following arguments are
+    required: source") where the README writes `training-check stop RUN` and every tool takes `run`."""
+    commands = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    named = {
+        name: [a.metavar or a.dest for a in sub._actions if not a.option_strings and a.dest != "help"]
+        for name, sub in commands.choices.items()
+    }
+    with_a_run = {
+        name: args for name, args in named.items() if "source" in {a.dest for a in commands.choices[name]._actions}
+    }
+    assert len(with_a_run) >= 8 and all(args[0] == "run" for args in with_a_run.values()), named
+    usage = commands.choices["stop"].format_usage()
+    assert usage.rstrip().endswith(" run") and "source" not in usage
