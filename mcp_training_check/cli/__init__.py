@@ -222,7 +222,7 @@ def _dispatch(args: argparse.Namespace) -> int:
 
 
 def _init(args: argparse.Namespace) -> int:
-    from ..config import NewRun, add_run
+    from ..config import NewRun, add_run, parse_run
 
     new = NewRun(
         name=args.name, run=args.run, log_fallback=args.log_fallback, total_steps=args.total_steps,
@@ -230,6 +230,9 @@ def _init(args: argparse.Namespace) -> int:
     )  # fmt: skip
     path, entry = add_run(new, config=args.config)
     print(f"added to {path}:\n\n{entry}")
+    ref = parse_run(args.run, base_dir=path.parent, missing_path_ok=True)
+    if ref.kind is not RunKind.SSH and ref.path is not None and not os.path.exists(ref.path):
+        print(f"note: {ref.path} does not exist yet: checks will say so until the training writes it (a typo?)")
     print(f"check it now: training-check check {shlex.quote(args.name)} (in Claude Code: /training-check {args.name})")
     if args.stop is None:
         print(f"stop_run will refuse it until [runs.{args.name}.stop] says how to stop it (--stop, or edit the file)")
