@@ -30,10 +30,10 @@ def unsure_check(run: str, checks: Sequence[CheckRecord]) -> CheckRecord:
         )
     decision = latest.verdict.decision
     if decision is not Decision.UNSURE:
-        from ..watch.loop import stop_command  # the command `check` and `watch` print for a STOP
-
+        told = latest.verdict.stated_signal()
+        reason = told.gist() if told is not None else latest.verdict.summary
         tool, command = (
-            ("stop_run", stop_command(run, latest.verdict.summary))
+            ("stop_run", f"training-check stop {shlex.quote(run)} --confirm --reason {shlex.quote(reason)}")
             if decision is Decision.STOP
             else ("schedule_next", f"training-check schedule {shlex.quote(run)}")
         )
