@@ -226,12 +226,34 @@ class Signal(Strict):
     message: str
     evidence: dict[str, float] = Field(default_factory=dict)
 
+    def gist(self) -> str:
+        """The message's opening, up to the first ": ", "; " or " (" after at least ``GIST_MIN_WORDS`` words
+        ("train/loss is NaN at step 2,884"; "loss improving: 2.51 → 2.38"): what a one-line summary says of it,
+        the numbers after it staying in ``message`` alone."""
+        cuts = sorted(i for mark in _CLAUSE_ENDS for i in _find_all(self.message, mark))
+        cut = next((i for i in cuts if len(self.message[:i].split()) >= GIST_MIN_WORDS), None)
+        return self.message[:cut] if cut is not None else self.message.rstrip(".")
+
     @field_validator("evidence")
     @classmethod
     def _round_evidence(cls, evidence: dict[str, float]) -> dict[str, float]:
         """Fractions to 6 significant digits (every digit costs the agent tokens); whole numbers such as
         steps and counts stay exact, since later checks compare them."""
         return {key: _compact(value) for key, value in evidence.items()}
+
+
+_CLAUSE_ENDS = (": ", "; ", " (")
+GIST_MIN_WORDS = 5
+"""Words a summary's clause needs before it ends: "eval/map50 at step 6" (4) names no finding, "train/loss is NaN
+at step 2,884" (6) does; a shorter opening runs on to the next clause end."""
+
+
+def _find_all(text: str, mark: str) -> list[int]:
+    found, at = [], text.find(mark)
+    while at > 0:
+        found.append(at)
+        at = text.find(mark, at + 1)
+    return found
 
 
 def _compact(value: float) -> float:
@@ -242,19 +264,25 @@ def _compact(value: float) -> float:
 
 class Verdict(Strict):
     decision: Decision
-    summary: str = Field(description="One line: the decision and its main reason.")
+    summary: str = Field(
+        description="One line: the decision, its main signal's first clause and how many more share its "
+        "severity; the numbers are in the signals."
+    )
     signals: list[Signal] = Field(default_factory=list)
 
     def stated_signal(self) -> Signal | None:
-        """The signal ``summary`` states word for word, if any."""
+        """The signal ``summary`` names by its first clause, if any."""
         stated = self.summary.split(": ", 1)[-1]
-        return next((s for s in self.signals if stated.startswith(s.message.rstrip("."))), None)
+        return next((s for s in self.signals if stated.startswith(s.gist())), None)
 
-    def signals_beyond_summary(self) -> list[Signal]:
-        """The signals a reader of ``summary`` has not read yet: the one it states is left out (a list under
-        the summary repeated it word for word)."""
+    def spelled_out(self) -> str:
+        """``summary`` with the signal it names in full (its whole message in place of its first clause): one
+        line holding the main reason's numbers, for a reader shown no list of signals (a terminal's line per
+        check)."""
         told = self.stated_signal()
-        return [s for s in self.signals if s is not told]
+        if told is None:
+            return self.summary
+        return self.summary.replace(told.gist(), told.message.rstrip("."), 1)
 
 
 # --------------------------------------------------------------------------- schedule

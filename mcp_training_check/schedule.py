@@ -426,9 +426,9 @@ def next_action(snapshot: MetricSnapshot, verdict: Verdict | None, schedule: Sch
 
 
 def check_report(run: str, snapshot: MetricSnapshot, verdict: Verdict | None, schedule: Schedule) -> CheckReport:
-    """One check's answer: the verdict's headline (or the snapshot's summary) and the schedule in one line, and
-    the action."""
-    head = headline(verdict) if verdict else snapshot.summary
+    """One check's answer: the verdict's summary (or the snapshot's) and the schedule in one line, and the
+    action."""
+    head = verdict.summary if verdict else snapshot.summary
     return CheckReport(
         run=run,
         summary=f"{head.rstrip('.')}; {schedule.summary}",
@@ -437,13 +437,3 @@ def check_report(run: str, snapshot: MetricSnapshot, verdict: Verdict | None, sc
         schedule=schedule,
         next_action=next_action(snapshot, verdict, schedule),
     )
-
-
-def headline(verdict: Verdict) -> str:
-    """The verdict's summary with the signal it states cut to that signal's first clause ("train/loss is NaN
-    at step 2,884"): the whole sentence is the signal's message and the verdict's summary, in the same
-    result, and a check's summary carried it a third time (fourth with the text block)."""
-    told = verdict.stated_signal()
-    if told is None or ": " not in told.message:
-        return verdict.summary
-    return verdict.summary.replace(told.message, told.message.split(": ", 1)[0], 1)

@@ -96,6 +96,7 @@ def test_readable_check_names_the_command_that_acts_on_a_stop_or_an_unsure_verdi
     [action] = [line for line in stopped.stdout.splitlines() if line.startswith("action ")]
     assert action.startswith("action   stop the run: training-check stop ")
     assert "--confirm --reason 'loss is NaN" in action
+    assert action.endswith("'") and not action.endswith(".'") and "(+" not in action, "the reason's first clause"
     pasted = cli(*shlex.split(action.split(": ", 1)[1])[1:], home=tmp_path / "home", cwd=tmp_path)
     assert pasted.returncode == 2 and "no way to stop run" in pasted.stderr, "the CLI accepts the command as printed"
     unsure = cli("check", str(flat), home=tmp_path / "home", cwd=tmp_path)
@@ -150,6 +151,9 @@ def test_a_mistyped_alias_or_an_entrys_missing_log_is_traced_to_training_check_t
     assert gone.returncode == 2 and "logs/gone.log" in gone.stderr, gone.stderr
     assert f"runs.gpt.run in {tmp_path / 'training-check.toml'}" in gone.stderr
     assert "Traceback" not in typo.stderr + gone.stderr
+    unknown = cli("check", "nosuch", home=tmp_path / "home", cwd=tmp_path)
+    assert unknown.returncode == 2, unknown.stderr
+    assert f"The runs {tmp_path / 'training-check.toml'} names: bert, gpt." in unknown.stderr, "no alias was close"
 
 
 def test_every_command_says_what_it_does_in_its_own_help():
@@ -246,3 +250,19 @@ def test_incremental_checks_back_off(tmp_path):
                 f"step {s} | loss {healthy_loss(s):.4f} | lr 3.0e-04\n" for s in range(start, start + 100)
             )
     assert intervals == [10, 20, 30, 60]
+
+
+def test_every_command_calls_its_run_argument_run_as_the_readme_and_the_tools_do():
+    """Usage lines said `source` (`training-check stop [-h] ... source`; "the following arguments are
+    required: source") where the README writes `training-check stop RUN` and every tool takes `run`."""
+    commands = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    named = {
+        name: [a.metavar or a.dest for a in sub._actions if not a.option_strings and a.dest != "help"]
+        for name, sub in commands.choices.items()
+    }
+    with_a_run = {
+        name: args for name, args in named.items() if "source" in {a.dest for a in commands.choices[name]._actions}
+    }
+    assert len(with_a_run) >= 8 and all(args[0] == "run" for args in with_a_run.values()), named
+    usage = commands.choices["stop"].format_usage()
+    assert usage.rstrip().endswith(" run") and "source" not in usage

@@ -129,3 +129,13 @@ def test_a_name_toml_cannot_write_bare_is_quoted_and_still_an_alias(tmp_path):
     assert '[runs."my run.v2"]' in (root / "training-check.toml").read_text()
     checked = cli("check", "my run.v2", "--json", home=home, cwd=root)
     assert checked.returncode == 0, checked.stderr
+
+
+def test_init_of_a_log_not_written_yet_is_accepted_and_says_so(tmp_path):
+    """An entry for a training not started yet is fine, but init wrote a typo'd log path without a word."""
+    root = project(tmp_path)
+    made = cli("init", "later", "logs/train.jsonl", home=tmp_path / "home", cwd=root)
+    assert made.returncode == 0, made.stderr
+    assert f"note: {root / 'logs' / 'train.jsonl'} does not exist yet" in made.stdout
+    there = cli("init", "now", "train.jsonl", home=tmp_path / "home", cwd=root)
+    assert there.returncode == 0 and "does not exist" not in there.stdout, there.stdout

@@ -125,3 +125,41 @@ def test_signals_are_compact_sorted_and_summarised_in_one_line():
     assert len({(s.kind, s.metric) for s in verdict.signals}) == len(verdict.signals)
     assert "\n" not in verdict.summary and verdict.summary.startswith("STOP: loss is NaN")
     assert all(any(ch.isdigit() for ch in s.message) for s in verdict.signals)
+
+
+GISTS = [
+    ("loss is NaN at step 4,000: 3 non-finite value(s) of loss in the last 600 points.", "loss is NaN at step 4,000"),
+    (
+        "loss 7.8 at step 12 was 3.4× the median 2.3 (z 9, threshold 6); grad norm co-spiked.",
+        "loss 7.8 at step 12 was 3.4× the median 2.3",
+    ),
+    ("loss improving: 2.51 → 2.38 (medians of the first and last thirds).", "loss improving: 2.51 → 2.38"),
+    (
+        "eval/map50 at step 6: median 0.1 is 40% worse (threshold 5%).",
+        "eval/map50 at step 6: median 0.1 is 40% worse",
+    ),
+    ("only 7 finite loss points.", "only 7 finite loss points"),
+    ("(odd) a message that opens with a parenthesis.", "(odd) a message that opens with a parenthesis"),
+]
+
+
+@pytest.mark.parametrize(("message", "gist"), GISTS)
+def test_a_signals_gist_is_its_first_clause(message, gist):
+    from mcp_training_check.models import Signal
+
+    assert Signal(kind=SignalKind.SPIKE, severity=Severity.WATCH, message=message).gist() == gist
+
+
+def test_the_summary_says_the_first_clause_and_the_count_not_the_whole_sentence():
+    """The sentence with its numbers is the first signal's message in the same result: the summary said it
+    word for word a second time."""
+    loss = decay_loss(600)
+    loss[-1] = np.nan
+    grad = np.exp(ar1(600, 0.2, 0.5, np.random.default_rng(1)))
+    grad[-1] = np.nan
+    verdict = run_judge(make_series("loss", loss), make_series("grad_norm", grad))
+    main = verdict.signals[0]
+    assert verdict.decision is Decision.STOP and main.message not in verdict.summary
+    others = sum(s.severity is Severity.CRITICAL for s in verdict.signals[1:])
+    assert others >= 1
+    assert verdict.summary == f"STOP: loss is NaN at step 6,000 (+{others} more critical)."

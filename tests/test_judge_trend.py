@@ -158,7 +158,7 @@ def test_a_rise_seen_on_two_checks_in_a_row_is_a_warning():
     assert kinds(first).get(SignalKind.DIVERGENCE) == "watch", first.summary
     again = run_judge(make_series("loss", loss, new_points=20), previous=[first])
     assert kinds(again).get(SignalKind.DIVERGENCE) == "warning", again.summary
-    assert again.decision is Decision.UNSURE and "rising at the previous check too" in again.summary
+    assert again.decision is Decision.UNSURE and "rising at the previous check too" in again.spelled_out()
 
 
 def test_a_previous_check_without_new_points_does_not_make_a_rise_a_warning():
@@ -172,7 +172,7 @@ def test_a_previous_check_without_new_points_does_not_make_a_rise_a_warning():
 def test_too_few_points_is_too_early_not_a_problem(points):
     verdict = run_judge(make_series("loss", decay_loss(max(points, 1))[:points]))
     assert verdict.decision is Decision.CONTINUE
-    assert "too early to judge" in verdict.summary
+    assert "too early to judge" in verdict.spelled_out()
 
 
 def test_a_train_loss_flat_after_warmup_is_no_plateau_while_its_eval_still_climbs(tmp_path):
@@ -209,4 +209,4 @@ def test_a_loss_at_its_noise_floor_early_in_a_known_run_is_no_plateau(tmp_path):
     store = StateStore(tmp_path / "home")
     history = store.load_history(f"file:{live}")
     late = judge(history, assign_roles(history.metrics), run_config={"total_steps": 400, "warmup_steps": 100})
-    assert late.decision.value == "unsure" and "flat over all" in late.summary, late.summary
+    assert late.decision.value == "unsure" and "flat over all" in late.spelled_out(), late.summary

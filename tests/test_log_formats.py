@@ -199,7 +199,8 @@ def test_a_lightning_run_gone_nan_is_stopped_from_its_console_log(tmp_path) -> N
     lightning_console(log, 4, 40, lambda s: math.nan if s > 130 else 2.0 * math.exp(-s / 50) + 0.2, lambda e: 1.0)
     report = json.loads(cli("check", str(log), "--json", home=tmp_path / "home", cwd=tmp_path).stdout)
     assert report["verdict"]["decision"] == "stop", report["summary"]
-    assert "train_loss is NaN at step 160: 30 non-finite" in report["verdict"]["summary"], "a NaN goes on at each step"
+    main = report["verdict"]["signals"][0]["message"]
+    assert main.startswith("train_loss is NaN at step 160: 30 non-finite"), "a NaN goes on at each step"
 
 
 def test_a_set_postfix_loop_reads_its_step_bar(tmp_path) -> None:

@@ -6,6 +6,8 @@ of the stored answer. Failures of the reviewer are in test_review_failures.py.
 
 from __future__ import annotations
 
+import json
+import shlex
 import sqlite3
 import subprocess
 import sys
@@ -14,7 +16,7 @@ import pytest
 
 from mcp_training_check.config import DEFAULT_REVIEW_MODEL
 from mcp_training_check.errors import NothingToReview
-from mcp_training_check.models import ReviewResult
+from mcp_training_check.models import Decision, ReviewResult
 from mcp_training_check.review import REVIEW_TOOL
 from mcp_training_check.review.outcome import MAX_ANSWER_TOKENS
 from mcp_training_check.service import Monitor
@@ -129,9 +131,26 @@ def test_the_files_model_wins_over_llm_model(tmp_path, api, monkeypatch):
 
 def test_a_run_whose_latest_verdict_is_continue_is_not_reviewed(tmp_path, api):
     monitor, run = healthy_project(tmp_path)
-    cli_words = r"call schedule_next \(`training-check schedule` on the command line\)"  # the CLI says this too
+    cli_words = rf"call schedule_next \(`training-check schedule {run}` on the command line\)"  # the CLI too
     with pytest.raises(NothingToReview, match=rf"is continue, not unsure.*{cli_words}"):
         monitor.escalate_review(run)
+    assert api.requests == []
+
+
+def test_a_run_whose_latest_verdict_is_stop_is_not_reviewed_and_told_the_whole_stop_command(tmp_path, api):
+    """`training-check review` after a STOP said "`training-check stop` on the command line", which `stop` refuses
+    without the run, --confirm and --reason."""
+    log = tmp_path / "nan.jsonl"
+    log.write_text(
+        "".join(json.dumps({"step": s, "loss": 2.0 if s < 200 else float("nan")}) + "\n" for s in range(300))
+    )
+    monitor = Monitor()
+    assert monitor.check(str(log)).verdict.decision is Decision.STOP
+    with pytest.raises(NothingToReview) as refused:
+        monitor.escalate_review(str(log))
+    command = str(refused.value).split("(`", 1)[1].split("` on the command line", 1)[0]
+    assert shlex.split(command)[:3] == ["training-check", "stop", str(log)]
+    assert "--confirm --reason 'loss is NaN at step 299'" in command
     assert api.requests == []
 
 

@@ -13,7 +13,7 @@ from mcp import Client
 from mcp.types import CallToolResult, ImageContent, TextContent
 from pydantic import BaseModel
 
-from mcp_training_check.models import CheckReport, MetricSnapshot
+from mcp_training_check.models import CheckReport, MetricSnapshot, Severity
 from mcp_training_check.server import build_server
 from mcp_training_check.service import Monitor
 from mcp_training_check.serving import ToolServer, lean_schema, outline_schema
@@ -169,19 +169,22 @@ def test_stop_check_arrives_once_as_summary_plus_structured_content(tmp_path, br
     assert "null" not in wire(result.structured_content["schedule"]), "optional nulls are left out"
 
 
-def test_a_stop_checks_main_reason_is_sent_twice_not_four_times(tmp_path, broken_run):
-    """The signal's message and the verdict's summary hold the sentence; the check's summary (and so the text
-    block) carried it a third and fourth time, now only its first clause."""
+def test_a_stop_checks_reasons_are_sent_once(tmp_path, broken_run):
+    """Each signal's sentence with its numbers is in its ``message`` alone: the verdict's summary said the main
+    one a second time (the check's summary and text block carried a third and fourth copy before that); the
+    summaries now say the decision, the first clause and the count."""
     live = live_copy(broken_run, tmp_path, 0.75)
     result = call(build_server(Monitor()), "check", {"run": str(live)})
     report = CheckReport.model_validate(result.structured_content)
     assert report.verdict is not None
-    main = report.verdict.stated_signal()
-    assert main is not None and report.verdict.summary.startswith(f"STOP: {main.message}")
     received = wire([block.model_dump(mode="json") for block in result.content]) + wire(result.structured_content)
-    assert received.count(wire(main.message)[1:-1]) == 2
-    clause = main.message.split(": ", 1)[0]
-    assert report.summary.startswith(f"STOP: {clause} (+") and report.summary.endswith(report.schedule.summary)
+    for signal in report.verdict.signals:
+        assert received.count(wire(signal.message)[1:-1]) == 1, signal.message
+    main = report.verdict.signals[0]
+    critical = sum(s.severity is Severity.CRITICAL for s in report.verdict.signals)
+    assert report.verdict.summary == f"STOP: {main.gist()} (+{critical - 1} more critical)."
+    assert main.message.startswith(main.gist()) and len(main.gist()) < len(main.message)
+    assert report.summary == f"STOP: {main.gist()} (+{critical - 1} more critical); {report.schedule.summary}"
 
 
 def test_null_optionals_go_but_required_and_free_form_nulls_stay():

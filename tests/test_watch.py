@@ -122,8 +122,10 @@ def test_watch_never_stops_without_the_flag(tmp_path: Path, sleeper: subprocess.
     monitor.close()
     stops = [line for line in lines if "STOP: loss is NaN" in line]
     assert len(stops) == 3 and all("next check in 10 min" in line for line in stops)
-    refused = [line for line in lines if line.startswith("  STOP not acted on: watch stops a run only with --stop")]
-    assert len(refused) == 3
+    refused = [line for line in lines if line.startswith("  STOP not acted on")]
+    assert len(refused) == 3 and refused[0].startswith("  STOP not acted on: watch stops a run only with --stop")
+    assert all(line.startswith("  STOP not acted on (no --stop) (or: training-check stop ") for line in refused[1:])
+    # the explanation once: it was repeated at every check of a run left to go on
     # before, the command it suggested lacked --reason, which `stop` requires: pasted, it was refused
     suggested = shlex.split(refused[0].split("(or: ", 1)[1].removesuffix(")"))
     assert suggested[:2] == ["training-check", "stop"]

@@ -62,7 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     text = "when to check next (CronCreate arguments)"
     sched = commands.add_parser("schedule", help=text, description=text)
-    sched.add_argument("source", help="the run (path, URL, entity/project/id, ssh://host/path or alias)")
+    sched.add_argument("source", metavar="run", help="the run (path, URL, entity/project/id, ssh://host/path or alias)")
     sched.add_argument(
         "--review", type=str.upper, choices=["STOP", "CONTINUE", "WAIT"], help="the reviewer's answer, if any"
     )  # any case, as the schedule_next tool takes it
@@ -70,14 +70,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     text = "ask the reviewer about the latest unsure verdict"
     review = commands.add_parser("review", help=text, description=text)
-    review.add_argument("source", help="the run")
+    review.add_argument("source", metavar="run", help="the run")
     review.add_argument("--json", action="store_true", help="print one JSON object")
     review.add_argument("--no-image", action="store_true", help="send the numbers without the run's chart")
     _add_review_commands(commands)
 
     text = "stop the training run as its [runs.NAME.stop] table in training-check.toml says, and record the evidence"
     stop = commands.add_parser("stop", help=text, description=text)
-    stop.add_argument("source", help="the run")
+    stop.add_argument("source", metavar="run", help="the run")
     stop.add_argument("--confirm", action="store_true", help="required: this kills the training process")
     stop.add_argument("--reason", required=True, help="one sentence for the incident record")
     stop.add_argument("--json", action="store_true", help="print one JSON object")
@@ -87,7 +87,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     text = "delete a run's stored state (read position, history, checks, reviews, cron) so the next check starts fresh"
     forget = commands.add_parser("forget", help=text, description=f"{text}; its incidents are kept.")
-    forget.add_argument("source", help="the run, as `check` was given it (alias, path or URL)")
+    forget.add_argument("source", metavar="run", help="the run, as `check` was given it (alias, path or URL)")
     forget.add_argument("--yes", action="store_true", help="required: without it, only show what would be deleted")
 
     text = "run the MCP server (stdio unless --http)"
@@ -113,14 +113,14 @@ def _port(text: str) -> int:
 def _add_review_commands(commands: argparse._SubParsersAction) -> None:
     text = "store a reviewer's reply to the prompt `review` printed (agent backend)"
     record = commands.add_parser("record-review", help=text, description=text)
-    record.add_argument("source", help="the run")
+    record.add_argument("source", metavar="run", help="the run")
     record.add_argument("answer", help="the reply, starting with STOP, CONTINUE or WAIT; - reads it from stdin")
     record.add_argument("--reviewer", default=None, help="who answered (a model name, 'subagent', a person)")
     record.add_argument("--json", action="store_true", help="print one JSON object")
 
     text = "draw loss, eval, LR and grad norm with the judge's flagged steps"
     plot = commands.add_parser("plot", help=text, description=text)
-    plot.add_argument("source", help="the run")
+    plot.add_argument("source", metavar="run", help="the run")
     plot.add_argument(
         "-o", "--output", default=None, help="the .png file to write, or a directory for it (default: the state dir)"
     )
@@ -131,7 +131,7 @@ def _add_review_commands(commands: argparse._SubParsersAction) -> None:
 def _add_watch_parser(commands: argparse._SubParsersAction) -> None:
     text = "check the run at the intervals the schedule gives, one line per check, until monitoring is over"
     watch = commands.add_parser("watch", help=text, description=f"{text}. Ctrl-C quits (exit 130).")
-    watch.add_argument("source", help="the run (path, URL, entity/project/id, ssh://host/path or alias)")
+    watch.add_argument("source", metavar="run", help="the run (path, URL, entity/project/id, ssh://host/path or alias)")
     watch.add_argument("--stop", action="store_true", help="stop the run on STOP as training-check.toml allows")
     watch.add_argument(
         "--seconds-per-minute", type=float, default=60.0, metavar="S",
@@ -160,7 +160,7 @@ def _add_init_parser(commands: argparse._SubParsersAction) -> None:
 
 
 def _add_run_args(sub: argparse.ArgumentParser) -> None:
-    sub.add_argument("source", help="the run (path, URL, entity/project/id, ssh://host/path or alias)")
+    sub.add_argument("source", metavar="run", help="the run (path, URL, entity/project/id, ssh://host/path or alias)")
     sub.add_argument("--json", action="store_true", help="print one JSON object")
     sub.add_argument(
         "--baseline", action="append", default=[], metavar="KEY=VALUE",
@@ -222,7 +222,7 @@ def _dispatch(args: argparse.Namespace) -> int:
 
 
 def _init(args: argparse.Namespace) -> int:
-    from ..config import NewRun, add_run
+    from ..config import NewRun, add_run, parse_run
 
     new = NewRun(
         name=args.name, run=args.run, log_fallback=args.log_fallback, total_steps=args.total_steps,
@@ -230,6 +230,9 @@ def _init(args: argparse.Namespace) -> int:
     )  # fmt: skip
     path, entry = add_run(new, config=args.config)
     print(f"added to {path}:\n\n{entry}")
+    ref = parse_run(args.run, base_dir=path.parent, missing_path_ok=True)
+    if ref.kind is not RunKind.SSH and ref.path is not None and not os.path.exists(ref.path):
+        print(f"note: {ref.path} does not exist yet: checks will say so until the training writes it (a typo?)")
     print(f"check it now: training-check check {shlex.quote(args.name)} (in Claude Code: /training-check {args.name})")
     if args.stop is None:
         print(f"stop_run will refuse it until [runs.{args.name}.stop] says how to stop it (--stop, or edit the file)")

@@ -122,7 +122,7 @@ def render_verdict(verdict: Verdict | None) -> str:
     head = verdict.summary
     prefix = f"{verdict.decision.value.upper()}:"
     lines = [f"verdict  {head if head.startswith(prefix) else f'{prefix} {head}'}"]
-    lines.extend(f"  - [{s.severity.value}] {s.message}" for s in verdict.signals_beyond_summary())
+    lines.extend(f"  - [{s.severity.value}] {s.message}" for s in verdict.signals)
     return "\n".join(lines)
 
 

@@ -178,6 +178,10 @@ class ResolvedRunConfig(BaseModel):
         return {key: value for key, value in hints.items() if value is not None}
 
 
+MAX_ALIASES_NAMED = 8
+"""Aliases an error about an unknown run lists when none is close to what was typed."""
+
+
 class ProjectConfig(BaseModel):
     """The loaded file (``path`` None: built-in defaults)."""
 
@@ -204,7 +208,11 @@ class ProjectConfig(BaseModel):
         close = difflib.get_close_matches(run.strip(), list(self.runs), n=3, cutoff=0.6)
         if close:
             return f" Or did you mean the alias {' or '.join(map(repr, close))} of {self.path}?"
-        return ""
+        names = sorted(self.runs)
+        if not names:
+            return ""
+        more = f" and {len(names) - MAX_ALIASES_NAMED} more" if len(names) > MAX_ALIASES_NAMED else ""
+        return f" The runs {self.path} names: {', '.join(names[:MAX_ALIASES_NAMED])}{more}."
 
     def _alias_by_value(self, run: str) -> str | None:
         wanted = {_run_key(run, self.cwd), _run_key(run, self.base_dir)}

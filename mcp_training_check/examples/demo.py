@@ -114,11 +114,14 @@ def _watch(monitor: Monitor, child: subprocess.Popen[bytes], seconds_per_minute:
 
 
 def _print_check(clock_minutes: int, report: CheckReport) -> None:
+    """The check's line with its main reason in full; under a verdict other than continue, the next signals."""
     step = report.snapshot.last_step
-    line = f"{report.verdict.summary.rstrip('.')}; {report.schedule.summary}" if report.verdict else report.summary
-    print(f"[t+{clock_minutes:>3} min] step {step if step is not None else '-':>5}  {line}")  # the whole reason
-    if report.verdict:
-        for signal in report.verdict.signals_beyond_summary()[:3]:
+    verdict = report.verdict
+    line = f"{verdict.spelled_out().rstrip('.')}; {report.schedule.summary}" if verdict else report.summary
+    print(f"[t+{clock_minutes:>3} min] step {step if step is not None else '-':>5}  {line}")
+    if verdict and verdict.decision is not Decision.CONTINUE:
+        told = verdict.stated_signal()
+        for signal in [s for s in verdict.signals if s is not told][:3]:
             print(f"              - [{signal.severity.value}] {signal.message}")
 
 

@@ -217,6 +217,8 @@ def decide(signals: list[Signal], ctx: JudgeContext, settings: PolicySettings) -
 
 
 def _summary(decision: Decision, signals: list[Signal], ended: bool) -> str:
+    """The decision, the main signal's first clause and how many more signals share its severity: the
+    sentence with the numbers is the signal's ``message``, in the same result, so it is not said twice."""
     head = decision.value.upper()
     if not signals:
         return f"{head}: no problems found."
@@ -227,13 +229,13 @@ def _summary(decision: Decision, signals: list[Signal], ended: bool) -> str:
         else:
             early = next((s for s in signals if s.kind is SignalKind.TOO_FEW_POINTS), None)
             if early is not None:
-                return f"{head}: too early to judge; {early.message}"
+                return f"{head}: too early to judge ({early.gist()})"
             main = next((s for s in signals if s.kind is SignalKind.IMPROVING), main)
     others = sum(1 for s in signals[1:] if s.severity is main.severity and main.severity is not Severity.INFO)
     more = f" (+{others} more {main.severity.value})" if others else ""
     note = (
-        " The run has already ended: nothing left to stop; end monitoring."
+        "; the run has already ended: nothing left to stop, end monitoring"
         if ended and decision is not Decision.CONTINUE
         else ""
     )
-    return f"{head}: {main.message}{more}{note}"
+    return f"{head}: {main.gist()}{more}{note}."

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Mapping, Sequence
 
 from ..config import ResolvedRunConfig
@@ -29,11 +30,17 @@ def unsure_check(run: str, checks: Sequence[CheckRecord]) -> CheckRecord:
         )
     decision = latest.verdict.decision
     if decision is not Decision.UNSURE:
-        tool, command = ("stop_run", "stop") if decision is Decision.STOP else ("schedule_next", "schedule")
+        told = latest.verdict.stated_signal()
+        reason = told.gist() if told is not None else latest.verdict.summary
+        tool, command = (
+            ("stop_run", f"training-check stop {shlex.quote(run)} --confirm --reason {shlex.quote(reason)}")
+            if decision is Decision.STOP
+            else ("schedule_next", f"training-check schedule {shlex.quote(run)}")
+        )
         raise NothingToReview(
             f"nothing to review: the latest verdict of run {run!r} (check #{latest.id}) is {decision.value}, "
             f"not unsure; the reviewer only answers unsure verdicts. Act on the verdict: call {tool} "
-            f"(`training-check {command}` on the command line)."
+            f"(`{command}` on the command line)."
         )
     return latest
 

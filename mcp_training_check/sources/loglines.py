@@ -436,6 +436,7 @@ class EpochBatch:
     epoch: int
     batch: int
     batches: int | None  # the epoch's length, when the line states it
+    redrawn: bool = False  # a progress bar redrawn in place (Rich): a refresh repeats the values it showed
 
 
 # Lines that count batches within an epoch: timm's "Train: 0 [ 100/1251 (  8%)]", torchvision's
@@ -460,7 +461,8 @@ def epoch_batch(text: str) -> EpochBatch | None:
         if found is not None:
             batches = found.groupdict().get("batches")
             total = int(batches) if batches else None
-            return EpochBatch(found["label"], int(found["epoch"]), int(found["batch"]), total)
+            redrawn = pattern is _EPOCH_BATCH[-1]
+            return EpochBatch(found["label"], int(found["epoch"]), int(found["batch"]), total, redrawn)
     return None
 
 

@@ -43,6 +43,7 @@ from .loglines import (
     under_split,
 )
 from .mllog import MLLOG_MARKER, MllogEvent, parse_mllog_line
+from .yolo import train_header, train_row, val_header, val_row
 
 __all__ = [
     "COUNTED_STEPS_NOTE",
@@ -232,6 +233,8 @@ class LogParser:
         self.epoch_batch = 0  # its batch count
         self.epoch_offset = 0  # the steps of the epochs before it: step = offset + batch (`_epoch_step`)
         self.epoch_length_unknown = False  # no line states its epoch's length and no epoch has ended yet
+        self.yolo_train: list[str] | None = None  # the metrics of Ultralytics' training table (`_yolo_line`)
+        self.yolo_val: list[str] | None = None  # and of its validation row
 
     def to_state(self) -> dict[str, Any]:
         return {
@@ -257,6 +260,7 @@ class LogParser:
                 self.epoch_offset,
                 self.epoch_length_unknown,
             ],
+            "yolo": [self.yolo_train, self.yolo_val],
         }
 
     @classmethod
@@ -293,6 +297,9 @@ class LogParser:
             parser.epoch_at = None if int(epoch_at) < 0 else int(epoch_at)
             parser.epoch_batch, parser.epoch_offset = int(batch), int(offset)
             parser.epoch_length_unknown = bool(unknown)
+            train, val = state.get("yolo") or [None, None]
+            parser.yolo_train = None if train is None else [str(name) for name in train]
+            parser.yolo_val = None if val is None else [str(name) for name in val]
         except (KeyError, TypeError, ValueError, ConfigError) as exc:
             raise ValueError(f"parser state is malformed: {exc}") from exc
         return parser
@@ -374,6 +381,9 @@ class LogParser:
             return
         if MLLOG_MARKER in text and self._mllog_line(text, sink):  # before: submission_benchmark has no digit
             return
+        if fmt in (None, "text") and "poch" in text and (columns := train_header(text)) is not None:
+            self.yolo_train = columns  # a header of words only: before the test for a number
+            return
         if not _MAYBE_NUMBER.search(text) or _SKIP_LINE.search(text):
             return
         if fmt in (None, "jsonl") and self._json_line(text, sink, notes):
@@ -381,6 +391,8 @@ class LogParser:
         if fmt in (None, "hf") and self._hf_line(text, sink):
             return
         if fmt in (None, "text"):
+            if self._yolo_line(text, sink):
+                return
             bar = progress_bar(text)
             if bar is not None:
                 self._bar_line(bar, sink)
@@ -391,8 +403,29 @@ class LogParser:
                 if step is None and (position := epoch_batch(text)) is not None:
                     metrics.pop(position.label, None)
                     metrics["epoch"], step = position.epoch, self._epoch_step(position)
+                    if position.redrawn:
+                        self._refresh(step, metrics, sink)
+                        return
                 self._emit(metrics, step, self._kind(metrics), sink)
                 self.total_steps = step_total(text) or self.total_steps
+
+    def _yolo_line(self, text: str, sink: SeriesBuilder) -> bool:
+        """Ultralytics' console table (``yolo``): a refresh of an epoch's bar under the training header, placed by
+        its epoch and batch count like any redrawn bar; the validation header; its ``all`` row, at the step the
+        epoch's bar reached."""
+        if self.yolo_train is not None and (row := train_row(text, self.yolo_train)) is not None:
+            if row.batch:  # count 0: a bar just drawn, showing no batch of its epoch yet
+                step = self._epoch_step(EpochBatch("epoch", row.epoch, row.batch, row.batches, redrawn=True))
+                self._refresh(step, row.losses, sink, new_only=False)
+            return True
+        if self.yolo_val is not None and (val := val_row(text, self.yolo_val)) is not None:
+            self._flush_bar(sink)  # the epoch's last refresh: its step is where the validation lands
+            self._emit(val.metrics, None, "eval", sink)
+            return True
+        if "Class" in text and (columns := val_header(text)) is not None:
+            self.yolo_val = columns
+            return True
+        return False
 
     @property
     def bar_steps(self) -> bool:
@@ -408,17 +441,29 @@ class LogParser:
         after its first bar (a loop that shows the loss in its bar and prints it every N steps) then gets no
         bar point at all."""
         step = self._bar_step(bar)
-        if step is None:
-            return
+        if step is not None:
+            self._refresh(step, bar.metrics, sink)
+
+    def _refresh(
+        self, step: int, metrics: Mapping[str, float], sink: SeriesBuilder, *, new_only: bool = True
+    ) -> None:
+        """One refresh of a bar redrawn in place (tqdm's postfix, Rich, Ultralytics' table) at `step`: the values
+        it shows anew (all of them unless `new_only`: a row that holds only the epoch's running means, which may
+        stay put for a batch) wait as the step's points; a later refresh of the same step replaces them (the
+        last one wins: a bar redrawn ten times in a step is one point, not ten), one of another step sends them
+        on."""
         fresh = {
-            name: value for name, value in bar.metrics.items()
-            if name not in self.printed_keys and self._shows_new(name, value, step)
+            name: value for name, value in metrics.items()
+            if name not in self.printed_keys and (not new_only or self._shows_new(name, value, step))
         }  # fmt: skip
         if not fresh:
             return
         if len(self.bar_values) < MAX_BAR_METRICS or set(fresh) <= set(self.bar_values):
             self.bar_values.update(fresh)
-        self._flush_bar(sink)
+        if self.bar_pending is not None and self.bar_pending[0] == step:
+            fresh = {**self.bar_pending[1], **fresh}
+        else:
+            self._flush_bar(sink)
         self.bar_pending, self.bar_step = (step, fresh), step
 
     def _shows_new(self, name: str, value: float, step: int) -> bool:

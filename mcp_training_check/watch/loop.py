@@ -91,12 +91,13 @@ def watch_run(
 
 
 def _explained_once(line: str, said: set[str]) -> str:
-    """``line``, its missing-reviewer explanation shortened when an earlier line of the watch gave it."""
-    if NO_AGENT_REVIEWER not in line:
-        return line
-    if NO_AGENT_REVIEWER in said:
-        return line.replace(NO_AGENT_REVIEWER, NO_AGENT_REVIEWER_AGAIN)
-    said.add(NO_AGENT_REVIEWER)
+    """``line``, its explanation (no reviewer; a STOP not acted on) shortened when an earlier line of the watch
+    gave it."""
+    for explanation, again in ((NO_AGENT_REVIEWER, NO_AGENT_REVIEWER_AGAIN), (STOP_NOT_ACTED, STOP_NOT_ACTED_AGAIN)):
+        if explanation in line:
+            if explanation in said:
+                return line.replace(explanation, again)
+            said.add(explanation)
     return line
 
 
@@ -139,8 +140,9 @@ def _group_turn(monitor: Monitor, run: str, at: datetime) -> tuple[Schedule, lis
 
 def stop_command(run: str, reason: str) -> str:
     """The `training-check stop` command a person can paste for a STOP watch did not act on; the reason is the
-    verdict's or reviewer's first clause ("loss is NaN at step 469")."""
-    short = reason.removeprefix("STOP: ").split(": ", 1)[0].strip()
+    verdict's or reviewer's first clause ("loss is NaN at step 469"), without the count of other signals or the
+    full stop after it."""
+    short = reason.removeprefix("STOP: ").split(": ", 1)[0].split(" (+", 1)[0].strip().rstrip(".")
     return f"training-check stop {shlex.quote(run)} --confirm --reason {shlex.quote(short)}"
 
 
@@ -158,7 +160,7 @@ def _act(
     if report.next_action == "stop_run" and report.verdict is not None:
         stop_reason = report.verdict.summary
     if stop_reason is not None and not act_on_stop:
-        notes.append(f"STOP not acted on: watch stops a run only with --stop (or: {stop_command(run, stop_reason)})")
+        notes.append(f"{STOP_NOT_ACTED} (or: {stop_command(run, stop_reason)})")
     elif stop_reason is not None:
         notes.append(stop_line(monitor.stop_run(run, confirm=True, reason=stop_reason)))
     if review is None and (stop_reason is None or not act_on_stop):
@@ -175,7 +177,7 @@ def _wait_seconds(schedule: Schedule, clock: WatchClock) -> float:
 def check_line(report: CheckReport, schedule: Schedule, at: datetime) -> str:
     """One line per check: when, the verdict (or why nothing was read), and the next check it leads to."""
     if report.verdict is not None:
-        label, head = report.verdict.decision.value.upper(), report.verdict.summary
+        label, head = report.verdict.decision.value.upper(), report.verdict.spelled_out()
     else:
         label, head = "UNREAD", "; ".join(report.snapshot.warnings) or report.snapshot.summary
     head = head if head.startswith(label) else f"{label}: {head}"
@@ -197,6 +199,10 @@ NO_AGENT_REVIEWER = (
 )
 NO_AGENT_REVIEWER_AGAIN = "no reviewer in a terminal, as above"
 """What the review line says after the first time: the whole explanation at every check drowned the verdicts."""
+
+STOP_NOT_ACTED = "STOP not acted on: watch stops a run only with --stop"
+STOP_NOT_ACTED_AGAIN = "STOP not acted on (no --stop)"
+"""The same after the first time: a run left to go on after a STOP was told why at every check of the night."""
 
 
 def review_line(review: ReviewResult) -> str:
