@@ -853,7 +853,7 @@ def test_a_real_loss_that_blew_up_two_orders_of_magnitude_and_stays_up_is_stoppe
     run = real["log-pinnforem-1"]
     code, visible, verdicts = replay_real(run)
     assert stopped_within_one_check(code, visible), (code, visible)
-    assert "has not come back" in verdicts[code.index("S")].summary, verdicts[code.index("S")].summary
+    assert "has not come back" in verdicts[code.index("S")].spelled_out(), verdicts[code.index("S")].summary
     steps, values = run.metrics["train/mean_loss"]
     held = values.copy()
     peak = (steps >= 552) & (steps <= 555)
