@@ -10,7 +10,9 @@ import pytest
 from benchmarks.corpus_runs import Run, load_corpus
 from benchmarks.replay import checkpoints
 from mcp_training_check.judge.stats import eval_set_size
-from tests.test_judge_classes import REAL, replay_cuts, replay_real
+from mcp_training_check.models import MetricRole
+from mcp_training_check.roles import assign_roles, primary_train_loss
+from tests.test_judge_classes import REAL, decisions, replay_cuts, replay_real
 
 
 @pytest.fixture(scope="module")
@@ -86,3 +88,24 @@ def test_a_mild_overfit_of_the_eval_loss_while_the_accuracy_holds_its_best_is_in
     assert any("mildly overfitting" in s.message and s.severity.value == "warning" for s in last.signals), [
         s.message for s in last.signals
     ]
+
+
+def test_an_adversarial_term_on_a_reconstruction_branch_is_not_the_train_loss(real):
+    """log-Inpainting-Evaluation-1 (train, healthy): a text-guided inpainting GAN logs its generator's and its
+    discriminator's adversarial losses on its reconstruction branch as ``gan_rec`` and ``dis_img_rec``. The
+    ``rec`` made ``gan_rec`` a reconstruction loss, and the first of them by name: the judge followed an
+    adversarial term that swings around its balance (0.3-0.8) for 228 epochs, 'not learning', and stopped the
+    run at its last 4 checks. With adversarial words outvoting the branch name it follows ``kl_rec``, which
+    falls: continue at every check. Control: that reconstruction term frozen at its first value is still a
+    stop."""
+    run = real["log-Inpainting-Evaluation-1"]
+    roles = assign_roles(run.metrics)
+    assert primary_train_loss(roles) == "train/kl_rec"
+    assert roles["train/gan_rec"].role is MetricRole.OTHER and roles["train/dis_img_rec"].role is MetricRole.OTHER
+    assert roles["train/l1_rec"].role is MetricRole.TRAIN_LOSS
+    code, _, _ = replay_real(run)
+    assert set(code) == {"."}, code
+    steps, values = run.metrics["train/kl_rec"]
+    metrics = dict(run.metrics) | {"train/kl_rec": (steps, np.full_like(values, values[0]))}
+    frozen = decisions(replay_cuts(metrics, checkpoints(run)))
+    assert "S" in frozen, frozen
