@@ -90,6 +90,22 @@ def test_a_mild_overfit_of_the_eval_loss_while_the_accuracy_holds_its_best_is_in
     ]
 
 
+def test_a_loss_below_zero_is_judged_on_its_own_scale_not_by_ratios(real):
+    """log-keypoint-yjy-1 (train, healthy): an unsupervised keypoint network's loss is a log-scale distance,
+    -3.84 at its first print, -6.0 fifty epochs later, -6.4 at its end. Read as log(loss) every negative point
+    clamped to one floor, so the loss looked frozen: 'not learning from its start' at its first 7 checks and
+    stopped from check 7 on. On its own scale it falls: continue at every check. Control: the same points in
+    reverse order (a loss climbing from -6.4 back to -3.8) are flagged, never stopped (its untrained level is
+    unknown)."""
+    run = real["log-keypoint-yjy-1"]
+    code, _, _ = replay_real(run)
+    assert set(code) == {"."}, code
+    steps, values = run.metrics["train/O_loss"]
+    metrics = dict(run.metrics) | {"train/O_loss": (steps, values[::-1].copy())}
+    climbing = decisions(replay_cuts(metrics, checkpoints(run)))
+    assert "S" not in climbing and climbing.endswith("u"), climbing
+
+
 def test_an_adversarial_term_on_a_reconstruction_branch_is_not_the_train_loss(real):
     """log-Inpainting-Evaluation-1 (train, healthy): a text-guided inpainting GAN logs its generator's and its
     discriminator's adversarial losses on its reconstruction branch as ``gan_rec`` and ``dis_img_rec``. The
