@@ -125,3 +125,20 @@ def test_an_adversarial_term_on_a_reconstruction_branch_is_not_the_train_loss(re
     metrics = dict(run.metrics) | {"train/kl_rec": (steps, np.full_like(values, values[0]))}
     frozen = decisions(replay_cuts(metrics, checkpoints(run)))
     assert "S" in frozen, frozen
+
+
+def test_a_frozen_eval_accuracy_beside_a_falling_eval_loss_is_a_flag_not_a_stop(real):
+    """log-EEG-Classification-1 (train, bad: an overfit from step 79): its val accuracy is 0.48062, one class's
+    share, at its first 23 evals while its val loss falls 1.78 -> 1.70 over the first 6, then the model learns
+    (val accuracy 0.50-0.56, train accuracy 0.3 -> 0.9). 'Frozen from its first eval: the output does not
+    change' stopped it at its second check, 12 steps into 118, before its fault. The falling val loss says the
+    outputs do change: a flag there, and the overfit is still stopped after it is visible. Control: the same
+    run with its val loss frozen too over those evals is stopped at its second check as before."""
+    run = real["log-EEG-Classification-1"]
+    code, visible, _ = replay_real(run)
+    assert "S" not in code[:visible] and code[0] == "u" and "S" in code[visible:], code
+    steps, values = run.metrics["eval/loss"]
+    frozen = np.where(steps <= 45, values[0], values)
+    metrics = dict(run.metrics) | {"eval/loss": (steps, frozen)}
+    second = replay_cuts(metrics, checkpoints(run)[:2])[-1]
+    assert second.decision.value == "stop" and "to the last digit" in second.summary, second.summary

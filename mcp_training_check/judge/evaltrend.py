@@ -162,7 +162,12 @@ class EvalTrendDetector(Detector):
       best (median of 3) less than that below its first eval, and not falling (a two-class video model at
       ln 2 = 0.693 for 7 epochs; a 4-option QA model's eval loss at 1.3863 = ln 4 beside an accuracy at
       0.25). A warning, and critical when the next check still sees it,
-      new evals or not — the train loss's ``_at_chance`` rule, on the held-out side.
+      new evals or not — the train loss's ``_at_chance`` rule, on the held-out side. A frozen eval beside
+      another eval of the run, a loss, falling over its evals (`_moving_eval`: significant, a fitted fall ≥
+      ``chance_min_fall_fraction``) is a flag, never a stop: the outputs change on the held-out set, their
+      argmax has not flipped yet (an EEG classifier's val accuracy at 0.48062, one class's share, for its first
+      23 epochs while its val loss falls 1.78 → 1.70 over the first 6, then 0.50-0.56: stopped at its second
+      check, 12 steps into 118; the frozen stops of the corpus have their eval loss frozen too or flat).
     - An eval accuracy repeated exactly from its first eval (any number of digits) beside a train accuracy
       frozen to the last digit from its first point (`is_frozen`), both over ≥ ``stuck_baseline_min_evals``
       points, predicts the same on both sets: a warning (flagged for a look, never a stop), whether or not
@@ -298,8 +303,11 @@ class EvalTrendDetector(Detector):
         loss_steps, loss = finite_xy(ctx.train_loss.steps, ctx.train_loss.values)
         loss_still = loss.size > 0 and not self._falling(loss_steps, positive_log(loss))
         why = self._frozen_why(values) if loss_still else None
+        moving = self._moving_eval(ctx, series, steps) if why else None
+        if why and moving:
+            why += f", though {moving}"
         why = why or self._chance_why(ctx, series, d, steps, values)
-        flag_only = why is None
+        flag_only = why is None or moving is not None
         why = why or self._same_predictions_why(ctx, series, values)
         why = why or self._frozen_tail_why(series, d, steps, values, loss_steps, loss)
         if why is None:
@@ -319,6 +327,27 @@ class EvalTrendDetector(Detector):
             signal(SignalKind.FLAT, severity, msg, metric=series.name, step=int(steps[-1]), points=values.size,
                    since_step=int(steps[0]))
         ]  # fmt: skip
+
+    def _moving_eval(self, ctx: JudgeContext, series: MetricSeries, steps: np.ndarray) -> str | None:
+        """Another lower-is-better eval of the run (an eval loss on the same held-out set) falling over the frozen
+        eval's steps, from 4 evals: Theil–Sen falling (``slope_confidence_z``, log scale) with a fitted fall of
+        at least ``chance_min_fall_fraction``. The model's outputs then change (their probabilities move) though
+        its argmax has not flipped yet: a frozen accuracy is a flag, not proof the model does not learn."""
+        for other, direction in ctx.evals:
+            if other.name == series.name or direction is not Direction.LOWER:
+                continue
+            o_steps, o_values = finite_xy(other.steps, other.values)
+            keep = (o_steps >= steps[0]) & (o_steps <= steps[-1]) & (o_values > 0)
+            if int(keep.sum()) < 4:
+                continue
+            y = np.log(o_values[keep])
+            fall = self._fitted_fall(o_steps[keep], y)
+            if self._falling(o_steps[keep], y) and fall >= self.chance_min_fall_fraction:
+                return (
+                    f"{other.name} falls {fmt_pct(float(-np.expm1(-fall)))} over the same evals (the outputs "
+                    "change; the predicted class has not flipped yet)"
+                )
+        return None
 
     @staticmethod
     def _frozen_why(values: np.ndarray) -> str | None:
