@@ -142,3 +142,21 @@ def test_a_frozen_eval_accuracy_beside_a_falling_eval_loss_is_a_flag_not_a_stop(
     metrics = dict(run.metrics) | {"eval/loss": (steps, frozen)}
     second = replay_cuts(metrics, checkpoints(run)[:2])[-1]
     assert second.decision.value == "stop" and "to the last digit" in second.summary, second.summary
+
+
+def test_an_eval_loss_repeated_to_the_last_digit_over_its_last_evals_is_stopped(real):
+    """log-Tweet-Popularity-1 (train, bad: eval_frozen): a Keras regressor's val loss is 0.0325, 0.0333, then
+    exactly 0.03065895905925168 at every epoch to 4,000 (one 0.314 at epoch 386) while its train loss sits at
+    0.042: a dead network, visible at the first check, stopped only at check 7 by the train loss's 'not
+    learning'. A continuous loss repeated to the last digit over ≥ 10 evals while nothing else moves is
+    confirmed at the next check: stopped at check 3 (the epoch-386 eval restarts the count once). Control:
+    the same val loss with a jitter in its 5th significant digit is not read as frozen."""
+    run = real["log-Tweet-Popularity-1"]
+    code, visible, _ = replay_real(run)
+    assert visible == 0 and code.index("S") == 3, code
+    steps, values = run.metrics["eval/loss"]
+    jitter = values * (1 + 1e-4 * (np.arange(values.size) % 3))
+    metrics = dict(run.metrics) | {"eval/loss": (steps, jitter)}
+    verdicts = replay_cuts(metrics, checkpoints(run)[:4])
+    assert not any("to the last digit" in s.message for v in verdicts for s in v.signals)
+    assert "S" not in decisions(verdicts), decisions(verdicts)

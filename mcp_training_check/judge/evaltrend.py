@@ -214,7 +214,12 @@ class EvalTrendDetector(Detector):
       flat too. The healthy runs of corpus_real/'s train split with a quality eval repeated ≥ 7 times below
       0.95 are two YOLOv5 runs in their last epochs: one's mAP@0.5:0.95 13 times while its box loss still
       falls (log-the-Garbage-Projeckt-1), the other's 8 times at 0.666 with its losses flat
-      (log-FaceCar-YOLOv5-1): 10 is above those 8.
+      (log-FaceCar-YOLOv5-1): 10 is above those 8. A lower-is-better eval (a loss, an FID) repeated to the last
+      digit (`is_frozen`, ≥ 4 significant digits) over its last 10 evals with the train loss flat over them and
+      no other eval loss falling is a stop at the next check (`_frozen_loss_tail_why`): a continuous value does
+      not repeat by chance (a Keras regressor's val loss at 0.03065895905925168 from its 3rd to its 4,000th
+      epoch, log-Tweet-Popularity-1, bad; no healthy run of either corpus's train split has an eval loss
+      repeated so even 5 times).
     """
 
     min_evals: int = Field(default=4, ge=4)
@@ -307,6 +312,7 @@ class EvalTrendDetector(Detector):
         if why and moving:
             why += f", though {moving}"
         why = why or self._chance_why(ctx, series, d, steps, values)
+        why = why or self._frozen_loss_tail_why(ctx, series, d, steps, values, loss_steps, loss)
         flag_only = why is None or moving is not None
         why = why or self._same_predictions_why(ctx, series, values)
         why = why or self._frozen_tail_why(series, d, steps, values, loss_steps, loss)
@@ -379,6 +385,35 @@ class EvalTrendDetector(Detector):
             f"repeats {fmt(float(values[-1]))} exactly over its last {repeats} evals (threshold "
             f"{self.frozen_tail_evals}, from step {fmt_step(int(steps[-repeats]))}) while the train loss does not "
             "fall over them either (the held-out predictions stopped changing and nothing else moves)"
+        )
+
+    def _frozen_loss_tail_why(
+        self,
+        ctx: JudgeContext,
+        series: MetricSeries,
+        d: Direction,
+        steps: np.ndarray,
+        values: np.ndarray,
+        loss_steps: np.ndarray,
+        loss: np.ndarray,
+    ) -> str | None:
+        """A lower-is-better eval identical to the last digit (`is_frozen`, ≥ 4 significant digits) over its last
+        ≥ ``frozen_tail_evals`` evals, while the train loss does not fall over their steps (≥ 4 points) and no
+        other eval loss falls over them (`_moving_eval`): a continuous loss repeats itself exactly only when the
+        model's outputs on the held-out set no longer change at all (a dead network). Unlike a repeated
+        accuracy (a count on a small set repeats by chance) it is a finding to stop on, at the next check."""
+        repeats = trailing_run(values == values[-1])
+        if d is not Direction.LOWER or repeats < self.frozen_tail_evals or not is_frozen(values[-repeats:]):
+            return None
+        since = loss_steps >= steps[-repeats]
+        if int(since.sum()) < 4 or self._falling(loss_steps[since], positive_log(loss[since])):
+            return None
+        if self._moving_eval(ctx, series, steps[-repeats:]) is not None:
+            return None
+        return (
+            f"is {float(values[-1]):.8g} to the last digit at its last {repeats} evals (threshold "
+            f"{self.frozen_tail_evals}, from step {fmt_step(int(steps[-repeats]))}) while the train loss does not "
+            "fall over them either (the model's held-out output no longer changes)"
         )
 
     def _same_predictions_why(self, ctx: JudgeContext, series: MetricSeries, values: np.ndarray) -> str | None:
