@@ -102,6 +102,10 @@ RECONSTRUCTION_TOKENS = frozenset(
     {"cycle", "cyc", "idt", "identity", "rec", "recon", "reconstruction", "l1", "pixel"}
 )
 DISCRIMINATOR_TOKENS = frozenset({"d", "dis", "disc", "discriminator"})
+# A name holding an adversarial word is an adversarial term whatever branch it is on: a text-guided
+# inpainting GAN's ``gan_rec`` and ``dis_img_rec`` are the generator's and the discriminator's losses on its
+# reconstruction branch (``_rec``), noisy around their balance for the whole run, not a reconstruction loss.
+ADVERSARIAL_TOKENS = DISCRIMINATOR_TOKENS | {"gan", "adv", "adversarial"}
 
 OVERRIDE_ROLES: dict[str, RoleInfo | None] = {
     "train_loss": RoleInfo(MetricRole.TRAIN_LOSS, Direction.LOWER),
@@ -237,6 +241,8 @@ def assign_roles(names: Iterable[str], overrides: Mapping[str, str] | None = Non
 def _is_reconstruction_loss(info: RoleInfo, tokens: tuple[str, ...]) -> bool:
     """An unrecognised GAN metric named by a reconstruction term (see RECONSTRUCTION_TOKENS)."""
     if info.role is not MetricRole.OTHER or EVAL_SPLIT_TOKENS.intersection(tokens):
+        return False
+    if ADVERSARIAL_TOKENS.intersection(tokens):
         return False
     return bool(RECONSTRUCTION_TOKENS.intersection(tokens)) and not MODIFIER_TOKENS.intersection(tokens)
 

@@ -878,7 +878,8 @@ def test_a_real_train_and_eval_loss_climbing_back_from_their_minimum_for_long_is
     assert "climbing back from its minimum" in verdicts[code.index("S")].summary
     steps, values = run.metrics["eval/loss"]
     held = values.copy()
-    held[steps >= 14] = values.min() * 0.999
+    late = steps >= 14  # at its best with a jitter in the 5th digit: a val loss repeated to the last digit is frozen
+    held[late] = values.min() * (0.999 - 1e-5 * (np.arange(int(late.sum())) % 3))
     control = decisions(replay_cuts(dict(run.metrics) | {"eval/loss": (steps, held)}, checkpoints(run)))
     assert "S" not in control, control
 

@@ -10,7 +10,9 @@ import pytest
 from benchmarks.corpus_runs import Run, load_corpus
 from benchmarks.replay import checkpoints
 from mcp_training_check.judge.stats import eval_set_size
-from tests.test_judge_classes import REAL, replay_cuts, replay_real
+from mcp_training_check.models import MetricRole
+from mcp_training_check.roles import assign_roles, primary_train_loss
+from tests.test_judge_classes import REAL, decisions, replay_cuts, replay_real
 
 
 @pytest.fixture(scope="module")
@@ -86,3 +88,75 @@ def test_a_mild_overfit_of_the_eval_loss_while_the_accuracy_holds_its_best_is_in
     assert any("mildly overfitting" in s.message and s.severity.value == "warning" for s in last.signals), [
         s.message for s in last.signals
     ]
+
+
+def test_a_loss_below_zero_is_judged_on_its_own_scale_not_by_ratios(real):
+    """log-keypoint-yjy-1 (train, healthy): an unsupervised keypoint network's loss is a log-scale distance,
+    -3.84 at its first print, -6.0 fifty epochs later, -6.4 at its end. Read as log(loss) every negative point
+    clamped to one floor, so the loss looked frozen: 'not learning from its start' at its first 7 checks and
+    stopped from check 7 on. On its own scale it falls: continue at every check. Control: the same points in
+    reverse order (a loss climbing from -6.4 back to -3.8) are flagged, never stopped (its untrained level is
+    unknown)."""
+    run = real["log-keypoint-yjy-1"]
+    code, _, _ = replay_real(run)
+    assert set(code) == {"."}, code
+    steps, values = run.metrics["train/O_loss"]
+    metrics = dict(run.metrics) | {"train/O_loss": (steps, values[::-1].copy())}
+    climbing = decisions(replay_cuts(metrics, checkpoints(run)))
+    assert "S" not in climbing and climbing.endswith("u"), climbing
+
+
+def test_an_adversarial_term_on_a_reconstruction_branch_is_not_the_train_loss(real):
+    """log-Inpainting-Evaluation-1 (train, healthy): a text-guided inpainting GAN logs its generator's and its
+    discriminator's adversarial losses on its reconstruction branch as ``gan_rec`` and ``dis_img_rec``. The
+    ``rec`` made ``gan_rec`` a reconstruction loss, and the first of them by name: the judge followed an
+    adversarial term that swings around its balance (0.3-0.8) for 228 epochs, 'not learning', and stopped the
+    run at its last 4 checks. With adversarial words outvoting the branch name it follows ``kl_rec``, which
+    falls: continue at every check. Control: that reconstruction term frozen at its first value is still a
+    stop."""
+    run = real["log-Inpainting-Evaluation-1"]
+    roles = assign_roles(run.metrics)
+    assert primary_train_loss(roles) == "train/kl_rec"
+    assert roles["train/gan_rec"].role is MetricRole.OTHER and roles["train/dis_img_rec"].role is MetricRole.OTHER
+    assert roles["train/l1_rec"].role is MetricRole.TRAIN_LOSS
+    code, _, _ = replay_real(run)
+    assert set(code) == {"."}, code
+    steps, values = run.metrics["train/kl_rec"]
+    metrics = dict(run.metrics) | {"train/kl_rec": (steps, np.full_like(values, values[0]))}
+    frozen = decisions(replay_cuts(metrics, checkpoints(run)))
+    assert "S" in frozen, frozen
+
+
+def test_a_frozen_eval_accuracy_beside_a_falling_eval_loss_is_a_flag_not_a_stop(real):
+    """log-EEG-Classification-1 (train, bad: an overfit from step 79): its val accuracy is 0.48062, one class's
+    share, at its first 23 evals while its val loss falls 1.78 -> 1.70 over the first 6, then the model learns
+    (val accuracy 0.50-0.56, train accuracy 0.3 -> 0.9). 'Frozen from its first eval: the output does not
+    change' stopped it at its second check, 12 steps into 118, before its fault. The falling val loss says the
+    outputs do change: a flag there, and the overfit is still stopped after it is visible. Control: the same
+    run with its val loss frozen too over those evals is stopped at its second check as before."""
+    run = real["log-EEG-Classification-1"]
+    code, visible, _ = replay_real(run)
+    assert "S" not in code[:visible] and code[0] == "u" and "S" in code[visible:], code
+    steps, values = run.metrics["eval/loss"]
+    frozen = np.where(steps <= 45, values[0], values)
+    metrics = dict(run.metrics) | {"eval/loss": (steps, frozen)}
+    second = replay_cuts(metrics, checkpoints(run)[:2])[-1]
+    assert second.decision.value == "stop" and "to the last digit" in second.summary, second.summary
+
+
+def test_an_eval_loss_repeated_to_the_last_digit_over_its_last_evals_is_stopped(real):
+    """log-Tweet-Popularity-1 (train, bad: eval_frozen): a Keras regressor's val loss is 0.0325, 0.0333, then
+    exactly 0.03065895905925168 at every epoch to 4,000 (one 0.314 at epoch 386) while its train loss sits at
+    0.042: a dead network, visible at the first check, stopped only at check 7 by the train loss's 'not
+    learning'. A continuous loss repeated to the last digit over ≥ 10 evals while nothing else moves is
+    confirmed at the next check: stopped at check 3 (the epoch-386 eval restarts the count once). Control:
+    the same val loss with a jitter in its 5th significant digit is not read as frozen."""
+    run = real["log-Tweet-Popularity-1"]
+    code, visible, _ = replay_real(run)
+    assert visible == 0 and code.index("S") == 3, code
+    steps, values = run.metrics["eval/loss"]
+    jitter = values * (1 + 1e-4 * (np.arange(values.size) % 3))
+    metrics = dict(run.metrics) | {"eval/loss": (steps, jitter)}
+    verdicts = replay_cuts(metrics, checkpoints(run)[:4])
+    assert not any("to the last digit" in s.message for v in verdicts for s in v.signals)
+    assert "S" not in decisions(verdicts), decisions(verdicts)

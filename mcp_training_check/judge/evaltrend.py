@@ -162,7 +162,12 @@ class EvalTrendDetector(Detector):
       best (median of 3) less than that below its first eval, and not falling (a two-class video model at
       ln 2 = 0.693 for 7 epochs; a 4-option QA model's eval loss at 1.3863 = ln 4 beside an accuracy at
       0.25). A warning, and critical when the next check still sees it,
-      new evals or not — the train loss's ``_at_chance`` rule, on the held-out side.
+      new evals or not — the train loss's ``_at_chance`` rule, on the held-out side. A frozen eval beside
+      another eval of the run, a loss, falling over its evals (`_moving_eval`: significant, a fitted fall ≥
+      ``chance_min_fall_fraction``) is a flag, never a stop: the outputs change on the held-out set, their
+      argmax has not flipped yet (an EEG classifier's val accuracy at 0.48062, one class's share, for its first
+      23 epochs while its val loss falls 1.78 → 1.70 over the first 6, then 0.50-0.56: stopped at its second
+      check, 12 steps into 118; the frozen stops of the corpus have their eval loss frozen too or flat).
     - An eval accuracy repeated exactly from its first eval (any number of digits) beside a train accuracy
       frozen to the last digit from its first point (`is_frozen`), both over ≥ ``stuck_baseline_min_evals``
       points, predicts the same on both sets: a warning (flagged for a look, never a stop), whether or not
@@ -209,7 +214,12 @@ class EvalTrendDetector(Detector):
       flat too. The healthy runs of corpus_real/'s train split with a quality eval repeated ≥ 7 times below
       0.95 are two YOLOv5 runs in their last epochs: one's mAP@0.5:0.95 13 times while its box loss still
       falls (log-the-Garbage-Projeckt-1), the other's 8 times at 0.666 with its losses flat
-      (log-FaceCar-YOLOv5-1): 10 is above those 8.
+      (log-FaceCar-YOLOv5-1): 10 is above those 8. A lower-is-better eval (a loss, an FID) repeated to the last
+      digit (`is_frozen`, ≥ 4 significant digits) over its last 10 evals with the train loss flat over them and
+      no other eval loss falling is a stop at the next check (`_frozen_loss_tail_why`): a continuous value does
+      not repeat by chance (a Keras regressor's val loss at 0.03065895905925168 from its 3rd to its 4,000th
+      epoch, log-Tweet-Popularity-1, bad; no healthy run of either corpus's train split has an eval loss
+      repeated so even 5 times).
     """
 
     min_evals: int = Field(default=4, ge=4)
@@ -298,8 +308,12 @@ class EvalTrendDetector(Detector):
         loss_steps, loss = finite_xy(ctx.train_loss.steps, ctx.train_loss.values)
         loss_still = loss.size > 0 and not self._falling(loss_steps, positive_log(loss))
         why = self._frozen_why(values) if loss_still else None
+        moving = self._moving_eval(ctx, series, steps) if why else None
+        if why and moving:
+            why += f", though {moving}"
         why = why or self._chance_why(ctx, series, d, steps, values)
-        flag_only = why is None
+        why = why or self._frozen_loss_tail_why(ctx, series, d, steps, values, loss_steps, loss)
+        flag_only = why is None or moving is not None
         why = why or self._same_predictions_why(ctx, series, values)
         why = why or self._frozen_tail_why(series, d, steps, values, loss_steps, loss)
         if why is None:
@@ -319,6 +333,27 @@ class EvalTrendDetector(Detector):
             signal(SignalKind.FLAT, severity, msg, metric=series.name, step=int(steps[-1]), points=values.size,
                    since_step=int(steps[0]))
         ]  # fmt: skip
+
+    def _moving_eval(self, ctx: JudgeContext, series: MetricSeries, steps: np.ndarray) -> str | None:
+        """Another lower-is-better eval of the run (an eval loss on the same held-out set) falling over the frozen
+        eval's steps, from 4 evals: Theil–Sen falling (``slope_confidence_z``, log scale) with a fitted fall of
+        at least ``chance_min_fall_fraction``. The model's outputs then change (their probabilities move) though
+        its argmax has not flipped yet: a frozen accuracy is a flag, not proof the model does not learn."""
+        for other, direction in ctx.evals:
+            if other.name == series.name or direction is not Direction.LOWER:
+                continue
+            o_steps, o_values = finite_xy(other.steps, other.values)
+            keep = (o_steps >= steps[0]) & (o_steps <= steps[-1]) & (o_values > 0)
+            if int(keep.sum()) < 4:
+                continue
+            y = np.log(o_values[keep])
+            fall = self._fitted_fall(o_steps[keep], y)
+            if self._falling(o_steps[keep], y) and fall >= self.chance_min_fall_fraction:
+                return (
+                    f"{other.name} falls {fmt_pct(float(-np.expm1(-fall)))} over the same evals (the outputs "
+                    "change; the predicted class has not flipped yet)"
+                )
+        return None
 
     @staticmethod
     def _frozen_why(values: np.ndarray) -> str | None:
@@ -350,6 +385,35 @@ class EvalTrendDetector(Detector):
             f"repeats {fmt(float(values[-1]))} exactly over its last {repeats} evals (threshold "
             f"{self.frozen_tail_evals}, from step {fmt_step(int(steps[-repeats]))}) while the train loss does not "
             "fall over them either (the held-out predictions stopped changing and nothing else moves)"
+        )
+
+    def _frozen_loss_tail_why(
+        self,
+        ctx: JudgeContext,
+        series: MetricSeries,
+        d: Direction,
+        steps: np.ndarray,
+        values: np.ndarray,
+        loss_steps: np.ndarray,
+        loss: np.ndarray,
+    ) -> str | None:
+        """A lower-is-better eval identical to the last digit (`is_frozen`, ≥ 4 significant digits) over its last
+        ≥ ``frozen_tail_evals`` evals, while the train loss does not fall over their steps (≥ 4 points) and no
+        other eval loss falls over them (`_moving_eval`): a continuous loss repeats itself exactly only when the
+        model's outputs on the held-out set no longer change at all (a dead network). Unlike a repeated
+        accuracy (a count on a small set repeats by chance) it is a finding to stop on, at the next check."""
+        repeats = trailing_run(values == values[-1])
+        if d is not Direction.LOWER or repeats < self.frozen_tail_evals or not is_frozen(values[-repeats:]):
+            return None
+        since = loss_steps >= steps[-repeats]
+        if int(since.sum()) < 4 or self._falling(loss_steps[since], positive_log(loss[since])):
+            return None
+        if self._moving_eval(ctx, series, steps[-repeats:]) is not None:
+            return None
+        return (
+            f"is {float(values[-1]):.8g} to the last digit at its last {repeats} evals (threshold "
+            f"{self.frozen_tail_evals}, from step {fmt_step(int(steps[-repeats]))}) while the train loss does not "
+            "fall over them either (the model's held-out output no longer changes)"
         )
 
     def _same_predictions_why(self, ctx: JudgeContext, series: MetricSeries, values: np.ndarray) -> str | None:

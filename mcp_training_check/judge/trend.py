@@ -64,6 +64,8 @@ class TrendDetector(LossClimbTests, LossStallTests):
             return []
         _, warm_values = finite_after(loss, ctx.lr_events.warmup_end)
         steps, values = finite_after(loss, train_start(ctx))
+        if (values < 0).any():
+            return self._signed_loss(loss, steps, values)
         at_chance = self._at_chance(ctx, loss, steps, values)
         raw = self._raw_blowup(ctx, loss, steps, values)
         if values.size < self.min_points:
@@ -88,6 +90,42 @@ class TrendDetector(LossClimbTests, LossStallTests):
         if all(s.severity is Severity.INFO and not self._real_improvement(s) for s in found):
             found += self._no_progress(ctx, loss, steps, values)
         return found
+
+    def _signed_loss(self, loss: MetricSeries, steps: np.ndarray, values: np.ndarray) -> list[Signal]:
+        """A loss that goes below zero (a log-likelihood, a log-scale distance, a WGAN critic's Wasserstein
+        estimate) has no ratios: every test above reads log(loss), where its negative points would all clamp
+        to one floor and a loss falling from -3.8 to -6.5 would read as frozen. It is read on its own scale
+        instead, by its Theil–Sen trend over all its points: falling (Mann–Kendall z ≤ −``confidence_z``), or
+        no significant trend with its last third's median below its first third's (a fall early in the run, then a
+        slow floor), is information; from ``plateau_min_points`` points, a loss neither falling nor lower is a
+        warning, never a stop (its untrained level and its floor are unknown). A NaN or Inf in it is the
+        non-finite detector's."""
+        trend = theil_sen(steps, values, confidence_z=self.confidence_z)
+        if trend is None or values.size < self.plateau_min_points:
+            msg = (
+                f"only {values.size} finite {loss.name} points, a loss that goes below zero (need "
+                f"{self.plateau_min_points} to judge its trend on its own scale)."
+            )
+            return [signal(SignalKind.TOO_FEW_POINTS, Severity.INFO, msg, metric=loss.name, points=values.size)]
+        first, last = end_thirds(values)
+        span = f"over its {values.size} points (steps {fmt_step(int(steps[0]))}–{fmt_step(int(steps[-1]))})"
+        moved = f"{fmt(first)} → {fmt(last)} (medians of the first and last thirds)"
+        ev = {"slope_per_step": trend.slope, "mk_z": trend.z, "points": values.size}
+        step = int(steps[-1])
+        if trend.z <= -self.confidence_z or (trend.z < self.confidence_z and last < first):
+            msg = (
+                f"{loss.name} improving: {moved} {span}, Mann–Kendall z {trend.z:.1f}; it goes below zero, so it is "
+                "judged on its own scale, not by ratios."
+            )
+            return [signal(SignalKind.IMPROVING, Severity.INFO, msg, metric=loss.name, step=step, **ev)]
+        word = "rising" if trend.z >= self.confidence_z else "not falling"
+        msg = (
+            f"{loss.name} {word}: {moved} {span}, Mann–Kendall z {trend.z:.1f} (a fall needs ≤ "
+            f"-{self.confidence_z:g}); it goes below zero, so its ratios mean nothing and its untrained level is "
+            "unknown: a plateau, a stuck run or a balanced adversarial game, worth a look."
+        )
+        kind = SignalKind.DIVERGENCE if word == "rising" else SignalKind.FLAT
+        return [signal(kind, Severity.WARNING, msg, metric=loss.name, step=step, since_step=int(steps[0]), **ev)]
 
     def _real_improvement(self, s: Signal) -> bool:
         """An improving signal worth the name: learning slowly (a steady fall over the whole run) or a fall of ≥
