@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from benchmarks.corpus_runs import Run, load_corpus
+from benchmarks.corpus_runs import CORPUS, Run, load_corpus
 from benchmarks.replay import checkpoints
 from mcp_training_check.judge.stats import eval_set_size
 from mcp_training_check.models import MetricRole
@@ -160,3 +160,16 @@ def test_an_eval_loss_repeated_to_the_last_digit_over_its_last_evals_is_stopped(
     verdicts = replay_cuts(metrics, checkpoints(run)[:4])
     assert not any("to the last digit" in s.message for v in verdicts for s in v.signals)
     assert "S" not in decisions(verdicts), decisions(verdicts)
+
+
+def test_an_eval_loss_frozen_by_a_dead_lr_is_the_lr_flag_not_a_stop():
+    """corpus/ a05 (ambiguous: dead LR): a cosine schedule decays its LR a thousandfold by mid-run, after which
+    the model no longer changes and its eval loss repeats to the last digit at every eval. The schedule
+    explains the frozen eval: the LR detector's dead-LR flag, unsure to the end, never a stop. Control: the
+    same run without its LR logged has nothing to explain the frozen eval loss, which is then stopped."""
+    run = {r.id: r for r in load_corpus(CORPUS)}["a05"]
+    cuts = checkpoints(run)
+    code = decisions(replay_cuts(dict(run.metrics), cuts, run_config=run.config))
+    assert "S" not in code and code.count("u") >= 10, code
+    without_lr = {name: series for name, series in run.metrics.items() if name != "train/lr"}
+    assert "S" in decisions(replay_cuts(without_lr, cuts, run_config=run.config))

@@ -219,7 +219,10 @@ class EvalTrendDetector(Detector):
       no other eval loss falling is a stop at the next check (`_frozen_loss_tail_why`): a continuous value does
       not repeat by chance (a Keras regressor's val loss at 0.03065895905925168 from its 3rd to its 4,000th
       epoch, log-Tweet-Popularity-1, bad; no healthy run of either corpus's train split has an eval loss
-      repeated so even 5 times).
+      repeated so even 5 times). Not while the LR over those evals is ≤ ``frozen_dead_lr_ratio`` (1e-3, the LR
+      detector's ``dead_ratio``: updates a thousand times smaller than at the peak) × its peak: the schedule
+      froze the model, a dead LR that the LR detector flags for a look (issue 9's ambiguous dead-LR runs;
+      corpus/'s a05 and a06, whose eval loss repeats exactly once their LR is dead, are flagged, not stopped).
     """
 
     min_evals: int = Field(default=4, ge=4)
@@ -239,6 +242,7 @@ class EvalTrendDetector(Detector):
     plateau_gain_fraction: float = Field(default=0.05, gt=0, lt=1)
     plateau_ceiling_fraction: float = Field(default=0.95, gt=0, le=1)
     frozen_tail_evals: int = Field(default=10, ge=3)
+    frozen_dead_lr_ratio: float = Field(default=1e-3, gt=0, lt=1)
 
     def check(self, ctx: JudgeContext) -> list[Signal]:
         primary = primary_eval(ctx) if ctx.train_loss is None else None
@@ -408,13 +412,25 @@ class EvalTrendDetector(Detector):
         since = loss_steps >= steps[-repeats]
         if int(since.sum()) < 4 or self._falling(loss_steps[since], positive_log(loss[since])):
             return None
-        if self._moving_eval(ctx, series, steps[-repeats:]) is not None:
+        if self._moving_eval(ctx, series, steps[-repeats:]) is not None or self._lr_dead_since(ctx, steps[-repeats]):
             return None
         return (
             f"is {float(values[-1]):.8g} to the last digit at its last {repeats} evals (threshold "
             f"{self.frozen_tail_evals}, from step {fmt_step(int(steps[-repeats]))}) while the train loss does not "
             "fall over them either (the model's held-out output no longer changes)"
         )
+
+    def _lr_dead_since(self, ctx: JudgeContext, start: float) -> bool:
+        """The LR at every logged point from ``start`` on is ≤ ``frozen_dead_lr_ratio`` × its peak: a model that
+        no longer changes because its schedule stopped it is the LR detector's dead-LR finding (a flag for a
+        reviewer: a schedule decayed too early, or meant to end there), not a dead network to stop."""
+        lr = ctx.learning_rate
+        if lr is None:
+            return False
+        steps, values = finite_xy(lr.steps, lr.values)
+        peak = ctx.lr_events.peak or (float(values.max()) if values.size else 0.0)
+        since = values[steps >= start]
+        return peak > 0 and since.size > 0 and float(since.max()) <= self.frozen_dead_lr_ratio * peak
 
     def _same_predictions_why(self, ctx: JudgeContext, series: MetricSeries, values: np.ndarray) -> str | None:
         """An eval accuracy repeated exactly from its first eval beside a train accuracy frozen to the last digit
