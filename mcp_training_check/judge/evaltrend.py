@@ -382,8 +382,7 @@ class EvalTrendDetector(Detector):
             return None
         if headroom(values[-repeats:], d) <= 1 - self.plateau_ceiling_fraction:
             return None
-        since = loss_steps >= steps[-repeats]
-        if int(since.sum()) < 4 or self._falling(loss_steps[since], positive_log(loss[since])):
+        if self._train_loss_moves_since(int(steps[-repeats]), loss_steps, loss):
             return None
         return (
             f"repeats {fmt(float(values[-1]))} exactly over its last {repeats} evals (threshold "
@@ -409,8 +408,7 @@ class EvalTrendDetector(Detector):
         repeats = trailing_run(values == values[-1])
         if d is not Direction.LOWER or repeats < self.frozen_tail_evals or not is_frozen(values[-repeats:]):
             return None
-        since = loss_steps >= steps[-repeats]
-        if int(since.sum()) < 4 or self._falling(loss_steps[since], positive_log(loss[since])):
+        if self._train_loss_moves_since(int(steps[-repeats]), loss_steps, loss):
             return None
         if self._moving_eval(ctx, series, steps[-repeats:]) is not None or self._lr_dead_since(ctx, steps[-repeats]):
             return None
@@ -419,6 +417,12 @@ class EvalTrendDetector(Detector):
             f"{self.frozen_tail_evals}, from step {fmt_step(int(steps[-repeats]))}) while the train loss does not "
             "fall over them either (the model's held-out output no longer changes)"
         )
+
+    def _train_loss_moves_since(self, start: int, loss_steps: np.ndarray, loss: np.ndarray) -> bool:
+        """Fewer than 4 train-loss points from ``start`` on, or a train loss falling over them: something still
+        moves, so a repeated eval tail is not a model that stopped changing."""
+        since = loss_steps >= start
+        return int(since.sum()) < 4 or self._falling(loss_steps[since], positive_log(loss[since]))
 
     def _lr_dead_since(self, ctx: JudgeContext, start: float) -> bool:
         """The LR at every logged point from ``start`` on is ≤ ``frozen_dead_lr_ratio`` × its peak: a model that
