@@ -350,9 +350,8 @@ class EvalTrendDetector(Detector):
             keep = (o_steps >= steps[0]) & (o_steps <= steps[-1]) & (o_values > 0)
             if int(keep.sum()) < 4:
                 continue
-            y = np.log(o_values[keep])
-            fall = self._fitted_fall(o_steps[keep], y)
-            if self._falling(o_steps[keep], y) and fall >= self.chance_min_fall_fraction:
+            fall = self._real_fall(o_steps[keep], np.log(o_values[keep]))
+            if fall is not None:
                 return (
                     f"{other.name} falls {fmt_pct(float(-np.expm1(-fall)))} over the same evals (the outputs "
                     "change; the predicted class has not flipped yet)"
@@ -475,7 +474,7 @@ class EvalTrendDetector(Detector):
         drop = -np.expm1(float(np.min(rolling_median(y, 3))) - float(y[0]))
         if level < (1 - self.chance_drop_fraction) * chance or drop >= self.chance_drop_fraction:
             return None
-        if self._falling(steps, y) and self._fitted_fall(steps, y) >= self.chance_min_fall_fraction:
+        if self._real_fall(steps, y) is not None:
             return None
         implied = f"the {count} classes its accuracy at 1/{count} implies"
         whose = "its class count" if ctx.config.class_count else implied
@@ -484,13 +483,16 @@ class EvalTrendDetector(Detector):
             f"{whose}, not falling"
         )
 
-    def _fitted_fall(self, steps: np.ndarray, y: np.ndarray) -> float:
-        """How far a log-scale series falls over its steps: its Theil–Sen slope × its span from 4 points,
-        its first minus its last below that."""
-        trend = theil_sen(steps, y, confidence_z=self.slope_confidence_z) if y.size >= 4 else None
-        if trend is None:
-            return float(y[0] - y[-1]) if y.size > 1 else 0.0
-        return -trend.slope * float(steps[-1] - steps[0])
+    def _real_fall(self, steps: np.ndarray, y: np.ndarray) -> float | None:
+        """How far a log-scale series that falls (`_falling`) falls over its steps, when that is at least
+        ``chance_min_fall_fraction`` (more than rounding digits), else None: its Theil–Sen slope × its span from
+        4 points, its first minus its last below that."""
+        if y.size < 4:
+            fall = float(y[0] - y[-1]) if self._falling(steps, y) else None
+        else:
+            trend = theil_sen(steps, y, confidence_z=self.slope_confidence_z)
+            fall = -trend.slope * float(steps[-1] - steps[0]) if trend is not None and trend.falling else None
+        return fall if fall is not None and fall >= self.chance_min_fall_fraction else None
 
     def _falling(self, steps: np.ndarray, y: np.ndarray) -> bool:
         """Theil–Sen falling from 4 points; below that, every point lower than the one before."""

@@ -44,7 +44,7 @@ class TrendDetector(LossClimbTests, LossStallTests):
         trend = theil_sen(steps, values, confidence_z=self.confidence_z)
         if trend is None or trend.z > -self.confidence_z:
             return []
-        first, last = (float(np.median(part)) for part in (values[: values.size // 3], values[-(values.size // 3) :]))
+        first, last = end_thirds(values)
         if first <= 0 or last > (1 - self.accuracy_fall_fraction) * first:
             return []
         msg = (
