@@ -7,6 +7,7 @@ tests all see the same shapes. Models reject unknown fields so that a typo never
 from __future__ import annotations
 
 import math
+import re
 from datetime import datetime
 from enum import StrEnum
 from typing import Any, Literal
@@ -230,7 +231,7 @@ class Signal(Strict):
         """The message's opening, up to the first ": ", "; " or " (" after at least ``GIST_MIN_WORDS`` words
         ("train/loss is NaN at step 2,884"; "loss improving: 2.51 → 2.38"): what a one-line summary says of it,
         the numbers after it staying in ``message`` alone."""
-        cuts = sorted(i for mark in _CLAUSE_ENDS for i in _find_all(self.message, mark))
+        cuts = [found.start() for found in _CLAUSE_END.finditer(self.message) if found.start() > 0]
         cut = next((i for i in cuts if len(self.message[:i].split()) >= GIST_MIN_WORDS), None)
         return self.message[:cut] if cut is not None else self.message.rstrip(".")
 
@@ -242,18 +243,10 @@ class Signal(Strict):
         return {key: _compact(value) for key, value in evidence.items()}
 
 
-_CLAUSE_ENDS = (": ", "; ", " (")
+_CLAUSE_END = re.compile(r"(?=: |; | \()")  # where a clause ends (a lookahead: "x: (" ends at both marks)
 GIST_MIN_WORDS = 5
 """Words a summary's clause needs before it ends: "eval/map50 at step 6" (4) names no finding, "train/loss is NaN
 at step 2,884" (6) does; a shorter opening runs on to the next clause end."""
-
-
-def _find_all(text: str, mark: str) -> list[int]:
-    found, at = [], text.find(mark)
-    while at > 0:
-        found.append(at)
-        at = text.find(mark, at + 1)
-    return found
 
 
 def _compact(value: float) -> float:
