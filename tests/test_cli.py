@@ -266,3 +266,25 @@ def test_every_command_calls_its_run_argument_run_as_the_readme_and_the_tools_do
     assert len(with_a_run) >= 8 and all(args[0] == "run" for args in with_a_run.values()), named
     usage = commands.choices["stop"].format_usage()
     assert usage.rstrip().endswith(" run") and "source" not in usage
+
+
+def test_a_project_with_one_run_is_checked_without_naming_it(tmp_path):
+    """`training-check check` with no run was a usage error even when training-check.toml names a single run;
+    now it checks that run, and with none or several configured it says which to name (stop and forget still
+    need the run spelled out: they act on it)."""
+    (tmp_path / ".git").mkdir()  # the project root: the file search stops here
+    (tmp_path / "train.log").write_text("".join(f"step {s} | loss {healthy_loss(s):.4f}\n" for s in range(200)))
+    none = cli("check", home=tmp_path / "home", cwd=tmp_path)
+    assert none.returncode == 2 and "training-check check RUN" in none.stderr, none.stderr
+    assert "training-check init NAME RUN" in none.stderr
+    (tmp_path / "training-check.toml").write_text('[runs.bert]\nrun = "train.log"\n')
+    one = cli("check", "--json", home=tmp_path / "home", cwd=tmp_path)
+    assert one.returncode == 0, one.stderr
+    assert json.loads(one.stdout)["snapshot"]["new_points"] > 0
+    again = cli("schedule", "--json", home=tmp_path / "home", cwd=tmp_path)
+    assert again.returncode == 0 and json.loads(again.stdout)["interval_minutes"] > 0, again.stderr
+    (tmp_path / "training-check.toml").write_text('[runs.bert]\nrun = "train.log"\n[runs.gpt]\nrun = "train.log"\n')
+    two = cli("judge", home=tmp_path / "home", cwd=tmp_path)
+    assert two.returncode == 2 and "names 2 runs (bert, gpt): say which" in two.stderr, two.stderr
+    refused = cli("stop", "--confirm", "--reason", "x", home=tmp_path / "home", cwd=tmp_path)
+    assert refused.returncode == 2 and "required: run" in refused.stderr, refused.stderr

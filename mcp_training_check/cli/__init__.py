@@ -62,7 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     text = "when to check next (CronCreate arguments)"
     sched = commands.add_parser("schedule", help=text, description=text)
-    sched.add_argument("source", metavar="run", help="the run (path, URL, entity/project/id, ssh://host/path or alias)")
+    _add_optional_run(sched)
     sched.add_argument(
         "--review", type=str.upper, choices=["STOP", "CONTINUE", "WAIT"], help="the reviewer's answer, if any"
     )  # any case, as the schedule_next tool takes it
@@ -70,7 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     text = "ask the reviewer about the latest unsure verdict"
     review = commands.add_parser("review", help=text, description=text)
-    review.add_argument("source", metavar="run", help="the run")
+    _add_optional_run(review)
     review.add_argument("--json", action="store_true", help="print one JSON object")
     review.add_argument("--no-image", action="store_true", help="send the numbers without the run's chart")
     _add_review_commands(commands)
@@ -120,7 +120,7 @@ def _add_review_commands(commands: argparse._SubParsersAction) -> None:
 
     text = "draw loss, eval, LR and grad norm with the judge's flagged steps"
     plot = commands.add_parser("plot", help=text, description=text)
-    plot.add_argument("source", metavar="run", help="the run")
+    _add_optional_run(plot)
     plot.add_argument(
         "-o", "--output", default=None, help="the .png file to write, or a directory for it (default: the state dir)"
     )
@@ -131,7 +131,7 @@ def _add_review_commands(commands: argparse._SubParsersAction) -> None:
 def _add_watch_parser(commands: argparse._SubParsersAction) -> None:
     text = "check the run at the intervals the schedule gives, one line per check, until monitoring is over"
     watch = commands.add_parser("watch", help=text, description=f"{text}. Ctrl-C quits (exit 130).")
-    watch.add_argument("source", metavar="run", help="the run (path, URL, entity/project/id, ssh://host/path or alias)")
+    _add_optional_run(watch)
     watch.add_argument("--stop", action="store_true", help="stop the run on STOP as training-check.toml allows")
     watch.add_argument(
         "--seconds-per-minute", type=float, default=60.0, metavar="S",
@@ -159,8 +159,15 @@ def _add_init_parser(commands: argparse._SubParsersAction) -> None:
     init.add_argument("--config", type=Path, metavar="FILE", help="the file to add it to (default: the project's)")
 
 
+def _add_optional_run(sub: argparse.ArgumentParser) -> None:
+    sub.add_argument(
+        "source", metavar="run", nargs="?", default=None,
+        help="the run (path, URL, entity/project/id, ssh://host/path or alias); left out: the project's only run",
+    )  # fmt: skip
+
+
 def _add_run_args(sub: argparse.ArgumentParser) -> None:
-    sub.add_argument("source", metavar="run", help="the run (path, URL, entity/project/id, ssh://host/path or alias)")
+    _add_optional_run(sub)
     sub.add_argument("--json", action="store_true", help="print one JSON object")
     sub.add_argument(
         "--baseline", action="append", default=[], metavar="KEY=VALUE",
@@ -191,6 +198,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _dispatch(args: argparse.Namespace) -> int:
+    if getattr(args, "source", "") is None:
+        from ..config import load_config
+
+        args.source = load_config().only_run(args.command)
     if args.command == "serve":
         return _serve(args)
     if args.command == "watch":

@@ -214,6 +214,21 @@ class ProjectConfig(BaseModel):
         more = f" and {len(names) - MAX_ALIASES_NAMED} more" if len(names) > MAX_ALIASES_NAMED else ""
         return f" The runs {self.path} names: {', '.join(names[:MAX_ALIASES_NAMED])}{more}."
 
+    def only_run(self, command: str) -> str:
+        """The run a command given none means: the file's only entry. None or several are an error that says
+        which to name (a shortcut for a person: the MCP tools always take ``run``)."""
+        names = sorted(self.runs)
+        if len(names) == 1:
+            return names[0]
+        if len(names) > 1:
+            more = f" and {len(names) - MAX_ALIASES_NAMED} more" if len(names) > MAX_ALIASES_NAMED else ""
+            listed = ", ".join(names[:MAX_ALIASES_NAMED]) + more
+            raise ConfigError(f"{self.path} names {len(names)} runs ({listed}): say which, e.g. "
+                              f"training-check {command} {names[0]}")
+        where = f"{self.path} names no runs" if self.path else f"no {CONFIG_NAME} was found from {self.cwd}"
+        raise ConfigError(f"{where}, so name the run: training-check {command} RUN (a log path, a W&B run or "
+                          "ssh://host/path), or add it to the project with `training-check init NAME RUN`")
+
     def _alias_by_value(self, run: str) -> str | None:
         wanted = {_run_key(run, self.cwd), _run_key(run, self.base_dir)}
         found = [name for name, entry in self.runs.items() if _run_key(entry.run, self.base_dir) in wanted]
