@@ -289,7 +289,7 @@ def next_schedule(
     expires = (handed_out_at + CRON_MAX_AGE).astimezone(local_now.tzinfo)
     clock = f"{fire:%H:%M %Z}".strip()
     return Schedule(
-        summary=f"next check in {interval} min ({why}) at {clock}{CRON_ACTION_WORDS[action]}",
+        summary=_next_check_words(interval, why, clock, action),
         monitoring=True,
         interval_minutes=interval,
         next_check_at=fire,
@@ -298,6 +298,14 @@ def next_schedule(
         cron_expires_at=expires,
         reason=f"{why[0].upper()}{why[1:]}; {cron_action_reason(action)}",
     )
+
+
+def _next_check_words(interval: int, why: str, clock: str, action: CronAction) -> str:
+    """A new job fires ``interval`` minutes from now; a kept one at its own next fire, which may be sooner
+    ("next check in 10 min … at 16:18" said at 16:17:46 read as a promise of ten minutes)."""
+    if action == "replace":
+        return f"next check in {interval} min ({why}) at {clock}"
+    return f"next check at {clock} (every {interval} min: {why}){CRON_ACTION_WORDS[action]}"
 
 
 CRON_ACTION_WORDS: dict[CronAction, str] = {

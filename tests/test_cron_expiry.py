@@ -58,6 +58,9 @@ def test_same_interval_keeps_the_cron_and_its_phase() -> None:
     assert schedule.cron_expires_at == NOW + CRON_MAX_AGE
     assert schedule.summary.endswith("; keep the cron job")
     assert "keep it" in schedule.reason
+    # the job fires 47 minutes on: "next check in 60 min … at <its fire>" read as a promise of an hour
+    clock = f"{schedule.next_check_at.astimezone():%H:%M %Z}".strip()
+    assert schedule.summary.startswith(f"next check at {clock} (every 60 min: healthy, at the 60-min cap)")
 
 
 @pytest.mark.parametrize(

@@ -121,7 +121,8 @@ def test_watch_never_stops_without_the_flag(tmp_path: Path, sleeper: subprocess.
         watch_run(monitor, "exp", act_on_stop=False, clock=fake.clock(), emit=lines.append)
     monitor.close()
     stops = [line for line in lines if "STOP: loss is NaN" in line]
-    assert len(stops) == 3 and all("next check in 10 min" in line for line in stops)
+    assert len(stops) == 3 and "next check in 10 min" in stops[0]
+    assert all("(every 10 min: verdict STOP, interval stays 10)" in line for line in stops[1:])  # the job kept
     refused = [line for line in lines if line.startswith("  STOP not acted on")]
     assert len(refused) == 3 and refused[0].startswith("  STOP not acted on: watch stops a run only with --stop")
     assert all(line.startswith("  STOP not acted on (no --stop) (or: training-check stop ") for line in refused[1:])
