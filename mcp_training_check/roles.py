@@ -123,6 +123,11 @@ COUNTER_TOKENS = frozenset(
     }
 )  # fmt: skip
 
+# Terms that do not fall in a healthy run, so an unnamed one is no train loss: a KL term grows as a VAE's
+# posterior leaves its prior, an entropy falls or rises with the policy, a reward or return rises, a
+# value estimate follows the returns.
+NOT_FALLING_TOKENS = frozenset({"kl", "entropy", "ent", "reward", "return", "returns", "value", "advantage"})
+
 OVERRIDE_ROLES: dict[str, RoleInfo | None] = {
     "train_loss": RoleInfo(MetricRole.TRAIN_LOSS, Direction.LOWER),
     "eval": None,  # eval with the direction read from the name (lower when the name says nothing)
@@ -263,11 +268,11 @@ def _unnamed_terms(roles: Mapping[str, RoleInfo], checked: Mapping[str, str]) ->
     ``segmt``: every value a term of the loss it minimises (the logger prints the model's losses and nothing
     else), none with a word the judge reads. When every metric of the run is on the train split
     (``train/...``; a counter such as ``epoch`` aside) and none has a role (no loss, eval, LR or grad norm,
-    no GAN term), the ones with no word of their own (no quality, modifier, counter or adversarial word) are
-    its train losses: each falls in a healthy run (the 3D model's five terms all do, corpus_real
-    log-MAJOR-BCT-3D-1), and the judge follows the first by name (`primary_train_loss`). A log with any
-    named loss or eval keeps its named metrics alone; one with a discriminator has its reconstruction terms
-    (above); an overridden metric keeps its override.
+    no GAN term), the ones with no word of their own (no quality, modifier, counter, adversarial or
+    not-falling word) are its train losses: each falls in a healthy run (the 3D model's five terms all do,
+    corpus_real log-MAJOR-BCT-3D-1), and the judge follows the first by name (`primary_train_loss`). A log
+    with any named loss or eval keeps its named metrics alone; one with a discriminator has its
+    reconstruction terms (above); an overridden metric keeps its override.
     """
     if any(info.role is not MetricRole.OTHER for info in roles.values()):
         return []
@@ -282,7 +287,7 @@ def _unnamed_terms(roles: Mapping[str, RoleInfo], checked: Mapping[str, str]) ->
 def _unnamed(tokens: tuple[str, ...]) -> bool:
     """Nothing but split words and words no role list knows (``train/mtm``: a term of the loss)."""
     rest = [t for t in tokens if t not in TRAIN_SPLIT_TOKENS]
-    known = MODIFIER_TOKENS | COUNTER_TOKENS | GRAD_TOKENS | GRAD_NORM_SINGLE_TOKENS | {NORM_TOKEN}
+    known = MODIFIER_TOKENS | COUNTER_TOKENS | NOT_FALLING_TOKENS | GRAD_TOKENS | GRAD_NORM_SINGLE_TOKENS | {NORM_TOKEN}
     return bool(rest) and not known.intersection(rest) and _direction(tokens) is None
 
 

@@ -307,6 +307,7 @@ def test_a_perceptual_term_beside_a_discriminator_is_a_train_loss_a_feature_matc
         (["mtm", "warp"], 0),  # no split word: nothing says they are training terms
         (["train/epoch", "train/global_step", "train/tokens_per_sec"], 0),  # counters and rates
         (["train/mtm", "train/D_A"], 0),  # a GAN: its reconstruction terms decide
+        (["train/rec", "train/kl"], 1),  # a VAE's KL grows in a healthy run: its reconstruction term alone
     ],
 )
 def test_a_log_of_unnamed_train_terms_takes_them_as_its_train_losses(names: list[str], losses: int):
