@@ -284,3 +284,38 @@ def test_a_gan_logs_reconstruction_terms_are_train_losses_only_beside_a_discrimi
     overridden = assign_roles(["D", "cycle_time", "rec"], {"rec": "other"})
     assert overridden["rec"].role is MetricRole.OTHER
     assert overridden["cycle_time"].role is MetricRole.OTHER
+
+
+def test_a_perceptual_term_beside_a_discriminator_is_a_train_loss_a_feature_matching_gan_term_is_not():
+    """pix2pixHD's loss_log.txt (corpus_real log-pix2pixHD-Owain-1): G_VGG, an L1 between VGG features, falls
+    as the generator learns; G_GAN_Feat holds the adversarial word and stays unjudged; without a
+    discriminator in the log, ``vgg`` means nothing."""
+    roles = assign_roles(["train/G_GAN", "train/G_GAN_Feat", "train/G_VGG", "train/D_real", "train/D_fake"])
+    assert primary_train_loss(roles) == "train/G_VGG"
+    assert roles["train/G_GAN_Feat"].role is MetricRole.OTHER
+    assert assign_roles(["vgg", "acc"])["vgg"].role is MetricRole.OTHER
+
+
+@pytest.mark.parametrize(
+    ("names", "losses"),
+    [
+        # corpus_real log-MAJOR-BCT-3D-1: a multi-task 3D model's loss_log.txt, every term falls
+        (["train/mtm", "train/fdepth", "train/bdepth", "train/segmt", "train/warp"], 5),
+        (["train/mtm", "train/warp", "epoch"], 2),  # a counter beside them is no term
+        (["train/mtm", "train/warp", "val/mtm"], 0),  # an eval: the run has something named
+        (["train/mtm", "train/loss"], 1),  # a named loss: it alone
+        (["mtm", "warp"], 0),  # no split word: nothing says they are training terms
+        (["train/epoch", "train/global_step", "train/tokens_per_sec"], 0),  # counters and rates
+        (["train/mtm", "train/D_A"], 0),  # a GAN: its reconstruction terms decide
+        (["train/rec", "train/kl"], 1),  # a VAE's KL grows in a healthy run: its reconstruction term alone
+    ],
+)
+def test_a_log_of_unnamed_train_terms_takes_them_as_its_train_losses(names: list[str], losses: int):
+    roles = assign_roles(names)
+    assert sum(info.role is MetricRole.TRAIN_LOSS for info in roles.values()) == losses
+
+
+def test_an_override_keeps_its_metric_out_of_the_unnamed_terms():
+    roles = assign_roles(["train/mtm", "train/warp"], {"train/warp": "other"})
+    assert roles["train/warp"].role is MetricRole.OTHER
+    assert roles["train/mtm"].role is MetricRole.TRAIN_LOSS

@@ -29,9 +29,7 @@ __all__ = [
     "IGNORED_KEYS",
     "STEP_KEYS",
     "BarRefresh",
-    "EpochBatch",
     "csv_header",
-    "epoch_batch",
     "flatten",
     "hf_dict",
     "json_dict",
@@ -426,44 +424,6 @@ def _eval_line_split(text: str) -> str:
     if "Epoch(" in text and (mode := _EVAL_EPOCH.search(text)) is not None:
         return mode[1]
     return SUMMARY_SPLIT if text.startswith("*") and _SUMMARY_LINE.match(text) else ""
-
-
-@dataclass(frozen=True)
-class EpochBatch:
-    """Where a line stands when it counts batches within an epoch: the parser turns it into a step."""
-
-    label: str  # the word the epoch number follows ("Train", "Epoch"): not a metric
-    epoch: int
-    batch: int
-    batches: int | None  # the epoch's length, when the line states it
-    redrawn: bool = False  # a progress bar redrawn in place (Rich): a refresh repeats the values it showed
-
-
-# Lines that count batches within an epoch: timm's "Train: 0 [ 100/1251 (  8%)]", torchvision's
-# "Epoch: [0]  [  0/5005]", mmengine's "Epoch(train)  [1][  50/7330]", ESPnet's "1epoch:train:1-100batch:".
-_EPOCH_BATCH = (
-    re.compile(
-        r"\b(?P<label>Epoch|Train)(?:\(train\))?:?\s*\[?\s*(?P<epoch>\d+)\s*\]?\s*"
-        r"\[\s*(?P<batch>\d+)\s*/\s*(?P<batches>\d+)\s*[\](]"
-    ),
-    re.compile(r"\b(?P<epoch>\d+)(?P<label>epoch):train:\d+-(?P<batch>\d+)batch\b"),
-    # Lightning's RichProgressBar: "Epoch 3/9  ━━━━━━━━━━━ 120/120 0:00:10 • 0:00:00 12.30it/s train_loss: 0.5"
-    re.compile(r"\b(?P<label>Epoch) (?P<epoch>\d+)/\d+\s+[━╸╺╾╼ ]+\s*(?P<batch>\d+)/(?P<batches>\d+)\s"),
-)
-
-
-def epoch_batch(text: str) -> EpochBatch | None:
-    """The epoch and batch count a training line prints in place of a step, or None."""
-    if "poch" not in text and "Train" not in text:
-        return None
-    for pattern in _EPOCH_BATCH:
-        found = pattern.search(text)
-        if found is not None:
-            batches = found.groupdict().get("batches")
-            total = int(batches) if batches else None
-            redrawn = pattern is _EPOCH_BATCH[-1]
-            return EpochBatch(found["label"], int(found["epoch"]), int(found["batch"]), total, redrawn)
-    return None
 
 
 _STEP_OF_TOTAL = re.compile(r"\b(?:step|iteration|iter|global_step)\s*[:=]?\s*\d+\s*/\s*(\d+)", re.IGNORECASE)

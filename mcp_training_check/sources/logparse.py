@@ -21,14 +21,13 @@ from ..errors import ConfigError
 from ..models import MetricRole
 from ..roles import infer_role
 from .base import STEP_RANGE, SeriesBuilder, SeriesChunk
+from .epochs import EpochBatch, EpochState, epoch_batch, epoch_step, loss_log_line
 from .loglines import (
     EXPLICIT_STEP_KEYS,
     HF_TRAIN_KEYS,
     IGNORED_KEYS,
     BarRefresh,
-    EpochBatch,
     csv_header,
-    epoch_batch,
     flatten,
     hf_dict,
     json_dict,
@@ -391,7 +390,7 @@ class LogParser:
         if fmt in (None, "hf") and self._hf_line(text, sink):
             return
         if fmt in (None, "text"):
-            if self._yolo_line(text, sink):
+            if self._yolo_line(text, sink) or self._loss_log_line(text, sink):
                 return
             bar = progress_bar(text)
             if bar is not None:
@@ -426,6 +425,14 @@ class LogParser:
             self.yolo_val = columns
             return True
         return False
+
+    def _loss_log_line(self, text: str, sink: SeriesBuilder) -> bool:
+        """A pix2pix-style ``loss_log.txt`` line (`epochs.loss_log_line`), placed by its epoch and ``iters``."""
+        found = loss_log_line(text)
+        if found is not None:
+            position, losses = found
+            self._emit(losses | {"epoch": position.epoch}, self._epoch_step(position), "train", sink)
+        return found is not None
 
     @property
     def bar_steps(self) -> bool:
@@ -501,22 +508,11 @@ class LogParser:
         return offset + bar.n
 
     def _epoch_step(self, at: EpochBatch) -> int:
-        """The step of a line that counts batches within an epoch: the batches of the epochs before it plus its
-        count. An epoch's length is what the line states ("[ 100/1251]"), else the last count its epoch showed
-        (MMDetection's log.json logs every 50th batch: its steps run up to 49 short per epoch). A count that did
-        not go back at the new epoch is the run's own (an iteration-based runner): no offset. Read from its middle
-        (tail-first), a log whose lines state the length is exact; else `log_tail` starts the part at an estimate
-        (`epoch_length_unknown`)."""
-        offset, ended = self.epoch_offset, self.epoch_at is not None and at.epoch > self.epoch_at
-        if ended:
-            length = at.batches or (self.epoch_batch if at.batch <= self.epoch_batch else 0)
-            offset += (at.epoch - (self.epoch_at or 0)) * length
-        if offset + at.batch > STEP_RANGE[1]:
-            raise OverflowError(f"epoch {at.epoch} batch {at.batch} is beyond int64")  # the state untouched
-        first = self.epoch_at is None
-        self.epoch_length_unknown = at.batches is None and not ended and (first or self.epoch_length_unknown)
-        self.epoch_at, self.epoch_batch, self.epoch_offset = at.epoch, at.batch, offset
-        return offset + at.batch
+        """The step of a line that counts batches within an epoch (`epochs.epoch_step`)."""
+        state = EpochState(self.epoch_at, self.epoch_batch, self.epoch_offset, self.epoch_length_unknown)
+        step, state = epoch_step(at, state)
+        self.epoch_at, self.epoch_batch, self.epoch_offset, self.epoch_length_unknown = state
+        return step
 
     def _try_header(self, text: str) -> bool:
         delim = "\t" if "\t" in text else "," if "," in text else None
