@@ -44,12 +44,13 @@ def test_a_loss_eval_near_its_floor_is_measured_from_the_level_it_held_not_its_l
 def test_an_accuracy_at_zero_on_a_five_sample_eval_is_confirmed_not_stopped_at_once(real):
     """log-st-gcn-master-improved-1 (train, ambiguous only from epoch 29): its top-1 accuracy is measured on 5
     samples (0, 0.2, 0.4 only) and reads 0.2, 0.2, 0, 0.4: 'at zero: the model is broken' stopped it at its
-    third check. A model at 0.2 scores 0 on 5 samples a third of the time (0.8^5): a collapse to confirm, a
-    warning that the next check (0.4) clears. Control: the same eval falling from 0.8 to 0 (0.2^5 = 0.03 %)
-    is still at zero at once."""
+    third check. A model at 0.2 scores 0 on 5 samples a third of the time (0.8^5): a collapse to confirm,
+    watched at one eval, that the next check (0.4) clears. Control: the same eval falling from 0.8 to 0
+    (0.2^5 = 0.03 %) is still at zero at once."""
     run = real["log-st-gcn-master-improved-1"]
-    code, visible, _ = replay_real(run)
-    assert "S" not in code[:visible] and code[2] == "u", code
+    code, visible, verdicts = replay_real(run)
+    assert "S" not in code[:visible] and code[2] == ".", code
+    assert any(s.severity.value == "watch" for s in verdicts[2].signals if "collapsed" in s.message), verdicts[2]
     steps, values = run.metrics["eval/top1_accuracy"]
     fell = np.where(steps < 14, 0.8, values)
     metrics = dict(run.metrics) | {"eval/top1_accuracy": (steps, fell)}
@@ -173,3 +174,19 @@ def test_an_eval_loss_frozen_by_a_dead_lr_is_the_lr_flag_not_a_stop():
     assert "S" not in code and code.count("u") >= 10, code
     without_lr = {name: series for name, series in run.metrics.items() if name != "train/lr"}
     assert "S" in decisions(replay_cuts(without_lr, cuts, run_config=run.config))
+
+
+def test_a_quality_eval_collapsed_at_one_eval_is_watched_not_escalated(real):
+    """log-yolo_gas-1 (train, healthy): a YOLOv5 mAP_0.5:0.95 at 0.115 for one epoch (25) after 0.272, back to
+    0.232 at the next: 'collapsed: ≤ 50 % of its best' made check 12 unsure, and a reviewer asked then could
+    only have answered WAIT. One collapsed eval is watched, as a train-loss episode seen once is. Control: the
+    same mAP held at 0.115 from epoch 25 on is confirmed at the next check with a new eval, a stop."""
+    run = real["log-yolo_gas-1"]
+    code, _, verdicts = replay_real(run)
+    assert set(code) == {"."}, code
+    assert any(s.severity.value == "watch" for s in verdicts[12].signals if "collapsed" in s.message), verdicts[12]
+    steps, values = run.metrics["eval/mAP_0.5:0.95"]
+    metrics = dict(run.metrics) | {"eval/mAP_0.5:0.95": (steps, np.where(steps >= 25, 0.115, values))}
+    held = decisions(replay_cuts(metrics, checkpoints(run)[:14]))
+    assert held[12] == "." and held[13] == "S", held
+
