@@ -12,7 +12,7 @@ from benchmarks.replay import checkpoints
 from mcp_training_check.judge.stats import eval_set_size
 from mcp_training_check.models import MetricRole
 from mcp_training_check.roles import assign_roles, primary_train_loss
-from tests.test_judge_classes import REAL, decisions, replay_cuts, replay_real
+from tests.test_judge_classes import REAL, decisions, replay_cuts, replay_real, with_point
 
 
 @pytest.fixture(scope="module")
@@ -190,3 +190,30 @@ def test_a_quality_eval_collapsed_at_one_eval_is_watched_not_escalated(real):
     held = decisions(replay_cuts(metrics, checkpoints(run)[:14]))
     assert held[12] == "." and held[13] == "S", held
 
+
+def test_a_flat_train_loss_beside_an_eval_that_gained_most_of_its_headroom_is_not_flagged(real):
+    """log-irrigation-classification-1 (train, healthy): a per-step train loss noisy at 1e-3..0.2 reads flat over
+    its 21-24 points after its first epoch (unsure at checks 6-7), while its 2 evals so far gained 79 % of the
+    F1's headroom (0.874 → 0.973) and 84 % of the eval loss (0.474 → 0.077): too few for a rank test, but the
+    model plainly still improves on held-out data. Control: the same run with its second eval barely better
+    (F1 0.875, eval loss 0.470) is flagged flat again."""
+    run = real["log-irrigation-classification-1"]
+    code, _, _ = replay_real(run)
+    assert set(code) == {"."}, code
+    loss_steps, loss = run.metrics["eval/loss"]
+    metrics = with_point(run, "eval/f1", 1, 0.875) | {"eval/loss": (loss_steps, np.r_[loss[0], 0.470, loss[2:]])}
+    last = replay_cuts(metrics, checkpoints(run)[:7])[-1]
+    assert last.decision.value == "unsure" and "is flat over all" in last.spelled_out(), last.summary
+
+
+def test_a_loss_lower_at_every_logged_point_is_not_flat(real):
+    """issue-mmpretrain-742 (train, healthy): mmcls in its LR warm-up, loss 6.704 → 6.618 over 8 logs, lower at
+    every one; the autocorrelation correction of a smooth curve leaves its Mann–Kendall z at -1.9, and its
+    band ruled out a 5 % fall: 'flat', unsure at its last check. A loss that fell at every logged point is
+    falling. Control: the same log with its 5th log a hair above its 4th (6.654 after 6.6535) is flagged flat
+    again: the exemption is for a fall at every point, not for a loss that leans down."""
+    run = real["issue-mmpretrain-742"]
+    code, _, _ = replay_real(run)
+    assert set(code) == {"."}, code
+    last = replay_cuts(with_point(run, "train/loss", 4, 6.654), checkpoints(run))[-1]
+    assert last.decision.value == "unsure" and "is flat over all" in last.spelled_out(), last.summary
