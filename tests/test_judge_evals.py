@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from mcp_training_check.judge.evalkinds import is_quality_eval, is_secondary_eval
-from mcp_training_check.models import Decision, Severity, SignalKind
+from mcp_training_check.models import Decision, RunStatus, Severity, SignalKind
 from tests.test_judge_helpers import decay_loss, kinds, make_series, run_judge, steps_for
 
 TRAIN = decay_loss(600, seed=1)  # steps 10..6,000, still improving
@@ -43,7 +43,7 @@ TABLE = [
     ("accuracy collapsed for four evals", _eval("eval_accuracy", [*ACC[:6], 0.12, 0.11, 0.11, 0.10]), None, None,
      {SignalKind.EVAL_DEGRADING: "critical"}, Decision.STOP),
     ("accuracy collapsed for one eval", _eval("eval_accuracy", [*ACC[:9], 0.10]), None, None,
-     {SignalKind.EVAL_DEGRADING: "warning"}, Decision.UNSURE),
+     {SignalKind.EVAL_DEGRADING: "watch"}, Decision.CONTINUE),
     ("eval loss exploding, first check", _eval("eval_loss", [*IMPROVING_LOSS[:8], 9.0, 12.0]), None, None,
      {SignalKind.EVAL_DEGRADING: "warning"}, Decision.UNSURE),
     ("eval loss NaN", _eval("eval_loss", [*IMPROVING_LOSS[:9], float("nan")]), None, None,
@@ -63,6 +63,15 @@ def test_eval_table(series, baselines, config, expected, decision):
     }
     assert found == expected, verdict.summary
     assert verdict.decision is decision, verdict.summary
+
+
+def test_one_collapsed_eval_is_watched_while_the_run_goes_on_and_a_warning_once_it_has_ended():
+    """A single collapsed eval is watched (the next check confirms it or sees it recover); a run that has ended
+    has no next check, so there it is a warning."""
+    series = (make_series("loss", TRAIN, new_points=20), _eval("eval_accuracy", [*ACC[:9], 0.10]))
+    running, ended = (run_judge(*series, status=status) for status in (RunStatus.RUNNING, RunStatus.FINISHED))
+    assert kinds(running)[SignalKind.EVAL_DEGRADING] == "watch" and running.decision is Decision.CONTINUE
+    assert kinds(ended)[SignalKind.EVAL_DEGRADING] == "warning" and ended.decision is Decision.UNSURE
 
 
 def test_overfitting_message_names_best_and_train_loss():

@@ -12,7 +12,7 @@ from benchmarks.replay import checkpoints
 from mcp_training_check.judge.stats import eval_set_size
 from mcp_training_check.models import MetricRole
 from mcp_training_check.roles import assign_roles, primary_train_loss
-from tests.test_judge_classes import REAL, decisions, replay_cuts, replay_real
+from tests.test_judge_classes import REAL, decisions, replay_cuts, replay_real, with_point
 
 
 @pytest.fixture(scope="module")
@@ -44,12 +44,13 @@ def test_a_loss_eval_near_its_floor_is_measured_from_the_level_it_held_not_its_l
 def test_an_accuracy_at_zero_on_a_five_sample_eval_is_confirmed_not_stopped_at_once(real):
     """log-st-gcn-master-improved-1 (train, ambiguous only from epoch 29): its top-1 accuracy is measured on 5
     samples (0, 0.2, 0.4 only) and reads 0.2, 0.2, 0, 0.4: 'at zero: the model is broken' stopped it at its
-    third check. A model at 0.2 scores 0 on 5 samples a third of the time (0.8^5): a collapse to confirm, a
-    warning that the next check (0.4) clears. Control: the same eval falling from 0.8 to 0 (0.2^5 = 0.03 %)
-    is still at zero at once."""
+    third check. A model at 0.2 scores 0 on 5 samples a third of the time (0.8^5): a collapse to confirm,
+    watched at one eval, that the next check (0.4) clears. Control: the same eval falling from 0.8 to 0
+    (0.2^5 = 0.03 %) is still at zero at once."""
     run = real["log-st-gcn-master-improved-1"]
-    code, visible, _ = replay_real(run)
-    assert "S" not in code[:visible] and code[2] == "u", code
+    code, visible, verdicts = replay_real(run)
+    assert "S" not in code[:visible] and code[2] == ".", code
+    assert any(s.severity.value == "watch" for s in verdicts[2].signals if "collapsed" in s.message), verdicts[2]
     steps, values = run.metrics["eval/top1_accuracy"]
     fell = np.where(steps < 14, 0.8, values)
     metrics = dict(run.metrics) | {"eval/top1_accuracy": (steps, fell)}
@@ -173,3 +174,46 @@ def test_an_eval_loss_frozen_by_a_dead_lr_is_the_lr_flag_not_a_stop():
     assert "S" not in code and code.count("u") >= 10, code
     without_lr = {name: series for name, series in run.metrics.items() if name != "train/lr"}
     assert "S" in decisions(replay_cuts(without_lr, cuts, run_config=run.config))
+
+
+def test_a_quality_eval_collapsed_at_one_eval_is_watched_not_escalated(real):
+    """log-yolo_gas-1 (train, healthy): a YOLOv5 mAP_0.5:0.95 at 0.115 for one epoch (25) after 0.272, back to
+    0.232 at the next: 'collapsed: ≤ 50 % of its best' made check 12 unsure, and a reviewer asked then could
+    only have answered WAIT. One collapsed eval is watched, as a train-loss episode seen once is. Control: the
+    same mAP held at 0.115 from epoch 25 on is confirmed at the next check with a new eval, a stop."""
+    run = real["log-yolo_gas-1"]
+    code, _, verdicts = replay_real(run)
+    assert set(code) == {"."}, code
+    assert any(s.severity.value == "watch" for s in verdicts[12].signals if "collapsed" in s.message), verdicts[12]
+    steps, values = run.metrics["eval/mAP_0.5:0.95"]
+    metrics = dict(run.metrics) | {"eval/mAP_0.5:0.95": (steps, np.where(steps >= 25, 0.115, values))}
+    held = decisions(replay_cuts(metrics, checkpoints(run)[:14]))
+    assert held[12] == "." and held[13] == "S", held
+
+
+def test_a_flat_train_loss_beside_an_eval_that_gained_most_of_its_headroom_is_not_flagged(real):
+    """log-irrigation-classification-1 (train, healthy): a per-step train loss noisy at 1e-3..0.2 reads flat over
+    its 21-24 points after its first epoch (unsure at checks 6-7), while its 2 evals so far gained 79 % of the
+    F1's headroom (0.874 → 0.973) and 84 % of the eval loss (0.474 → 0.077): too few for a rank test, but the
+    model plainly still improves on held-out data. Control: the same run with its second eval barely better
+    (F1 0.875, eval loss 0.470) is flagged flat again."""
+    run = real["log-irrigation-classification-1"]
+    code, _, _ = replay_real(run)
+    assert set(code) == {"."}, code
+    loss_steps, loss = run.metrics["eval/loss"]
+    metrics = with_point(run, "eval/f1", 1, 0.875) | {"eval/loss": (loss_steps, np.r_[loss[0], 0.470, loss[2:]])}
+    last = replay_cuts(metrics, checkpoints(run)[:7])[-1]
+    assert last.decision.value == "unsure" and "is flat over all" in last.spelled_out(), last.summary
+
+
+def test_a_loss_lower_at_every_logged_point_is_not_flat(real):
+    """issue-mmpretrain-742 (train, healthy): mmcls in its LR warm-up, loss 6.704 → 6.618 over 8 logs, lower at
+    every one; the autocorrelation correction of a smooth curve leaves its Mann–Kendall z at -1.9, and its
+    band ruled out a 5 % fall: 'flat', unsure at its last check. A loss that fell at every logged point is
+    falling. Control: the same log with its 5th log a hair above its 4th (6.654 after 6.6535) is flagged flat
+    again: the exemption is for a fall at every point, not for a loss that leans down."""
+    run = real["issue-mmpretrain-742"]
+    code, _, _ = replay_real(run)
+    assert set(code) == {"."}, code
+    last = replay_cuts(with_point(run, "train/loss", 4, 6.654), checkpoints(run))[-1]
+    assert last.decision.value == "unsure" and "is flat over all" in last.spelled_out(), last.summary

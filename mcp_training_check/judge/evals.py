@@ -264,7 +264,7 @@ class EvalDetector(EvalDegradingTests):
             f"{series.name} collapsed: {fmt(float(values[-1]))} at step {fmt_step(int(steps[-1]))} is {rule} "
             f"(step {fmt_step(best_step)}) for {count} eval(s); {how}."
         )
-        severity = Severity.CRITICAL if confirmed else Severity.WARNING
+        severity = self._collapse_severity(ctx, confirmed, count)
         return signal(
             SignalKind.EVAL_DEGRADING,
             severity,
@@ -275,6 +275,18 @@ class EvalDetector(EvalDegradingTests):
             best=best,
             collapsed_evals=count,
         )
+
+    def _collapse_severity(self, ctx: JudgeContext, confirmed: bool, count: int) -> Severity:
+        """Critical when confirmed; a single collapsed eval (fewer than ``confirm_evals``) in a run still going is
+        watched, as a train-loss episode seen once is: a reviewer could only answer WAIT, and the next check
+        (with an eval since) confirms it, critical, or sees it recover (issue 9: healthy YOLOv5 mAPs dipping
+        to a third of their best for one epoch and back at the next; an MLP's val loss 3× its best at one eval
+        of 96). More collapsed evals in a row, or a run that has ended (no next check), are a warning."""
+        if confirmed:
+            return Severity.CRITICAL
+        if count < self.confirm_evals and not ctx.history.info.status.has_ended:
+            return Severity.WATCH
+        return Severity.WARNING
 
     @staticmethod
     def _collapsed_before(ctx: JudgeContext, name: str, last_step: int) -> bool:

@@ -118,11 +118,13 @@ class EvalBase(Detector):
       held level (Megatron's 3×, an accuracy halved) is as visible as before.
     - ``collapse_drop_fraction``: a higher-is-better eval that lost ≥ 50 % of its best has collapsed
       (accuracy falling towards chance). A non-finite eval collapses at once.
-    - A collapse is a warning first and critical once confirmed: ``confirm_evals`` collapsed evals in a row
+    - A collapse is watched at one eval, a warning from ``confirm_evals`` evals (or once the run has ended: no
+      next check), and critical once confirmed: ``confirm_evals`` collapsed evals in a row
       that a previous check (with evals since) saw collapsing too, or ``collapse_sustain_evals`` (4) in a
-      row within one check, or an optimizer cause before it (the policy). Real runs have eval excursions
-      that recover: a CTC validation loss 7× its best for two evals mid-run, back on its trend by the next
-      check. Four evals in a row are far longer than such an episode and still within a check of a real
+      row within one check, or an optimizer cause before it (the policy). A watched collapse still witnesses
+      a diverging train loss (the policy: one failure seen by two detectors stops at once). Real runs have
+      eval excursions that recover: a CTC validation loss 7× its best for two evals mid-run, back on its trend
+      by the next check. Four evals in a row are far longer than such an episode and still within a check of a real
       collapse seen from its start.
     - ``collapse_noise_z`` / ``collapse_noise_evals``: and only evals ≥ 4 × the eval's own noise from its best
       collapse (robust σ of the eval-to-eval differences over the last 10 evals before the ones in question,

@@ -105,13 +105,17 @@ def _votes(s: Signal) -> bool:
 
 def _is_cause(s: Signal) -> bool:
     """A signal that explains a rising train loss: an LR jump or an LR above its configured peak, an
-    exploding grad norm, or a collapsed eval (another detector seeing the same failure)."""
-    if s.step is None or s.severity in (Severity.INFO, Severity.WATCH) or not _votes(s):
+    exploding grad norm, or a collapsed eval (another detector seeing the same failure). A collapse seen at one
+    eval is watched, not warned of, yet still a witness: the train loss diverging with it is one failure seen
+    twice."""
+    if s.step is None or s.severity is Severity.INFO or not _votes(s):
+        return False
+    if s.kind is SignalKind.EVAL_DEGRADING:
+        return "collapsed_evals" in s.evidence
+    if s.severity is Severity.WATCH:
         return False
     if s.kind is SignalKind.LR_ANOMALY:
         return "jump_ratio" in s.evidence or "ratio" in s.evidence
-    if s.kind is SignalKind.EVAL_DEGRADING:
-        return "collapsed_evals" in s.evidence
     return s.kind is SignalKind.GRAD_EXPLODING
 
 

@@ -314,6 +314,16 @@ class LossTrendBase(Detector):
       z 1.94, best at its last eval; unsure at its end, which the README's first command shows a new user).
       A flat eval beats 1.645 one time in twenty by chance, which the two-sided band's 1.96 would make one
       in forty, at the cost of such saturating climbs.
+    - ``eval_gain_fraction``: with only 2 or 3 evals over those steps (too few for a rank test), an eval better
+      at each than at the one before and whose last has gained ≥ 15 % of what there was to gain from its first
+      (to 1 for a bounded higher-is-better eval, else its first value's size) improves just the same: 15 %,
+      the eval trend detector's ``stuck_progress_fraction`` and the trend's ``flat_min_drop_fraction`` (issue 9:
+      healthy log-irrigation-classification-1, a per-step loss noisy at 1e-3..0.2 read flat at checks 6-7 while
+      its 2 evals went F1 0.874 → 0.973 and eval loss 0.474 → 0.077). On the train split it moved that run
+      only, and no ambiguous or bad run.
+    - A loss lower at every logged point than at the one before is never flat: the autocorrelation correction
+      reads a smooth curve's residuals as correlated and leaves a fall at every one of 8 logs at z -1.9 (issue
+      9: healthy issue-mmpretrain-742, 6.704 → 6.618 in its warm-up). No threshold: a strict fall at each point.
     """
 
     min_points: int = Field(default=10, ge=4)
@@ -350,6 +360,7 @@ class LossTrendBase(Detector):
     witness_drop_fraction: float = Field(default=0.02, gt=0, lt=1)
     floor_min_share: float = Field(default=0.25, gt=0, lt=1)
     eval_improving_z: float = Field(default=1.645, gt=0)
+    eval_gain_fraction: float = Field(default=0.15, gt=0, le=1)
     plateau_min_points: int = Field(default=7, ge=4)
     accuracy_fall_fraction: float = Field(default=0.05, gt=0, lt=1)
     climb_min_points: int = Field(default=8, ge=3)

@@ -53,8 +53,8 @@ class LossStallTests(LossTrendBase):
             return []
         y = positive_log(values)
         trend = theil_sen(steps, y, confidence_z=self.confidence_z)
-        if trend is None or trend.rising or trend.z <= -self.slow_learner_z:
-            return []
+        if trend is None or trend.rising or trend.z <= -self.slow_learner_z or bool(np.all(np.diff(values) < 0)):
+            return []  # a loss lower at every logged point is falling, whatever the autocorrelation does to z
         span = float(steps[-1] - steps[0])
         fall_ruled_out = float(-np.expm1(trend.low * span))
         first, last = (float(np.exp(level)) for level in end_thirds(y))
@@ -103,17 +103,33 @@ class LossStallTests(LossTrendBase):
 
     def _eval_improving(self, ctx: JudgeContext, since: int) -> bool:
         """Whether an eval of the run improves from step ``since`` on: over its ≥ 4 evals there, a Mann–Kendall
-        z of at least ``eval_improving_z`` in its better direction."""
+        z of at least ``eval_improving_z`` in its better direction; over 2 or 3 (too few for a rank test),
+        each better than the one before and the last ≥ ``eval_gain_fraction`` of the way from the first to
+        its end of the scale (`_large_gain`)."""
         for series, direction in ctx.evals:
             steps, values = finite_xy(series.steps, series.values)
             keep = steps >= since
+            better = -1.0 if direction is Direction.LOWER else 1.0
             if int(keep.sum()) < 4:
+                if self._large_gain(better * values[keep], direction):
+                    return True
                 continue
             trend = theil_sen(steps[keep], values[keep], confidence_z=self.confidence_z)
-            better = -1.0 if direction is Direction.LOWER else 1.0
             if trend is not None and better * trend.z >= self.eval_improving_z:
                 return True
         return False
+
+    def _large_gain(self, signed: np.ndarray, direction: Direction) -> bool:
+        """2-3 evals (signed so that higher is better) each above the one before, the last a share ≥
+        ``eval_gain_fraction`` of what there was to gain from the first: to 1 for a bounded higher-is-better
+        eval (an F1 0.874 → 0.973 gains 79 % of its headroom), else the first's own size (an eval loss 0.474
+        → 0.077 falls 84 %)."""
+        if signed.size < 2 or not np.all(np.diff(signed) > 0):
+            return False
+        first, last = float(signed[0]), float(signed[-1])
+        bounded = direction is Direction.HIGHER and first >= 0 and last <= 1
+        room = 1 - first if bounded else abs(first)
+        return room > 0 and (last - first) / room >= self.eval_gain_fraction
 
     def _plateau(self, name: str, x: np.ndarray, y: np.ndarray) -> list[Signal]:
         """Info only: still improving over the longer ``plateau_window_points``, or no clear trend."""
