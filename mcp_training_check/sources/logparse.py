@@ -342,17 +342,25 @@ class LogParser:
     def _bar_train_loss_at_its_count(self, sink: SeriesBuilder) -> None:
         """At the end of what was read, the train loss a bar shows is a point at the bar's count when the count
         has moved past the latest point: a converged loss at the bar's 3 significant digits
-        changes no value, yet the run has advanced (without this the check saw no new points). Evals are not
-        repeated (a repeated eval would pass for another eval), and a log with printed metric lines keeps its
-        own steps."""
-        if self.printed_keys or self.bar_label is None or self.last_step is None:
+        changes no value, yet the run has advanced (without this the check saw no new points). The count is a
+        tqdm bar's, else that of a bar placed by epoch and batch (Lightning's Rich bar, Ultralytics' table).
+        Evals are not repeated (a repeated eval would pass for another eval), and a log with printed metric
+        lines keeps its own steps."""
+        step = self._bar_count()
+        if self.printed_keys or step is None or self.last_step is None:
             return
-        step = self.bar_offset + self.bar_n
         losses = {
             n: v for n, v in self.bar_values.items() if infer_role(n).role is MetricRole.TRAIN_LOSS and math.isfinite(v)
         }  # a NaN shown again adds nothing: the stop names where it began
         if step > self.last_step and losses:
             self._emit(losses, step, "train", sink, printed=False)
+
+    def _bar_count(self) -> int | None:
+        """The step a bar redrawn in place last showed: a tqdm bar's count over its epochs, else the epoch and
+        batch of the latest line placed that way (only bars reach here: printed lines set `printed_keys`)."""
+        if self.bar_label is not None:
+            return self.bar_offset + self.bar_n
+        return None if self.epoch_at is None else self.epoch_offset + self.epoch_batch
 
     def _nothing_recognized(self) -> bool:
         """No line read so far held a metric, and none set up a format (a CSV header waits for its rows)."""
