@@ -59,7 +59,24 @@ __all__ = [
 ]
 
 FORMATS = ("jsonl", "csv", "tsv", "hf", "text")
-SKIP_LINE_MARKERS = ("OVERFLOW!",)  # DeepSpeed fp16 skipped step: normal, and its numbers are not metrics
+TRAINER_BANNER_MARKERS = (
+    "  Num examples = ",
+    "  Num Epochs = ",
+    "  Instantaneous batch size per device = ",
+    "batch size has been adjusted to",
+    "  Total train batch size (",
+    "  Gradient Accumulation steps = ",
+    "  Total optimization steps = ",
+    "  Number of trainable parameters = ",
+    "  Batch size = ",
+)
+"""The lines of the HF Trainer's ``***** Running training *****`` and ``***** Running Evaluation *****``
+banners (also printed by the accelerate and diffusers example scripts): sizes, not metrics. Read as
+``key = value`` lines they became metrics (``Epochs``, ``device``, ``steps`` 375, ``examples``) and, in a
+log without step numbers, each was counted as a step: 4 at the start and 2 at every evaluation."""
+SKIP_LINE_MARKERS = ("OVERFLOW!", *TRAINER_BANNER_MARKERS)
+"""Lines whose numbers are not metrics: DeepSpeed's fp16 "OVERFLOW! Skipping step" (normal), and the
+Trainer's banners."""
 FATAL_MARKERS = ("loss scale already at minimum",)
 TRACEBACK_HEADER = "Traceback (most recent call last)"
 TRACEBACK_CHAIN_LINES = ("During handling of the above exception", "The above exception was the direct cause")
