@@ -162,6 +162,19 @@ def test_cli_plot_into_a_directory_writes_the_runs_png_inside_it(tmp_path, isola
     assert written.suffix == ".png" and written.read_bytes().startswith(PNG_MAGIC) and str(written) in done.stdout
 
 
+def test_cli_plot_into_a_directory_not_yet_there_creates_it(tmp_path, isolated_home):
+    """`plot -o charts/` (the slash says a directory) was refused with "its name must end in .png" when the
+    directory did not exist yet."""
+    log, charts = tmp_path / "healthy.jsonl", tmp_path / "charts" / "run1"
+    write_log(log, diverge=False)
+    env = {**os.environ, "TRAINING_CHECK_HOME": str(isolated_home)}
+    done = subprocess.run([sys.executable, "-m", "mcp_training_check", "plot", str(log), "-o", f"{charts}/"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    [written] = charts.iterdir()
+    assert written.suffix == ".png" and written.read_bytes().startswith(PNG_MAGIC)
+
+
 def test_a_run_without_a_metric_to_draw_is_an_error_naming_the_fix(tmp_path):
     log = tmp_path / "other.jsonl"
     log.write_text("\n".join(json.dumps({"step": i, "tokens_per_second": 1000.0 + i}) for i in range(50)) + "\n")

@@ -320,8 +320,9 @@ def _run_command(monitor: Monitor, args: argparse.Namespace, progress: Progress 
         answer = sys.stdin.read() if args.answer == "-" else args.answer
         return monitor.record_review(args.source, answer, reviewer=args.reviewer)
     if args.command == "plot":
-        output = Path(args.output) if args.output else None
-        return monitor.plot(args.source, output=output, roles=parse_role_overrides(args.role))[0]
+        from ..plot import plot_output  # imported when a chart is asked for, as the service does
+
+        return monitor.plot(args.source, output=plot_output(args.output), roles=parse_role_overrides(args.role))[0]
     if args.command == "stop":
         if not args.confirm:  # the service's refusal names the tool's confirm=true, not this flag
             raise ConfigError(
