@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from mcp.types import ImageContent
+from mcp.types import ImageContent, TextContent
 
 from mcp_training_check.config import load_config
 from mcp_training_check.models import PlotResult
@@ -76,6 +76,8 @@ def test_the_plot_tool_returns_the_png_as_an_image_and_its_path(diverging, isola
     flagged = sorted({s.step for s in verdict.signals if s.step is not None and s.severity.value != "info"})
     assert plotted.flagged_steps == flagged and flagged, "the judge's flagged steps are marked"
     assert plotted.png_bytes == len(png) and plotted.path in plotted.summary
+    texts = [block.text for block in result.content if isinstance(block, TextContent)]
+    assert texts == [plotted.summary], "the summary once (it came twice: before and after the image)"
 
 
 def test_the_chart_draws_loss_and_grad_norm_on_a_log_scale_unless_a_value_is_not_positive(diverging, tmp_path):
