@@ -233,7 +233,7 @@ def _dispatch(args: argparse.Namespace) -> int:
 
 
 def _init(args: argparse.Namespace) -> int:
-    from ..config import NewRun, add_run, parse_run
+    from ..config import NewRun, add_run, parse_run, table_key
 
     new = NewRun(
         name=args.name, run=args.run, log_fallback=args.log_fallback, total_steps=args.total_steps,
@@ -246,7 +246,8 @@ def _init(args: argparse.Namespace) -> int:
         print(f"note: {ref.path} does not exist yet: checks will say so until the training writes it (a typo?)")
     print(f"check it now: training-check check {shlex.quote(args.name)} (in Claude Code: /training-check {args.name})")
     if args.stop is None:
-        print(f"stop_run will refuse it until [runs.{args.name}.stop] says how to stop it (--stop, or edit the file)")
+        stop_table = f"[runs.{table_key(args.name)}.stop]"
+        print(f"stop_run will refuse it until {stop_table} says how to stop it (--stop, or edit the file)")
     return 0
 
 
@@ -262,7 +263,8 @@ def _forget(monitor: Monitor, run: str, *, confirmed: bool) -> int:
     if not confirmed:
         print(f"{run} ({key}): would delete {_footprint_words(stored)}; {kept}")
         print(
-            f"training-check: nothing was deleted; run `training-check forget {run} --yes` to delete the above",
+            f"training-check: nothing was deleted; run `training-check forget {shlex.quote(run)} --yes` to delete "
+            "the above",
             file=sys.stderr,
         )
         return EXIT_ERROR
