@@ -133,6 +133,9 @@ def test_a_name_toml_cannot_write_bare_is_quoted_and_still_an_alias(tmp_path):
     assert checked.returncode == 0, checked.stderr
     kept = cli("forget", "my run.v2", home=home, cwd=root)
     assert kept.returncode == 2 and "forget 'my run.v2' --yes" in kept.stderr, "the command it names must run"
+    (root / "train.jsonl").rename(root / "moved.jsonl")
+    missing = cli("check", "my run.v2", home=home, cwd=root)
+    assert missing.returncode == 2 and '(runs."my run.v2".run in ' in missing.stderr, missing.stderr
 
 
 def test_init_of_a_log_not_written_yet_is_accepted_and_says_so(tmp_path):

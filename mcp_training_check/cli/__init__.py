@@ -233,7 +233,8 @@ def _dispatch(args: argparse.Namespace) -> int:
 
 
 def _init(args: argparse.Namespace) -> int:
-    from ..config import NewRun, add_run, parse_run, table_key
+    from ..config import NewRun, add_run, parse_run
+    from ..config.toml_lines import table_key
 
     new = NewRun(
         name=args.name, run=args.run, log_fallback=args.log_fallback, total_steps=args.total_steps,

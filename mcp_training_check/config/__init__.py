@@ -14,7 +14,7 @@ The lowest stage: it imports only the shared models and errors, and every later 
 from .project import CONFIG_ENV, CONFIG_NAME, ProjectConfig, ResolvedRunConfig, apply_overrides, load_config
 from .reload import ReloadingConfig
 from .runref import RUN_ID, WANDB_RUN_PATH, parse_run
-from .scaffold import NewRun, add_run, table_key
+from .scaffold import NewRun, add_run
 from .schema import (
     DEFAULT_NOTES,
     DEFAULT_REVIEW_MODEL,
@@ -47,5 +47,4 @@ __all__ = [
     "key_lines",
     "load_config",
     "parse_run",
-    "table_key",
 ]

@@ -19,8 +19,8 @@ from ..errors import ConfigError
 from ..models import RunKind
 from .project import CONFIG_NAME, find_config, parse_config_text, read_config_text
 from .runref import parse_run
+from .toml_lines import table_key
 
-BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
 STOP_FORMS = {
     "pid_file": "pid_file=train.pid (the file the training wrote its pid to)",
     "pid": "pid=12345",
@@ -56,7 +56,7 @@ def add_run(new: NewRun, *, config: Path | None = None, cwd: Path | None = None)
     old = read_config_text(path) if path.exists() else ""
     if new.name in parse_config_text(old, path, cwd).runs:
         raise ConfigError(
-            f"{path} already has [runs.{new.name}]: pick another name, or edit or delete that entry there"
+            f"{path} already has [runs.{table_key(new.name)}]: pick another name, or edit or delete that entry there"
         )
     ref = parse_run(new.run, base_dir=path.parent, missing_path_ok=True)  # a typo'd URL or scheme is refused here
     _check_stop_fits(new, ref.kind)
@@ -146,11 +146,6 @@ def _replace(path: Path, text: str) -> None:
         if tmp is not None and os.path.exists(tmp):
             os.unlink(tmp)
         raise ConfigError(f"{path}: cannot write it ({exc.strerror}); check the directory's permissions") from exc
-
-
-def table_key(name: str) -> str:
-    """A run's name as a TOML key: bare when it can be, quoted otherwise (``runs."my run"``)."""
-    return name if BARE_KEY.match(name) else _string(name)
 
 
 def _string(value: str) -> str:
