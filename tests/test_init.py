@@ -146,3 +146,13 @@ def test_init_of_a_log_not_written_yet_is_accepted_and_says_so(tmp_path):
     assert f"note: {root / 'logs' / 'train.jsonl'} does not exist yet" in made.stdout
     there = cli("init", "now", "train.jsonl", home=tmp_path / "home", cwd=root)
     assert there.returncode == 0 and "does not exist" not in there.stdout, there.stdout
+
+
+def test_stop_of_an_entry_without_a_stop_table_names_that_table(tmp_path):
+    """init without --stop says stop_run will refuse until [runs.NAME.stop] exists; the refusal itself said
+    "add a [runs.<name>.stop] table", as if the run had no entry."""
+    root, home = project(tmp_path), tmp_path / "home"
+    made = cli("init", "bert", "train.jsonl", home=home, cwd=root)
+    assert "until [runs.bert.stop] says how" in made.stdout
+    refused = cli("stop", "bert", "--confirm", "--reason", "diverged", home=home, cwd=root)
+    assert refused.returncode == 2 and "add a [runs.bert.stop] table to its entry" in refused.stderr, refused.stderr

@@ -256,6 +256,18 @@ def already_stopped(ref: RunRef, incident: Mapping[str, object]) -> StopResult:
 
 
 def no_stop_configured(ref: RunRef) -> str:
+    """What to add to the config. A run named by its alias has its entry already: the message names its stop
+    table (it said "add a [runs.<name>.stop] table" to `stop bert`, as if bert had no entry)."""
+    if ref.alias is not None:
+        how = {
+            RunKind.WANDB_API: 'method = "wandb" (W&B\'s StopRun), or pid_file = "..." to kill its local process',
+            RunKind.SSH: f'method = "ssh" and pid_file = "<path on {ref.host}>" (or pid = N)',
+        }.get(ref.kind, 'pid_file = "..." or pid = N, method = "tmux" / "screen" with session = "NAME", method = '
+                        '"slurm" with job_id, or method = "command"')  # fmt: skip
+        return (
+            f"no way to stop run {ref.raw!r} is configured: add a [runs.{table_key(ref.alias)}.stop] table to its "
+            f"entry in training-check.toml with {how} (stop settings come only from that file)."
+        )
     if ref.kind is RunKind.WANDB_API:
         return (
             f"no way to stop W&B run {ref.raw!r} is configured: add to training-check.toml a [runs.<name>] "
