@@ -74,9 +74,7 @@ TRAINER_BANNER_MARKERS = (
 banners (also printed by the accelerate and diffusers example scripts): sizes, not metrics. Read as
 ``key = value`` lines they became metrics (``Epochs``, ``device``, ``steps`` 375, ``examples``) and, in a
 log without step numbers, each was counted as a step: 4 at the start and 2 at every evaluation."""
-SKIP_LINE_MARKERS = ("OVERFLOW!", *TRAINER_BANNER_MARKERS)
-"""Lines whose numbers are not metrics: DeepSpeed's fp16 "OVERFLOW! Skipping step" (normal), and the
-Trainer's banners."""
+SKIP_LINE_MARKERS = ("OVERFLOW!",)  # DeepSpeed fp16 skipped step: normal, and its numbers are not metrics
 FATAL_MARKERS = ("loss scale already at minimum",)
 TRACEBACK_HEADER = "Traceback (most recent call last)"
 TRACEBACK_CHAIN_LINES = ("During handling of the above exception", "The above exception was the direct cause")
@@ -124,9 +122,16 @@ TRAINER_STATE_NOTE = (
 
 _FINAL_LINE = re.compile("|".join(re.escape(m) for m in FINAL_LINE_MARKERS))
 _SKIP_LINE = re.compile("|".join(re.escape(m) for m in SKIP_LINE_MARKERS))
+_TRAINER_BANNER = re.compile("|".join(re.escape(m) for m in TRAINER_BANNER_MARKERS))
 _MAYBE_NUMBER = re.compile(r"\d|nan|inf", re.IGNORECASE)
 _ANY_MARKER = re.compile("|".join(re.escape(m) for m in FATAL_MARKERS + ERROR_MARKERS))
 _ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")  # colours, and tqdm's cursor moves between its bars
+
+
+def _trainer_banner(text: str) -> bool:
+    """A line of the Trainer's banners (`TRAINER_BANNER_MARKERS`). The substring tests first: the regex of
+    nine markers cost 1 µs a line, 0.3 s on a 300,000-line log, for lines that are nearly never there."""
+    return (" = " in text or "adjusted to" in text) and _TRAINER_BANNER.search(text) is not None
 
 
 # --------------------------------------------------------------------------- notes
@@ -408,7 +413,7 @@ class LogParser:
         if fmt in (None, "text") and "poch" in text and (columns := train_header(text)) is not None:
             self.yolo_train = columns  # a header of words only: before the test for a number
             return
-        if not _MAYBE_NUMBER.search(text) or _SKIP_LINE.search(text):
+        if not _MAYBE_NUMBER.search(text) or _SKIP_LINE.search(text) or _trainer_banner(text):
             return
         if fmt in (None, "jsonl") and self._json_line(text, sink, notes):
             return
