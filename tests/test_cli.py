@@ -156,6 +156,19 @@ def test_a_mistyped_alias_or_an_entrys_missing_log_is_traced_to_training_check_t
     assert f"The runs {tmp_path / 'training-check.toml'} names: bert, gpt." in unknown.stderr, "no alias was close"
 
 
+def test_a_w_and_b_run_whose_fallback_fails_too_is_told_to_fix_the_fallback(tmp_path, monkeypatch):
+    """W&B refused (nothing listens) and the entry's log_fallback missing: the warnings told the user to "set
+    log_fallback for this run" (it is set) and to "point `run` at the training's log file" (the log is the
+    fallback's)."""
+    (tmp_path / "training-check.toml").write_text('[runs.llm]\nrun = "acme/llm/ab12cd34"\nlog_fallback = "train.log"\n')
+    monkeypatch.setenv("WANDB_API_KEY", "a" * 40)
+    monkeypatch.setenv("WANDB_BASE_URL", "http://127.0.0.1:9")
+    done = cli("check", "llm", home=tmp_path / "home", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "refused the connection" in done.stdout and "point `log_fallback` at" in done.stdout, done.stdout
+    assert "set log_fallback" not in done.stdout and "point `run` at" not in done.stdout, done.stdout
+
+
 def test_every_command_says_what_it_does_in_its_own_help():
     """`plot --help`, `stop --help`, `review --help` and five more printed only usage and options: what the
     command does was in the top-level listing alone. And --role did not list the roles it takes."""

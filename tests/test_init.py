@@ -84,6 +84,7 @@ def test_a_second_entry_of_the_same_name_is_refused_and_the_file_left_alone(tmp_
         (["--stop", "tmux=a.b"], "nothing was written"),
         (["--baseline", "eval/acc=high"], "finite number"),
         (["--role", "eval/acc=best"], "eval_higher"),
+        (["--stop", "wandb"], "--stop pid_file=train.pid"),  # a log file: was written, refused at the stop itself
     ],
 )
 def test_a_bad_value_is_refused_naming_the_fix_and_no_file_is_made(tmp_path, args, message):
@@ -127,8 +128,14 @@ def test_a_name_toml_cannot_write_bare_is_quoted_and_still_an_alias(tmp_path):
     made = cli("init", "my run.v2", "train.jsonl", home=home, cwd=root)
     assert made.returncode == 0, made.stderr
     assert '[runs."my run.v2"]' in (root / "training-check.toml").read_text()
+    assert '[runs."my run.v2".stop] says how to stop it' in made.stdout, "it said [runs.my run.v2.stop]"
     checked = cli("check", "my run.v2", "--json", home=home, cwd=root)
     assert checked.returncode == 0, checked.stderr
+    kept = cli("forget", "my run.v2", home=home, cwd=root)
+    assert kept.returncode == 2 and "forget 'my run.v2' --yes" in kept.stderr, "the command it names must run"
+    (root / "train.jsonl").rename(root / "moved.jsonl")
+    missing = cli("check", "my run.v2", home=home, cwd=root)
+    assert missing.returncode == 2 and '(runs."my run.v2".run in ' in missing.stderr, missing.stderr
 
 
 def test_init_of_a_log_not_written_yet_is_accepted_and_says_so(tmp_path):
@@ -139,3 +146,13 @@ def test_init_of_a_log_not_written_yet_is_accepted_and_says_so(tmp_path):
     assert f"note: {root / 'logs' / 'train.jsonl'} does not exist yet" in made.stdout
     there = cli("init", "now", "train.jsonl", home=tmp_path / "home", cwd=root)
     assert there.returncode == 0 and "does not exist" not in there.stdout, there.stdout
+
+
+def test_stop_of_an_entry_without_a_stop_table_names_that_table(tmp_path):
+    """init without --stop says stop_run will refuse until [runs.NAME.stop] exists; the refusal itself said
+    "add a [runs.<name>.stop] table", as if the run had no entry."""
+    root, home = project(tmp_path), tmp_path / "home"
+    made = cli("init", "bert", "train.jsonl", home=home, cwd=root)
+    assert "until [runs.bert.stop] says how" in made.stdout
+    refused = cli("stop", "bert", "--confirm", "--reason", "diverged", home=home, cwd=root)
+    assert refused.returncode == 2 and "add a [runs.bert.stop] table to its entry" in refused.stderr, refused.stderr

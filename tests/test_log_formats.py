@@ -341,3 +341,36 @@ def test_a_bar_whose_loss_shows_no_change_still_moves_the_runs_step(tmp_path) ->
     assert "no new points" not in again["summary"]
     val = next(m for m in again["snapshot"]["metrics"] if m["name"] == "val_loss")
     assert val["last_step"] < 3000, "an eval shown unchanged is not another eval"
+
+
+def test_the_trainer_banners_are_neither_metrics_nor_steps(tmp_path) -> None:
+    """The HF Trainer's console (transformers' run_glue.py with its logger format): the training banner's sizes
+    and each evaluation's banner were read as ``key = value`` metrics (``Epochs``, ``device``, ``steps`` 375,
+    ``examples``, ``size``), and in this log without step numbers each banner line counted as a step: 37
+    logging lines read as step 47."""
+    prefix = "[INFO|trainer.py:2135] 2026-11-30 10:00:01,123 >> "
+    lines = [prefix + "***** Running training *****"] + [
+        prefix + line
+        for line in (
+            "  Num examples = 1,000",
+            "  Num Epochs = 3",
+            "  Instantaneous batch size per device = 8",
+            "  Total train batch size (w. parallel, distributed & accumulation) = 8",
+            "  Gradient Accumulation steps = 1",
+            "  Total optimization steps = 375",
+            "  Number of trainable parameters = 109,483,778",
+        )
+    ]
+    eval_banner = [prefix + "***** Running Evaluation *****", prefix + "  Num examples = 500"]
+    eval_banner.append(prefix + "  Batch size = 8")
+    for i in range(1, 38):
+        loss, epoch = round(2.5 * math.exp(-i / 10) + 0.3, 4), round(i / 12.5, 2)
+        lines.append(str({"loss": loss, "grad_norm": 1.2, "learning_rate": 5e-5, "epoch": epoch}))
+        if i % 12 == 0:
+            lines += [*eval_banner, str({"eval_loss": loss * 1.05, "eval_accuracy": 0.5 + i / 100, "epoch": epoch})]
+    log = tmp_path / "train.log"
+    log.write_text("\n".join(lines) + "\n")
+    report = json.loads(cli("read", str(log), "--json", home=tmp_path / "home", cwd=tmp_path).stdout)
+    names = {metric["name"] for metric in report["metrics"]}
+    assert names.isdisjoint({"Epochs", "device", "steps", "examples", "size"}), names
+    assert report["last_step"] == 37

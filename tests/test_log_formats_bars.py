@@ -173,3 +173,28 @@ def test_a_rich_bar_redrawn_in_place_counts_each_step_once_and_each_val_loss_onc
     points = read(log)
     assert [s for s, _ in points["train_loss"]] == list(range(1, 31)), "one point per step"
     assert [s for s, _ in points["val_loss"]] == [10, 20, 30], "a val_loss still shown is not a new eval"
+
+
+def test_a_rich_bar_whose_loss_shows_no_change_still_moves_the_runs_step(tmp_path) -> None:
+    """A converged loss at the Rich bar's 3 digits: the next check's bar refreshes change no value, yet the
+    run advanced. As for a tqdm bar, the train loss it shows is a point at its latest count at the end of each
+    read (before, the second check read no point and the step stayed at the first check's)."""
+    log = tmp_path / "console.log"
+
+    def refreshes(first: int, last: int) -> str:
+        return "".join(
+            f"\r\x1b[2KEpoch 0/9 {'━' * (40 * n // 1000):<40} {n}/1000 0:00:01 • 0:00:02 v_num: 0 train_loss: 0.231"
+            for n in range(first, last + 1)
+        )
+
+    log.write_text(refreshes(1, 100) + "\n")
+    steps = []
+    for first, last in [(101, 200), (201, 300)]:
+        report = json.loads(cli("check", str(log), "--json", home=tmp_path / "home", cwd=tmp_path).stdout)
+        steps.append(report["snapshot"]["last_step"])
+        with log.open("a") as out:
+            out.write(refreshes(first, last) + "\n")
+    report = json.loads(cli("check", str(log), "--json", home=tmp_path / "home", cwd=tmp_path).stdout)
+    steps.append(report["snapshot"]["last_step"])
+    assert steps == [100, 200, 300]
+    assert report["snapshot"]["new_points"] == 1

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from mcp.types import ImageContent
+from mcp.types import ImageContent, TextContent
 
 from mcp_training_check.config import load_config
 from mcp_training_check.models import PlotResult
@@ -76,6 +76,8 @@ def test_the_plot_tool_returns_the_png_as_an_image_and_its_path(diverging, isola
     flagged = sorted({s.step for s in verdict.signals if s.step is not None and s.severity.value != "info"})
     assert plotted.flagged_steps == flagged and flagged, "the judge's flagged steps are marked"
     assert plotted.png_bytes == len(png) and plotted.path in plotted.summary
+    texts = [block.text for block in result.content if isinstance(block, TextContent)]
+    assert texts == [plotted.summary], "the summary once (it came twice: before and after the image)"
 
 
 def test_the_chart_draws_loss_and_grad_norm_on_a_log_scale_unless_a_value_is_not_positive(diverging, tmp_path):
@@ -160,6 +162,19 @@ def test_cli_plot_into_a_directory_writes_the_runs_png_inside_it(tmp_path, isola
     assert done.returncode == 0, done.stderr
     [written] = charts.iterdir()
     assert written.suffix == ".png" and written.read_bytes().startswith(PNG_MAGIC) and str(written) in done.stdout
+
+
+def test_cli_plot_into_a_directory_not_yet_there_creates_it(tmp_path, isolated_home):
+    """`plot -o charts/` (the slash says a directory) was refused with "its name must end in .png" when the
+    directory did not exist yet."""
+    log, charts = tmp_path / "healthy.jsonl", tmp_path / "charts" / "run1"
+    write_log(log, diverge=False)
+    env = {**os.environ, "TRAINING_CHECK_HOME": str(isolated_home)}
+    done = subprocess.run([sys.executable, "-m", "mcp_training_check", "plot", str(log), "-o", f"{charts}/"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    [written] = charts.iterdir()
+    assert written.suffix == ".png" and written.read_bytes().startswith(PNG_MAGIC)
 
 
 def test_a_run_without_a_metric_to_draw_is_an_error_naming_the_fix(tmp_path):

@@ -147,6 +147,25 @@ def test_cli_record_review_reads_the_reply_from_stdin(tmp_path, isolated_home):
     assert (review.decision, review.backend, review.reason) == ("WAIT", "agent", "only 6,000 of 20,000 steps")
 
 
+def test_cli_record_review_without_a_run_takes_the_projects_only_run(tmp_path, isolated_home):
+    """`review` takes the project's only run without its name; `record-review -` then said "the following
+    arguments are required: answer" (argparse read the '-' as the run)."""
+    unsure_project(tmp_path).close()
+    env = {**os.environ, "TRAINING_CHECK_HOME": str(isolated_home)}
+    base = [sys.executable, "-m", "mcp_training_check"]
+    asked = subprocess.run([*base, "review"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+    assert asked.returncode == 0, asked.stderr
+    done = subprocess.run(
+        [*base, "record-review", "-", "--json"], input="CONTINUE: only 6,000 of 20,000 steps\n",
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    review = ReviewResult.model_validate(json.loads(done.stdout))
+    assert (review.decision, review.reason) == ("CONTINUE", "only 6,000 of 20,000 steps")
+    missing = subprocess.run([*base, "record-review"], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert missing.returncode == 2 and "needs the reply" in missing.stderr and "Traceback" not in missing.stderr
+
+
 # --------------------------------------------------------------------------- the reply parser
 
 

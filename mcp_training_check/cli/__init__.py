@@ -3,7 +3,7 @@
     training-check check SOURCE [--json] [--baseline KEY=VALUE] [--role KEY=ROLE]   (a sweep/project: every run)
     training-check read|judge|schedule SOURCE
     training-check review SOURCE [--json] [--no-image]   (the reviewer on the latest unsure verdict)
-    training-check record-review SOURCE ANSWER [--reviewer NAME]  (the agent backend's reply; - reads stdin)
+    training-check record-review [SOURCE] ANSWER [--reviewer NAME]  (the agent backend's reply; - reads stdin)
     training-check plot SOURCE [-o run.png]        (loss, eval, LR, grad norm; the judge's flagged steps)
     training-check stop SOURCE --confirm --reason "..."
     training-check watch SOURCE [--stop]             (the skill's loop in a terminal: one line per check)
@@ -113,8 +113,12 @@ def _port(text: str) -> int:
 def _add_review_commands(commands: argparse._SubParsersAction) -> None:
     text = "store a reviewer's reply to the prompt `review` printed (agent backend)"
     record = commands.add_parser("record-review", help=text, description=text)
-    record.add_argument("source", metavar="run", help="the run")
-    record.add_argument("answer", help="the reply, starting with STOP, CONTINUE or WAIT; - reads it from stdin")
+    record.add_argument(
+        "source", metavar="run", nargs="?", default=None, help="the run; left out: the project's only run"
+    )  # with one word given argparse fills this one: `_answer_alone` moves it to `answer`
+    record.add_argument(
+        "answer", nargs="?", default=None, help="the reply, starting with STOP, CONTINUE or WAIT; - reads it from stdin"
+    )
     record.add_argument("--reviewer", default=None, help="who answered (a model name, 'subagent', a person)")
     record.add_argument("--json", action="store_true", help="print one JSON object")
 
@@ -186,6 +190,8 @@ def _add_role_arg(sub: argparse.ArgumentParser) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
+        if args.command == "record-review":
+            _answer_alone(args)
         return _dispatch(args)
     except TrainingCheckError as exc:
         print(f"training-check: {exc}", file=sys.stderr)
@@ -195,6 +201,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # e.g. piped into `head`: the reader left, nothing to report
         sys.stderr.close()
         return 0
+
+
+def _answer_alone(args: argparse.Namespace) -> None:
+    """``record-review -`` (or ``record-review "WAIT ..."``) records the reply for the project's only run, as
+    ``review`` without a run reviews it; argparse put that one word in ``source``. Without any word: the
+    reply is missing (it said "the following arguments are required: answer" to ``record-review -``)."""
+    if args.answer is None and args.source is not None:
+        args.source, args.answer = None, args.source
+    if args.answer is None:
+        raise ConfigError("record-review needs the reply: training-check record-review [RUN] ANSWER ('-' reads stdin)")
 
 
 def _dispatch(args: argparse.Namespace) -> int:
@@ -234,6 +250,7 @@ def _dispatch(args: argparse.Namespace) -> int:
 
 def _init(args: argparse.Namespace) -> int:
     from ..config import NewRun, add_run, parse_run
+    from ..config.toml_lines import table_key
 
     new = NewRun(
         name=args.name, run=args.run, log_fallback=args.log_fallback, total_steps=args.total_steps,
@@ -246,7 +263,8 @@ def _init(args: argparse.Namespace) -> int:
         print(f"note: {ref.path} does not exist yet: checks will say so until the training writes it (a typo?)")
     print(f"check it now: training-check check {shlex.quote(args.name)} (in Claude Code: /training-check {args.name})")
     if args.stop is None:
-        print(f"stop_run will refuse it until [runs.{args.name}.stop] says how to stop it (--stop, or edit the file)")
+        stop_table = f"[runs.{table_key(args.name)}.stop]"
+        print(f"stop_run will refuse it until {stop_table} says how to stop it (--stop, or edit the file)")
     return 0
 
 
@@ -262,7 +280,8 @@ def _forget(monitor: Monitor, run: str, *, confirmed: bool) -> int:
     if not confirmed:
         print(f"{run} ({key}): would delete {_footprint_words(stored)}; {kept}")
         print(
-            f"training-check: nothing was deleted; run `training-check forget {run} --yes` to delete the above",
+            f"training-check: nothing was deleted; run `training-check forget {shlex.quote(run)} --yes` to delete "
+            "the above",
             file=sys.stderr,
         )
         return EXIT_ERROR
@@ -320,8 +339,9 @@ def _run_command(monitor: Monitor, args: argparse.Namespace, progress: Progress 
         answer = sys.stdin.read() if args.answer == "-" else args.answer
         return monitor.record_review(args.source, answer, reviewer=args.reviewer)
     if args.command == "plot":
-        output = Path(args.output) if args.output else None
-        return monitor.plot(args.source, output=output, roles=parse_role_overrides(args.role))[0]
+        from ..plot import plot_output  # imported when a chart is asked for, as the service does
+
+        return monitor.plot(args.source, output=plot_output(args.output), roles=parse_role_overrides(args.role))[0]
     if args.command == "stop":
         if not args.confirm:  # the service's refusal names the tool's confirm=true, not this flag
             raise ConfigError(

@@ -115,7 +115,7 @@ from .schema import (
     RunEntry,
     StopSettings,
 )
-from .toml_lines import MAX_NESTING, key_lines, too_deep_at
+from .toml_lines import MAX_NESTING, key_lines, table_key, too_deep_at
 
 __all__ = [
     "CONFIG_ENV",
@@ -204,7 +204,7 @@ class ProjectConfig(BaseModel):
     def where_run_came_from(self, run: str, alias: str | None) -> str:
         """For an error about ``run``: the entry it came from, or the aliases close to what was typed."""
         if alias is not None:
-            return f" (runs.{alias}.run in {self.path})"
+            return f" (runs.{table_key(alias)}.run in {self.path})"
         close = difflib.get_close_matches(run.strip(), list(self.runs), n=3, cutoff=0.6)
         if close:
             return f" Or did you mean the alias {' or '.join(map(repr, close))} of {self.path}?"
@@ -233,7 +233,7 @@ class ProjectConfig(BaseModel):
         wanted = {_run_key(run, self.cwd), _run_key(run, self.base_dir)}
         found = [name for name, entry in self.runs.items() if _run_key(entry.run, self.base_dir) in wanted]
         if len(found) > 1:
-            names = ", ".join(f"runs.{name}" for name in found)
+            names = ", ".join(f"runs.{table_key(name)}" for name in found)
             raise ConfigError(f"{self.path}: {names} all have run = {run!r}; pass the alias name instead.")
         return found[0] if found else None
 

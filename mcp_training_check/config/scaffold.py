@@ -16,10 +16,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import ConfigError
+from ..models import RunKind
 from .project import CONFIG_NAME, find_config, parse_config_text, read_config_text
 from .runref import parse_run
+from .toml_lines import table_key
 
-BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
 STOP_FORMS = {
     "pid_file": "pid_file=train.pid (the file the training wrote its pid to)",
     "pid": "pid=12345",
@@ -55,9 +56,10 @@ def add_run(new: NewRun, *, config: Path | None = None, cwd: Path | None = None)
     old = read_config_text(path) if path.exists() else ""
     if new.name in parse_config_text(old, path, cwd).runs:
         raise ConfigError(
-            f"{path} already has [runs.{new.name}]: pick another name, or edit or delete that entry there"
+            f"{path} already has [runs.{table_key(new.name)}]: pick another name, or edit or delete that entry there"
         )
-    parse_run(new.run, base_dir=path.parent, missing_path_ok=True)  # a typo'd URL or scheme is refused here
+    ref = parse_run(new.run, base_dir=path.parent, missing_path_ok=True)  # a typo'd URL or scheme is refused here
+    _check_stop_fits(new, ref.kind)
     entry = entry_text(new, remote=_on_ssh(new))
     text = f"{old.rstrip()}\n\n{entry}" if old.strip() else HEADER + "\n" + entry
     try:
@@ -70,7 +72,7 @@ def add_run(new: NewRun, *, config: Path | None = None, cwd: Path | None = None)
 
 def entry_text(new: NewRun, *, remote: bool = False) -> str:
     """The TOML of one ``[runs.NAME]`` table (and its ``.stop`` table)."""
-    table = f"runs.{_key(new.name)}"
+    table = f"runs.{table_key(new.name)}"
     lines = [f"[{table}]", f"run = {_string(new.run)}"]
     if new.log_fallback:
         lines.append(f"log_fallback = {_string(new.log_fallback)}")
@@ -105,6 +107,17 @@ def stop_lines(spec: str, *, remote: bool = False) -> list[str]:
     return [f'method = "{method}"', f"session = {_string(value)}", *(["remote = true"] if remote else [])]
 
 
+def _check_stop_fits(new: NewRun, kind: RunKind) -> None:
+    """``--stop wandb`` on a run that is not on a W&B server was written, loaded, and refused only by the
+    stop itself ("needs a W&B run"), when the run had to be stopped: refused here instead."""
+    if new.stop is not None and new.stop.strip() == "wandb" and kind is not RunKind.WANDB_API:
+        raise ConfigError(
+            f"--stop wandb stops a run on a W&B server (entity/project/run_id or a run URL), and {new.run!r} is "
+            "not one: stop its process instead, e.g. --stop pid_file=train.pid (the file the training writes "
+            "its pid to), tmux=SESSION, screen=SESSION or slurm=JOB_ID; nothing was written"
+        )
+
+
 def _on_ssh(new: NewRun) -> bool:
     """The training runs on another machine: its run (or, for a W&B run, its log) is an ``ssh://`` URL."""
     return new.run.strip().startswith("ssh://") or (new.log_fallback or "").strip().startswith("ssh://")
@@ -133,10 +146,6 @@ def _replace(path: Path, text: str) -> None:
         if tmp is not None and os.path.exists(tmp):
             os.unlink(tmp)
         raise ConfigError(f"{path}: cannot write it ({exc.strerror}); check the directory's permissions") from exc
-
-
-def _key(name: str) -> str:
-    return name if BARE_KEY.match(name) else _string(name)
 
 
 def _string(value: str) -> str:

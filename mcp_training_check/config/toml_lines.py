@@ -9,10 +9,11 @@ values are skipped, not decoded, and the text is assumed to be valid TOML alread
 from __future__ import annotations
 
 import bisect
+import json
 import re
 import tomllib
 
-__all__ = ["BARE_KEY", "MAX_NESTING", "key_lines", "too_deep_at"]
+__all__ = ["BARE_KEY", "MAX_NESTING", "key_lines", "table_key", "too_deep_at"]
 
 MAX_NESTING = 32
 """Arrays and inline tables inside each other: the file needs 2; tomllib recurses per level and would
@@ -73,6 +74,13 @@ def key_lines(text: str) -> dict[tuple[str, ...], int]:
 
 
 BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
+
+
+def table_key(name: str) -> str:
+    """A run's name as messages write its table: bare when TOML allows, else quoted (``runs."my run"``, not
+    ``runs.my run``, which names no table)."""
+    return name if BARE_KEY.fullmatch(name) else json.dumps(name, ensure_ascii=False)
+
 _BASIC_STRING_STOPS = re.compile(r'["\\]')
 _LITERAL_STRING_STOPS = re.compile("'")
 

@@ -8,7 +8,7 @@ Reads the stored history (`state`) and the signals it is handed; matplotlib (Agg
 imported only when a chart is drawn. `review` attaches the chart to API reviews; `plot` serves people.
 """
 
-from .files import PLOTS_DIR, plot_path, plot_result, save_chart
+from .files import PLOTS_DIR, plot_output, plot_path, plot_result, save_chart
 from .render import (
     DEFAULT_DPI,
     MAX_LINES_PER_PANEL,
@@ -24,6 +24,7 @@ __all__ = [
     "MIN_DPI",
     "PLOTS_DIR",
     "Chart",
+    "plot_output",
     "plot_path",
     "plot_result",
     "render_chart",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -9,7 +10,7 @@ from ..errors import ConfigError
 from ..models import PlotResult, Verdict
 from .render import Chart
 
-__all__ = ["PLOTS_DIR", "plot_path", "plot_result", "save_chart"]
+__all__ = ["PLOTS_DIR", "plot_output", "plot_path", "plot_result", "save_chart"]
 
 PLOTS_DIR = "plots"
 MAX_NAME_CHARS = 100
@@ -28,8 +29,24 @@ def plot_path(output: Path | None, home: Path, run_key: str) -> Path:
     if output.suffix.lower() != ".png":
         raise ConfigError(
             f"-o {output}: the chart is written as a PNG, so its name must end in .png "
-            f"(e.g. -o {output.with_suffix('.png')}); other formats are not drawn"
+            f"(e.g. -o {output.with_suffix('.png')}), or name a directory (-o {output}/ creates it); "
+            "other formats are not drawn"
         )
+    return output
+
+
+def plot_output(raw: str | None) -> Path | None:
+    """The CLI's ``-o``: a name ending in a slash is a directory, created when missing (``-o plots/`` was
+    refused as "must end in .png" unless the directory existed already)."""
+    if not raw:
+        return None
+    output = Path(raw)
+    if raw.endswith(("/", os.sep)) and not output.is_dir():
+        try:
+            output.mkdir(parents=True)
+        except OSError as exc:
+            reason = f"cannot create the directory {output} ({exc.strerror})"
+            raise ConfigError(f"{reason}: pass -o with a writable path") from exc
     return output
 
 

@@ -147,9 +147,11 @@ def result_text(structured: dict[str, Any]) -> str:
 def result_blocks(
     content: list[ContentBlock], full: dict[str, Any], structured: dict[str, Any]
 ) -> list[ContentBlock]:
-    """The summary first, then every block that is not a JSON copy of the structured result."""
-    kept = [block for block in content if not _is_json_copy(block, full)]
-    return [TextContent(type="text", text=result_text(structured)), *kept]
+    """The summary first, then every block that is neither a JSON copy of the structured result nor the
+    summary again (a tool that builds its own content, as `plot` does, sent its summary twice)."""
+    summary = TextContent(type="text", text=result_text(structured))
+    kept = [block for block in content if not _is_json_copy(block, full) and block != summary]
+    return [summary, *kept]
 
 
 def _is_json_copy(block: ContentBlock, structured: dict[str, Any]) -> bool:

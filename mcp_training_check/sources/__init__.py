@@ -16,6 +16,7 @@ reads report to a `Progress` callback (`ThrottledProgress` passes on only those 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -167,13 +168,20 @@ def _read_fallback(settings: ResolvedRunConfig, cursors: Cursor, primary_error: 
     try:
         batch, notes = _read(_fallback_source(settings), "log_fallback", cursors)
     except SourceError as fallback_error:
-        return ReadOutcome(
-            None,
-            DataSource.UNREACHABLE,
-            [f"primary source failed: {primary_error}", f"log fallback failed: {fallback_error}"],
-        )
+        return ReadOutcome(None, DataSource.UNREACHABLE, _both_failed(primary_error, fallback_error))
     batch.restart_drops_read_metrics_only = True
     return ReadOutcome(batch, DataSource.LOG_FALLBACK, [reason, *notes])
+
+
+_SET_A_FALLBACK = re.compile(r",? or set log_fallback for this run(?: in training-check\.toml)?")
+
+
+def _both_failed(primary_error: SourceError, fallback_error: SourceError) -> list[str]:
+    """Both warnings, worded for a run that has a fallback: the primary's advice to set one is dropped (it is
+    set), and the fallback's "point `run` at the log" names `log_fallback`, the key that holds that path."""
+    primary = _SET_A_FALLBACK.sub("", str(primary_error))
+    fallback = str(fallback_error).replace("point `run` at", "point `log_fallback` at")
+    return [f"primary source failed: {primary}", f"log fallback failed: {fallback}"]
 
 
 UNUSABLE_CURSOR = (ValueError, TypeError, KeyError, AttributeError, OverflowError)

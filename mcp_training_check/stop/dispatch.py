@@ -18,6 +18,7 @@ from pathlib import Path
 
 from ..config import ResolvedRunConfig, parse_run
 from ..config.schema import TARGET_METHODS
+from ..config.toml_lines import table_key
 from ..errors import StopError
 from ..models import MetricSnapshot, ReviewResult, RunKind, RunRef, StopMethod, StopOutcome, StopResult, Verdict
 from .hosts import Host, LocalHost
@@ -92,8 +93,9 @@ def send_stop(ref: RunRef, settings: ResolvedRunConfig) -> SentStop:
 def _send_wandb_stop(ref: RunRef, settings: ResolvedRunConfig) -> SentStop:
     """StopRun for the entry's own W&B run (the target comes from the config, never from arguments)."""
     if ref.kind is not RunKind.WANDB_API:
+        table = f"[runs.{table_key(settings.alias or 'NAME')}.stop]"
         raise StopError(
-            f'[runs.{settings.alias}.stop] method = "wandb" needs a W&B run (entity/project/run_id or '
+            f'{table} method = "wandb" needs a W&B run (entity/project/run_id or '
             f"a run URL) as the entry's `run`, not {settings.run!r}; use pid_file for a local process."
         )
     stop = settings.stop
@@ -159,8 +161,9 @@ def _ssh_host(ref: RunRef, settings: ResolvedRunConfig) -> str:
         if host:
             return host
     needs = 'method = "ssh"' if settings.stop and settings.stop.method == "ssh" else "remote = true"
+    table = f"[runs.{table_key(settings.alias or 'NAME')}.stop]"
     raise StopError(
-        f"[runs.{settings.alias}.stop] {needs} needs a machine: make the entry's `run` or its "
+        f"{table} {needs} needs a machine: make the entry's `run` or its "
         f"log_fallback an ssh://host/path URL (it is {settings.run!r}), or stop it on this machine."
     )
 
@@ -253,6 +256,18 @@ def already_stopped(ref: RunRef, incident: Mapping[str, object]) -> StopResult:
 
 
 def no_stop_configured(ref: RunRef) -> str:
+    """What to add to the config. A run named by its alias has its entry already: the message names its stop
+    table (it said "add a [runs.<name>.stop] table" to `stop bert`, as if bert had no entry)."""
+    if ref.alias is not None:
+        how = {
+            RunKind.WANDB_API: 'method = "wandb" (W&B\'s StopRun), or pid_file = "..." to kill its local process',
+            RunKind.SSH: f'method = "ssh" and pid_file = "<path on {ref.host}>" (or pid = N)',
+        }.get(ref.kind, 'pid_file = "..." or pid = N, method = "tmux" / "screen" with session = "NAME", method = '
+                        '"slurm" with job_id, or method = "command"')  # fmt: skip
+        return (
+            f"no way to stop run {ref.raw!r} is configured: add a [runs.{table_key(ref.alias)}.stop] table to its "
+            f"entry in training-check.toml with {how} (stop settings come only from that file)."
+        )
     if ref.kind is RunKind.WANDB_API:
         return (
             f"no way to stop W&B run {ref.raw!r} is configured: add to training-check.toml a [runs.<name>] "
