@@ -212,6 +212,22 @@ class EvalDetector(EvalDegradingTests):
         i = int(np.argmin(level) if d is Direction.LOWER else np.argmax(level))
         return float(level[i]), int(steps[i])
 
+    def _on_floor(self, ctx: JudgeContext, name: str, values: np.ndarray, best: float, d: Direction) -> bool:
+        """A higher-is-better eval bounded in [0, 1] whose best level is under ``collapse_min_level`` while
+        another quality eval of the run is above it (`_off_floor`): one head of the model that has not left
+        its floor beside one that has, so it has nothing to collapse from."""
+        bounded = bool(values.min() >= 0 and values.max() <= 1)
+        on_floor = d is Direction.HIGHER and bounded and best < self.collapse_min_level
+        return on_floor and any(
+            self._off_floor(series) for series, dd in ctx.evals
+            if series.name != name and dd is Direction.HIGHER and is_quality_eval(series.name)
+        )  # fmt: skip
+
+    def _off_floor(self, series: MetricSeries) -> bool:
+        """The median of the eval's last ``collapse_level_evals`` evals is ≥ ``collapse_min_level``."""
+        _, values = finite_xy(series.steps, series.values)
+        return values.size > 0 and float(np.median(values[-self.collapse_level_evals :])) >= self.collapse_min_level
+
     def _zero_is_broken(self, values: np.ndarray, best: float) -> bool:
         """A zero no sampling reaches: the eval's values are no fractions of a small eval set (`eval_set_size`),
         or on the set they reveal, a model as good as ``best`` would score 0 by chance less often than
@@ -240,7 +256,7 @@ class EvalDetector(EvalDegradingTests):
         held = values.size - trailing_run(self._collapsed(values, best, d))
         if held >= self.collapse_level_evals:
             best, best_step = self._held_level(values[:held], steps[:held], d)
-        if best <= 0:
+        if best <= 0 or self._on_floor(ctx, series.name, values, best, d):
             return None
         collapsed = self._collapsed(values, best, d)
         if d is Direction.LOWER:
