@@ -69,3 +69,54 @@ def test_a_head_that_never_left_its_floor_beside_one_that_learns_does_not_collap
     assert not any("collapsed" in v.spelled_out() for v in verdicts)
     alone = replay_cuts(loss | {"eval/mAP50(P)": (POSE_STEPS, POSE_MAP50_P)}, cuts)
     assert decisions(alone)[-1] == "S" and "at zero" in alone[-1].spelled_out(), alone[-1].summary
+
+
+# log-pose-vahhabbm-1 (corpus_real train, healthy; VahhabBM/complete-football-player-recognizer-and-tracker-
+# having-tactical-map runs/pose/train/results.csv): epochs 1-16 of 150, a fine-tune's box mAP50 at its ceiling.
+VAHHAB_STEPS = np.arange(1, 17, dtype=np.int64)
+VAHHAB_BOX_LOSS = np.array([1.858, 0.9814, 0.9097, 0.9096, 0.9025, 0.9129, 0.8476, 0.8727, 0.8098, 0.814, 0.8728,
+                            0.7935, 0.7707, 0.733, 0.7892, 0.7535])  # fmt: skip
+VAHHAB_MAP50_B = np.array([0.995, 0.995, 0.9881, 0.9101, 0.9587, 0.9939, 0.9882, 0.9716, 0.9655, 0.9895, 0.9775,
+                           0.7166, 0.921, 0.8917, 0.985, 0.995])  # fmt: skip
+VAHHAB_MAP50_P = np.array([0.0] * 14 + [0.01278, 0.00147])
+
+
+def test_a_box_head_at_its_ceiling_outvotes_a_keypoint_head_not_yet_started():
+    """log-pose-vahhabbm-1: the box mAP50 at 0.995 from its first eval has no headroom to 'gain 15 %', so the
+    keypoint mAP50 at 0 for 14 epochs (0.96 by epoch 40) was 'not learning' and stopped at epoch 16. A quality
+    eval at its ceiling says the model learns. Control: a box mAP50 exactly 1.0 at every eval (a degenerate
+    test set, log-OGM-GE-1's shape) outvotes nothing."""
+    cuts = [8, 16]
+    loss = {"train/box_loss": (VAHHAB_STEPS, VAHHAB_BOX_LOSS), "eval/mAP50(P)": (VAHHAB_STEPS, VAHHAB_MAP50_P)}
+    ceiling = replay_cuts(loss | {"eval/mAP50(B)": (VAHHAB_STEPS, VAHHAB_MAP50_B)}, cuts)
+    assert decisions(ceiling) == "..", [v.summary for v in ceiling]
+    frozen = replay_cuts(loss | {"eval/mAP50(B)": (VAHHAB_STEPS, np.ones(VAHHAB_STEPS.size))}, cuts)
+    assert decisions(frozen) == "uS", [v.summary for v in frozen]
+
+
+# log-pose-fournier-1 (corpus_real train, bad; FournierRobin/skate-kp-tricks-detect runs/pose/train/results.csv):
+# epochs 1-16 of 50: the box head learns, the keypoint mAP50 is exactly 0 at every epoch (to epoch 50).
+FOURNIER_STEPS = np.arange(1, 17, dtype=np.int64)
+FOURNIER_BOX_LOSS = np.array([2.684, 2.144, 1.777, 1.537, 1.429, 1.522, 1.23, 1.377, 1.28, 1.277, 1.091, 1.159, 1.215,
+                              1.181, 1.149, 1.159])  # fmt: skip
+FOURNIER_MAP50_B = np.array([0.00639, 0.3487, 0.5764, 0.6889, 0.7192, 0.7289, 0.7391, 0.6773, 0.6177, 0.6363, 0.7157,
+                             0.5653, 0.7929, 0.8242, 0.8342, 0.8712])  # fmt: skip
+
+
+def test_a_head_at_zero_for_a_quarter_of_the_run_is_stopped_beside_one_that_learns():
+    """log-pose-fournier-1: the keypoint mAP50 exactly 0 at all 50 epochs while the box mAP50 reaches 0.87 was
+    information to the end (the learning box head outvoted it). Once it has been exactly 0 at every eval for a
+    quarter of the known total it is a warning, critical at the next check. Controls: before a quarter it is
+    still information (healthy keypoint heads start by 9-11 % of their runs), and without a known total it
+    stays so."""
+    metrics = {
+        "train/box_loss": (FOURNIER_STEPS, FOURNIER_BOX_LOSS),
+        "eval/mAP50(B)": (FOURNIER_STEPS, FOURNIER_MAP50_B),
+        "eval/mAP50(P)": (FOURNIER_STEPS, np.zeros(FOURNIER_STEPS.size)),
+    }
+    cuts = [8, 10, 13, 16]
+    known = replay_cuts(metrics, cuts, run_config={"total_steps": 50})
+    assert decisions(known) == "..uS", [v.summary for v in known]
+    assert "scores nothing" in known[-1].spelled_out()
+    unknown = replay_cuts(metrics, cuts)
+    assert decisions(unknown) == "....", [v.summary for v in unknown]

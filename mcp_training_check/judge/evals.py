@@ -213,20 +213,20 @@ class EvalDetector(EvalDegradingTests):
         return float(level[i]), int(steps[i])
 
     def _on_floor(self, ctx: JudgeContext, name: str, values: np.ndarray, best: float, d: Direction) -> bool:
-        """A higher-is-better eval bounded in [0, 1] whose best level is under ``collapse_min_level`` while
+        """A higher-is-better eval bounded in [0, 1] whose best level is under ``collapse_floor_fraction`` while
         another quality eval of the run is above it (`_off_floor`): one head of the model that has not left
         its floor beside one that has, so it has nothing to collapse from."""
         bounded = bool(values.min() >= 0 and values.max() <= 1)
-        on_floor = d is Direction.HIGHER and bounded and best < self.collapse_min_level
+        on_floor = d is Direction.HIGHER and bounded and best < self.collapse_floor_fraction
         return on_floor and any(
             self._off_floor(series) for series, dd in ctx.evals
             if series.name != name and dd is Direction.HIGHER and is_quality_eval(series.name)
         )  # fmt: skip
 
     def _off_floor(self, series: MetricSeries) -> bool:
-        """The median of the eval's last ``collapse_level_evals`` evals is ≥ ``collapse_min_level``."""
+        """The median of the eval's last ``collapse_level_evals`` evals is ≥ ``collapse_floor_fraction``."""
         _, values = finite_xy(series.steps, series.values)
-        return values.size > 0 and float(np.median(values[-self.collapse_level_evals :])) >= self.collapse_min_level
+        return values.size > 0 and float(np.median(values[-self.collapse_level_evals :])) >= self.collapse_floor_fraction
 
     def _zero_is_broken(self, values: np.ndarray, best: float) -> bool:
         """A zero no sampling reaches: the eval's values are no fractions of a small eval set (`eval_set_size`),

@@ -131,7 +131,7 @@ class EvalBase(Detector):
       the first epochs of a slow start (log-thesis-1, which ends at 0.99) is eval noise around zero, not a
       collapse; an eval from a quiet plateau to a third of it, or from its first evals (σ 0 before 3),
       still is.
-    - ``collapse_min_level``: a higher-is-better eval bounded in [0, 1] (an mAP, an accuracy) whose best level
+    - ``collapse_floor_fraction``: a higher-is-better eval bounded in [0, 1] (an mAP, an accuracy) whose best level
       (as above) is under 5 % of its scale, beside another quality eval of the run whose last 3 evals'
       median is above it, is one head of a two-headed model (box and keypoints, box and mask) that has not
       left its floor while the other has: it has no level to collapse from, its falls are the floor's noise,
@@ -222,7 +222,7 @@ class EvalBase(Detector):
     collapse_sustain_evals: int = Field(default=4, ge=1)
     collapse_zero_fraction: float = Field(default=1e-3, ge=0, lt=1)
     collapse_level_evals: int = Field(default=3, ge=1)
-    collapse_min_level: float = Field(default=0.05, ge=0, lt=1)
+    collapse_floor_fraction: float = Field(default=0.05, ge=0, lt=1)
     collapse_zero_max_samples: int = Field(default=100, ge=1)
     collapse_zero_chance_fraction: float = Field(default=0.01, ge=0, le=1)
     collapse_noise_z: float = Field(default=4.0, ge=0)
