@@ -226,7 +226,8 @@ class EvalDetector(EvalDegradingTests):
     def _off_floor(self, series: MetricSeries) -> bool:
         """The median of the eval's last ``collapse_level_evals`` evals is ≥ ``collapse_floor_fraction``."""
         _, values = finite_xy(series.steps, series.values)
-        return values.size > 0 and float(np.median(values[-self.collapse_level_evals :])) >= self.collapse_floor_fraction
+        level = float(np.median(values[-self.collapse_level_evals :])) if values.size else 0.0
+        return level >= self.collapse_floor_fraction
 
     def _zero_is_broken(self, values: np.ndarray, best: float) -> bool:
         """A zero no sampling reaches: the eval's values are no fractions of a small eval set (`eval_set_size`),

@@ -148,11 +148,14 @@ class EvalTrendDetector(Detector):
       quality eval that has learned (a YOLOv8's precision(B) at 0.008 for 36 evals while its mAP50(B) gains
       97 % of its headroom: log-mouse-keyboard-detector-1, healthy, unsure at 6 checks;
       log-yolov5_model-1 at 8 more). No ambiguous or bad run of either train split was flagged by it alone.
-      A quality eval at its ceiling (the median of its last 3 evals ≥ ``plateau_ceiling_fraction``) outvotes
-      it too: a fine-tune's box mAP50 at 0.995 from its first eval has no headroom left to gain, while its
-      keypoint mAP50 sits at 0 for 14 of 150 epochs and then reaches 0.96 (log-pose-vahhabbm-1, healthy, was
-      stopped at its second check). Not one exactly the same at every eval: an audio-visual model's fused
-      accuracy at 1.0 for 100 epochs beside a branch at 0.0 is a degenerate test set (log-OGM-GE-1, bad).
+      A quality eval near the top of its scale (the median of its last 3 evals ≥ 1 − ``hopeless_fraction``,
+      0.85: as far from its good end as a hopeless eval is from its bad one) outvotes it too: a fine-tune's
+      box mAP50 at 0.995 from its first eval has no headroom left to gain, while its keypoint mAP50 sits at 0
+      for 14 of 150 epochs and then reaches 0.96 (log-pose-vahhabbm-1, healthy, was stopped at its second
+      check); a fine-tune's box mAP50 at 0.91 whose keypoint mAP is 0 at its first 9 epochs of 500 was
+      stopped for it, 6 epochs before its box mAP's real decay (log-pose-andrejet55-1, bad). Not one exactly
+      the same at every eval: an audio-visual model's fused accuracy at 1.0 for 100 epochs beside a branch at
+      0.0 is a degenerate test set (log-OGM-GE-1, bad).
     - ``zero_head_run_fraction``: but not once the hopeless eval has been exactly 0 at every eval up to a
       quarter of a known total (the train loss's ``stuck_min_run_fraction``): one head of a two-headed
       model (box and keypoints) that has scored nothing for a quarter of the run while the other learns is
@@ -591,9 +594,9 @@ class EvalTrendDetector(Detector):
 
     def _learning_quality_eval(self, ctx: JudgeContext, name: str) -> str | None:
         """Another quality eval of the run (`is_quality_eval`) that has gained ≥ ``stuck_progress_fraction`` of
-        its headroom by medians of 3 evals (`hopeless_progress`), or sits at its ceiling (the median of its last
-        3 evals ≥ ``plateau_ceiling_fraction``: a fine-tune's box mAP50 at 0.995 from its first eval has no
-        headroom to gain; not one that has never moved: an accuracy exactly 1.0 at every eval is a degenerate
+        its headroom by medians of 3 evals (`hopeless_progress`), or sits near the top of its scale (the median
+        of its last 3 evals ≥ 1 − ``hopeless_fraction``: a fine-tune's box mAP50 at 0.995 from its first eval
+        has no headroom to gain; not one that has never moved: an accuracy exactly 1.0 at every eval is a degenerate
         test set, no sign of learning), said as a phrase; else None."""
         for series, d in ctx.evals:
             if series.name == name or not is_quality_eval(series.name):
@@ -605,8 +608,8 @@ class EvalTrendDetector(Detector):
             if gained >= self.stuck_progress_fraction:
                 return f"{series.name} has gained {fmt_pct(gained)} of its headroom by medians of 3 evals"
             level = float(np.median(values[-3:]))
-            if d is Direction.HIGHER and level >= self.plateau_ceiling_fraction and np.ptp(values) > 0:
-                return f"{series.name} is at its ceiling ({fmt(level)}, median of its last 3 evals)"
+            if d is Direction.HIGHER and level >= 1 - self.hopeless_fraction and np.ptp(values) > 0:
+                return f"{series.name} is near the top of its scale ({fmt(level)}, median of its last 3 evals)"
         return None
 
     def _zero_head_why(self, ctx: JudgeContext, steps: np.ndarray, values: np.ndarray) -> str | None:
