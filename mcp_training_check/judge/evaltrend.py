@@ -156,6 +156,11 @@ class EvalTrendDetector(Detector):
       stopped for it, 6 epochs before its box mAP's real decay (log-pose-andrejet55-1, bad). Not one exactly
       the same at every eval: an audio-visual model's fused accuracy at 1.0 for 100 epochs beside a branch at
       0.0 is a degenerate test set (log-OGM-GE-1, bad).
+      So does one rising significantly over all its evals (Theil–Sen at ``slope_confidence_z``, as the eval's
+      own `_improving`): a box mAP50 doubling 0.15 → 0.32 over 11 epochs had gained 14.5 % of its headroom
+      by medians of 3, so the keypoint mAP50-95 at 0.06-0.085 stopped the run at epoch 11, five epochs before
+      its overfit (log-pose-ignaher12-1, bad). A keypoint head exactly 0 from its first eval beside it waits for
+      ``zero_head_run_fraction`` (log-pose-sinyukkirill-1, bad, stopped at 25 of 100 epochs, not 5).
     - ``zero_head_run_fraction``: but not once the hopeless eval has been exactly 0 at every eval up to a
       quarter of a known total (the train loss's ``stuck_min_run_fraction``): one head of a two-headed
       model (box and keypoints) that has scored nothing for a quarter of the run while the other learns is
@@ -594,19 +599,22 @@ class EvalTrendDetector(Detector):
 
     def _learning_quality_eval(self, ctx: JudgeContext, name: str) -> str | None:
         """Another quality eval of the run (`is_quality_eval`) that has gained ≥ ``stuck_progress_fraction`` of
-        its headroom by medians of 3 evals (`hopeless_progress`), or sits near the top of its scale (the median
+        its headroom by medians of 3 evals (`hopeless_progress`), or rises significantly over all its evals
+        (`_improving`: learning, however slowly), or sits near the top of its scale (the median
         of its last 3 evals ≥ 1 − ``hopeless_fraction``: a fine-tune's box mAP50 at 0.995 from its first eval
         has no headroom to gain; not one that has never moved: an accuracy exactly 1.0 at every eval is a degenerate
         test set, no sign of learning), said as a phrase; else None."""
         for series, d in ctx.evals:
             if series.name == name or not is_quality_eval(series.name):
                 continue
-            _, values = finite_xy(series.steps, series.values)
+            steps, values = finite_xy(series.steps, series.values)
             if values.size < 3 or values.min() < 0 or values.max() > 1:
                 continue
             gained = hopeless_progress(values, d)
             if gained >= self.stuck_progress_fraction:
                 return f"{series.name} has gained {fmt_pct(gained)} of its headroom by medians of 3 evals"
+            if self._improving(steps, values, d):
+                return f"{series.name} rises significantly over its {values.size} evals"
             level = float(np.median(values[-3:]))
             if d is Direction.HIGHER and level >= 1 - self.hopeless_fraction and np.ptp(values) > 0:
                 return f"{series.name} is near the top of its scale ({fmt(level)}, median of its last 3 evals)"
