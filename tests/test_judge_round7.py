@@ -48,26 +48,28 @@ def test_a_perplexity_is_held_against_ln_n_on_its_log():
 
 # log-pose-jdoubleu2-1 (corpus_real train, healthy; JdoubleU2/YOLOv8-Pose-Estimation-Clean-n-Jerk
 # runs/pose/train/results.csv): epochs 1-16 of 100, the keypoint head's mAP50(P) and the box head's mAP50(B).
-POSE_STEPS = np.arange(1, 17, dtype=np.int64)
-POSE_MAP50_P = np.array([0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0.04146, 0, 0.04146, 0, 0])
+POSE_STEPS = np.arange(1, 22, dtype=np.int64)
+POSE_MAP50_P = np.array([0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0.04146, 0, 0.04146, 0, 0, 0, 0, 0, 0, 0.03238])
 POSE_MAP50_B = np.array([0.1172, 0.3227, 0.3628, 0.4609, 0.4879, 0.5209, 0.5189, 0.6337, 0.5625, 0.5664, 0.5884,
-                         0.5664, 0.594, 0.6273, 0.7298, 0.6526])  # fmt: skip
+                         0.5664, 0.594, 0.6273, 0.7298, 0.6526, 0.6814, 0.6097, 0.638, 0.6517, 0.6609])  # fmt: skip
 POSE_BOX_LOSS = np.array([1.233, 1.095, 1.096, 1.085, 1.056, 1.056, 1.069, 1.072, 1.05, 1.01, 0.9863, 0.9805, 0.9494,
-                          0.9317, 0.9472, 0.9539])  # fmt: skip
+                          0.9317, 0.9472, 0.9539, 0.94, 0.9291, 0.9006, 0.9136, 0.9323])  # fmt: skip
 
 
 def test_a_head_that_never_left_its_floor_beside_one_that_learns_does_not_collapse():
     """log-pose-jdoubleu2-1: the keypoint mAP50 at 0 for 11 epochs, 0.041 at two evals, 0 again at epochs
     15-16 while the box mAP50 is at 0.65-0.73: 'collapsed ... at zero: the model is broken', stopped at
     epoch 16 (it learns to 0.35 later). A head under 5 % of its scale beside one above it has no level to
-    collapse from. Control: the same eval alone (no other head learning) still collapses at zero."""
-    cuts = [8, 12, 14, 16]
+    collapse from, nor to degrade from ('100 % worse than its best 0.0415' at epoch 21: unsure). Control: the
+    same eval alone (no other head learning) still collapses at zero."""
+    cuts = [8, 12, 14, 16, 21]
     loss = {"train/box_loss": (POSE_STEPS, POSE_BOX_LOSS)}
     both = loss | {"eval/mAP50(P)": (POSE_STEPS, POSE_MAP50_P), "eval/mAP50(B)": (POSE_STEPS, POSE_MAP50_B)}
     verdicts = replay_cuts(both, cuts)
     assert "S" not in decisions(verdicts), [v.summary for v in verdicts]
     assert not any("collapsed" in v.spelled_out() for v in verdicts)
-    alone = replay_cuts(loss | {"eval/mAP50(P)": (POSE_STEPS, POSE_MAP50_P)}, cuts)
+    assert decisions(verdicts)[-1] == ".", verdicts[-1].summary
+    alone = replay_cuts(loss | {"eval/mAP50(P)": (POSE_STEPS, POSE_MAP50_P)}, cuts[:4])
     assert decisions(alone)[-1] == "S" and "at zero" in alone[-1].spelled_out(), alone[-1].summary
 
 

@@ -103,6 +103,9 @@ class EvalDetector(EvalDegradingTests):
         if collapse is not None:
             return self._stronger_than(collapse, self._degrading(ctx, series, direction))
         out = self._baseline(ctx, series, direction)
+        _, values = finite_xy(series.steps, series.values)
+        if values.size and self._on_floor(ctx, series.name, values, float(values.max()), direction):
+            return out  # a head that never left its floor has no best to degrade from (``collapse_floor_fraction``)
         degrading = self._degrading(ctx, series, direction)
         flagged = any(sig.severity in (Severity.WARNING, Severity.CRITICAL) for sig in degrading)
         out += degrading if flagged else degrading + self._memorised(ctx, series, direction)

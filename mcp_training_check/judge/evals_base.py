@@ -140,7 +140,8 @@ class EvalBase(Detector):
       detector's only mAP 0.017 → 0 under a flat loss (issue-paddledet-548, bad) learns nothing at all. A
       YOLOv8-pose keypoint mAP50 at exactly 0 for 11 epochs, 0.041 at two evals, back to 0 for 8, then
       0.12-0.35 to the end (its box mAP 0.65 meanwhile) was 'at zero: the model is broken' and stopped
-      (log-pose-jdoubleu2-1, healthy). Measured blind on the holdout it cost one bad run its stop.
+      (log-pose-jdoubleu2-1, healthy); nor to degrade from: the same eval, 0 again at epochs 15-21, was '100 %
+      worse than its best 0.0415' at epoch 21 (unsure). Measured blind on the holdout it cost one bad run its stop.
     - ``collapse_zero_fraction``: a higher-is-better eval at ≤ 0.1 % of its best is at zero (a Dice of
       1e-10, an mAP of 0: the model outputs nothing), which no eval noise reaches — critical at once, as a
       NaN is. The deepest healthy dip among the MLPerf runs of issue 9 is to 40 % of the best.
