@@ -166,3 +166,32 @@ def test_a_quality_eval_rising_significantly_outvotes_a_hopeless_stricter_one():
     flat_box = IGNA_MAP50_B[0] + 0.01 * np.sin(np.arange(IGNA_STEPS.size))
     flat = replay_cuts(base | {"eval/mAP50(B)": (IGNA_STEPS, flat_box)}, cuts, run_config={"total_steps": 100})
     assert decisions(flat)[-1] == "S", [v.summary for v in flat]
+
+
+# log-pose-vbalab26s-1 (corpus_real train, healthy; runs/pose/train/results.csv of the vbalab26s repository of round
+# 7's walk): epochs 1-12 of 100, two of its LR groups (pg0 = pg2 = …, pg1 = pg3 = …) and its box mAP50, lr0 0.01.
+VB_STEPS = np.arange(1, 13, dtype=np.int64)
+VB_PG0 = np.array([0.009974, 0.01977, 0.02938, 0.0291, 0.0288, 0.0285, 0.02821, 0.02791, 0.02761, 0.02731, 0.02701,
+                   0.02671])  # fmt: skip
+VB_PG1 = np.array([0.003325, 0.006592, 0.009792, 0.009701, 0.009601, 0.009501, 0.009402, 0.009302, 0.009202,
+                   0.009103, 0.009003, 0.008903])  # fmt: skip
+VB_BOX_LOSS = np.array([1.195, 1.039, 1.174, 1.24, 1.177, 1.122, 1.055, 1.004, 1.009, 0.9763, 0.9481, 0.9401])
+
+
+def test_an_lr_group_at_a_constant_multiple_of_the_configured_group_is_not_above_its_peak():
+    """log-pose-vbalab26s-1: its LR group pg0 at 0.029, exactly 3x group pg1 (0.0098, the configured lr0 0.01)
+    at every epoch, was '2.9x the configured peak' and the run unsure at its first 10 checks. The configured
+    LR is pg1's; pg0 carries a per-group multiplier. Control: pg0 alone, or beside a pg1 whose ratio to it
+    changes, is still above the peak."""
+    cuts = [6, 9, 12]
+    config = {"learning_rate": 0.01, "total_steps": 100}
+    loss = {"train/box_loss": (VB_STEPS, VB_BOX_LOSS)}
+    scaled = replay_cuts(loss | {"train/lr/pg0": (VB_STEPS, VB_PG0), "train/lr/pg1": (VB_STEPS, VB_PG1)}, cuts,
+                         run_config=config)  # fmt: skip
+    assert decisions(scaled) == "...", [v.summary for v in scaled]
+    alone = replay_cuts(loss | {"train/lr/pg0": (VB_STEPS, VB_PG0)}, cuts, run_config=config)
+    assert decisions(alone) == "uuu", [v.summary for v in alone]
+    other = np.full(VB_STEPS.size, 0.0098)
+    unscaled = replay_cuts(loss | {"train/lr/pg0": (VB_STEPS, VB_PG0), "train/lr/pg1": (VB_STEPS, other)}, cuts,
+                           run_config=config)  # fmt: skip
+    assert decisions(unscaled) == "uuu", [v.summary for v in unscaled]
