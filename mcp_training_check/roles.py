@@ -112,6 +112,11 @@ DISCRIMINATOR_TOKENS = frozenset({"d", "dis", "disc", "discriminator"})
 # inpainting GAN's ``gan_rec`` and ``dis_img_rec`` are the generator's and the discriminator's losses on its
 # reconstruction branch (``_rec``), noisy around their balance for the whole run, not a reconstruction loss.
 ADVERSARIAL_TOKENS = DISCRIMINATOR_TOKENS | {"gan", "adv", "adversarial"}
+# A perplexity is e^(the per-token cross-entropy): the train loss in another unit, falling with it. Sockeye
+# prints only ``perplexity`` and ``accuracy`` on its training lines (``train/perplexity`` 406 → 348 over 8
+# logs: issue-sockeye-706, healthy, was unsure at every check for want of a train loss). With a train split
+# word it is a train loss; a plain ``loss`` beside it still ranks first (`primary_train_loss`).
+PERPLEXITY_TOKENS = frozenset({"ppl", "perplexity"})
 
 # Words that make a metric something other than a loss term: a count, a rate, a size or a timing. A train-split
 # metric holding none of them (nor any other word with a role) may be an unnamed loss term (`_unnamed_terms`).
@@ -219,7 +224,14 @@ def infer_role(name: str) -> RoleInfo:
         return _OTHER_LOWER if direction is None else RoleInfo(MetricRole.EVAL, direction)
     if "loss" in tokens and direction is Direction.LOWER:
         return RoleInfo(MetricRole.TRAIN_LOSS, Direction.LOWER)
+    if is_perplexity(name) and TRAIN_SPLIT_TOKENS.intersection(tokens):
+        return RoleInfo(MetricRole.TRAIN_LOSS, Direction.LOWER)
     return RoleInfo(MetricRole.OTHER, direction or Direction.LOWER)
+
+
+def is_perplexity(name: str) -> bool:
+    """A perplexity (`PERPLEXITY_TOKENS`): e^loss, so ln of it is the loss's level (ln N at chance)."""
+    return bool(PERPLEXITY_TOKENS.intersection(tokenize(name)))
 
 
 def _check_override_value(name: str, value: str) -> str:

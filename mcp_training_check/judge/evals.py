@@ -103,6 +103,9 @@ class EvalDetector(EvalDegradingTests):
         if collapse is not None:
             return self._stronger_than(collapse, self._degrading(ctx, series, direction))
         out = self._baseline(ctx, series, direction)
+        _, values = finite_xy(series.steps, series.values)
+        if values.size and self._on_floor(ctx, series.name, values, float(values.max()), direction):
+            return out  # a head that never left its floor has no best to degrade from (``collapse_floor_fraction``)
         degrading = self._degrading(ctx, series, direction)
         flagged = any(sig.severity in (Severity.WARNING, Severity.CRITICAL) for sig in degrading)
         out += degrading if flagged else degrading + self._memorised(ctx, series, direction)
@@ -212,6 +215,23 @@ class EvalDetector(EvalDegradingTests):
         i = int(np.argmin(level) if d is Direction.LOWER else np.argmax(level))
         return float(level[i]), int(steps[i])
 
+    def _on_floor(self, ctx: JudgeContext, name: str, values: np.ndarray, best: float, d: Direction) -> bool:
+        """A higher-is-better eval bounded in [0, 1] whose best level is under ``collapse_floor_fraction`` while
+        another quality eval of the run is above it (`_off_floor`): one head of the model that has not left
+        its floor beside one that has, so it has nothing to collapse from."""
+        bounded = bool(values.min() >= 0 and values.max() <= 1)
+        on_floor = d is Direction.HIGHER and bounded and best < self.collapse_floor_fraction
+        return on_floor and any(
+            self._off_floor(series) for series, dd in ctx.evals
+            if series.name != name and dd is Direction.HIGHER and is_quality_eval(series.name)
+        )  # fmt: skip
+
+    def _off_floor(self, series: MetricSeries) -> bool:
+        """The median of the eval's last ``collapse_level_evals`` evals is ≥ ``collapse_floor_fraction``."""
+        _, values = finite_xy(series.steps, series.values)
+        level = float(np.median(values[-self.collapse_level_evals :])) if values.size else 0.0
+        return level >= self.collapse_floor_fraction
+
     def _zero_is_broken(self, values: np.ndarray, best: float) -> bool:
         """A zero no sampling reaches: the eval's values are no fractions of a small eval set (`eval_set_size`),
         or on the set they reveal, a model as good as ``best`` would score 0 by chance less often than
@@ -240,7 +260,7 @@ class EvalDetector(EvalDegradingTests):
         held = values.size - trailing_run(self._collapsed(values, best, d))
         if held >= self.collapse_level_evals:
             best, best_step = self._held_level(values[:held], steps[:held], d)
-        if best <= 0:
+        if best <= 0 or self._on_floor(ctx, series.name, values, best, d):
             return None
         collapsed = self._collapsed(values, best, d)
         if d is Direction.LOWER:

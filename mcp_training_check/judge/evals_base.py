@@ -133,6 +133,17 @@ class EvalBase(Detector):
       the first epochs of a slow start (log-thesis-1, which ends at 0.99) is eval noise around zero, not a
       collapse; an eval from a quiet plateau to a third of it, or from its first evals (σ 0 before 3),
       still is.
+    - ``collapse_floor_fraction``: a higher-is-better eval bounded in [0, 1] (an mAP, an accuracy) whose best level
+      (as above) is under 5 % of its scale, beside another quality eval of the run whose last 3 evals'
+      median is above it, is one head of a two-headed model (box and keypoints, box and mask) that has not
+      left its floor while the other has: it has no level to collapse from, its falls are the floor's noise,
+      and whether it learns is the not-learning rule's question (`evaltrend`: under 5 %, its
+      ``stuck_stop_fraction``, an eval has gained nothing). Alone, such a fall is still a collapse: a
+      detector's only mAP 0.017 → 0 under a flat loss (issue-paddledet-548, bad) learns nothing at all. A
+      YOLOv8-pose keypoint mAP50 at exactly 0 for 11 epochs, 0.041 at two evals, back to 0 for 8, then
+      0.12-0.35 to the end (its box mAP 0.65 meanwhile) was 'at zero: the model is broken' and stopped
+      (log-pose-jdoubleu2-1, healthy); nor to degrade from: the same eval, 0 again at epochs 15-21, was '100 %
+      worse than its best 0.0415' at epoch 21 (unsure). Measured blind on the holdout it cost one bad run its stop.
     - ``collapse_zero_fraction``: a higher-is-better eval at ≤ 0.1 % of its best is at zero (a Dice of
       1e-10, an mAP of 0: the model outputs nothing), which no eval noise reaches — critical at once, as a
       NaN is. The deepest healthy dip among the MLPerf runs of issue 9 is to 40 % of the best.
@@ -214,6 +225,7 @@ class EvalBase(Detector):
     collapse_sustain_evals: int = Field(default=4, ge=1)
     collapse_zero_fraction: float = Field(default=1e-3, ge=0, lt=1)
     collapse_level_evals: int = Field(default=3, ge=1)
+    collapse_floor_fraction: float = Field(default=0.05, ge=0, lt=1)
     collapse_zero_max_samples: int = Field(default=100, ge=1)
     collapse_zero_chance_fraction: float = Field(default=0.01, ge=0, le=1)
     collapse_noise_z: float = Field(default=4.0, ge=0)

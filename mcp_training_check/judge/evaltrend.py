@@ -148,6 +148,27 @@ class EvalTrendDetector(Detector):
       quality eval that has learned (a YOLOv8's precision(B) at 0.008 for 36 evals while its mAP50(B) gains
       97 % of its headroom: log-mouse-keyboard-detector-1, healthy, unsure at 6 checks;
       log-yolov5_model-1 at 8 more). No ambiguous or bad run of either train split was flagged by it alone.
+      A quality eval near the top of its scale (the median of its last 3 evals ≥ 1 − ``hopeless_fraction``,
+      0.85: as far from its good end as a hopeless eval is from its bad one) outvotes it too: a fine-tune's
+      box mAP50 at 0.995 from its first eval has no headroom left to gain, while its keypoint mAP50 sits at 0
+      for 14 of 150 epochs and then reaches 0.96 (log-pose-vahhabbm-1, healthy, was stopped at its second
+      check); a fine-tune's box mAP50 at 0.91 whose keypoint mAP is 0 at its first 9 epochs of 500 was
+      stopped for it, 6 epochs before its box mAP's real decay (log-pose-andrejet55-1, bad). Not one exactly
+      the same at every eval: an audio-visual model's fused accuracy at 1.0 for 100 epochs beside a branch at
+      0.0 is a degenerate test set (log-OGM-GE-1, bad).
+      So does one rising significantly over all its evals (Theil–Sen at ``slope_confidence_z``, as the eval's
+      own `_improving`): a box mAP50 doubling 0.15 → 0.32 over 11 epochs had gained 14.5 % of its headroom
+      by medians of 3, so the keypoint mAP50-95 at 0.06-0.085 stopped the run at epoch 11, five epochs before
+      its overfit (log-pose-ignaher12-1, bad). A keypoint head exactly 0 from its first eval beside it waits for
+      ``zero_head_run_fraction`` (log-pose-sinyukkirill-1, bad, stopped at 25 of 100 epochs, not 5).
+    - ``zero_head_run_fraction``: but not once the hopeless eval has been exactly 0 at every eval up to a
+      quarter of a known total (the train loss's ``stuck_min_run_fraction``): one head of a two-headed
+      model (box and keypoints) that has scored nothing for a quarter of the run while the other learns is
+      not learning its task — a warning, critical at the next check that still sees it. YOLOv8-pose keypoint
+      mAPs exactly 0 at all 50 and 60 epochs while their box mAPs reach 0.83 and 0.40 (log-pose-fournier-1,
+      log-pose-donidodni-1, bad) were information to the end; the healthy heads of the train split left 0 by
+      9-11 % of their runs (keypoints: 14 of 150 epochs, 11 of 100; a box head 41 of 1,000), as a YOLOv5-OBB
+      run of issue 9 did after 21 epochs. Without a known total a zero head stays information.
       (Judged against its headroom, an accuracy climbing from 0.001 to 0.12 gained little; its significant
       trend keeps it from being called stuck.)
     - Any other eval of a run with a train loss is judged not learning from its 3rd eval
@@ -243,6 +264,7 @@ class EvalTrendDetector(Detector):
     plateau_ceiling_fraction: float = Field(default=0.95, gt=0, le=1)
     frozen_tail_evals: int = Field(default=10, ge=3)
     frozen_dead_lr_ratio: float = Field(default=1e-3, gt=0, lt=1)
+    zero_head_run_fraction: float = Field(default=0.25, gt=0, le=1)
 
     def check(self, ctx: JudgeContext) -> list[Signal]:
         primary = primary_eval(ctx) if ctx.train_loss is None else None
@@ -577,17 +599,35 @@ class EvalTrendDetector(Detector):
 
     def _learning_quality_eval(self, ctx: JudgeContext, name: str) -> str | None:
         """Another quality eval of the run (`is_quality_eval`) that has gained ≥ ``stuck_progress_fraction`` of
-        its headroom by medians of 3 evals (`hopeless_progress`), said as a phrase; else None."""
+        its headroom by medians of 3 evals (`hopeless_progress`), or rises significantly over all its evals
+        (`_improving`: learning, however slowly), or sits near the top of its scale (the median
+        of its last 3 evals ≥ 1 − ``hopeless_fraction``: a fine-tune's box mAP50 at 0.995 from its first eval
+        has no headroom to gain; not one that has never moved: an accuracy exactly 1.0 at every eval is a degenerate
+        test set, no sign of learning), said as a phrase; else None."""
         for series, d in ctx.evals:
             if series.name == name or not is_quality_eval(series.name):
                 continue
-            _, values = finite_xy(series.steps, series.values)
+            steps, values = finite_xy(series.steps, series.values)
             if values.size < 3 or values.min() < 0 or values.max() > 1:
                 continue
             gained = hopeless_progress(values, d)
             if gained >= self.stuck_progress_fraction:
                 return f"{series.name} has gained {fmt_pct(gained)} of its headroom by medians of 3 evals"
+            if self._improving(steps, values, d):
+                return f"{series.name} rises significantly over its {values.size} evals"
+            level = float(np.median(values[-3:]))
+            if d is Direction.HIGHER and level >= 1 - self.hopeless_fraction and np.ptp(values) > 0:
+                return f"{series.name} is near the top of its scale ({fmt(level)}, median of its last 3 evals)"
         return None
+
+    def _zero_head_why(self, ctx: JudgeContext, steps: np.ndarray, values: np.ndarray) -> str | None:
+        """An eval exactly 0 at every eval up to ≥ ``zero_head_run_fraction`` of a known total, said as a
+        phrase; else None (an unknown total: never)."""
+        progress = ctx.config.progress(int(steps[-1]))
+        if progress is None or progress < self.zero_head_run_fraction or float(np.max(np.abs(values))) != 0:
+            return None
+        total = fmt_step(ctx.config.total_steps or 0)
+        return f"it has been exactly 0 at every eval for {fmt_pct(progress)} of the run's {total} steps"
 
     def _stuck(
         self, ctx: JudgeContext, series: MetricSeries, d: Direction, steps: np.ndarray, values: np.ndarray
@@ -613,8 +653,12 @@ class EvalTrendDetector(Detector):
         robust = hopeless_progress(values, d) if self._judged_as_hopeless(ctx, series, values, d) else None
         critical = persists and (gained if robust is None else robust) < self.stuck_stop_fraction
         sibling = self._learning_quality_eval(ctx, series.name) if robust is not None else None
-        outvoted = sibling is not None
-        if outvoted:
+        zero_head = self._zero_head_why(ctx, steps, values) if sibling is not None else None
+        outvoted = sibling is not None and zero_head is None
+        if zero_head is not None:
+            tail = f"{sibling}, but {zero_head}: that head scores nothing"
+            tail += "; still so at a second check" if critical else "; critical if the next check still sees it"
+        elif outvoted:
             critical, tail = False, f"but {sibling}: the run is learning, which outvotes a hopeless eval: information"
         elif critical:
             tail = f"still so at a second check (critical below {fmt_pct(self.stuck_stop_fraction)})"

@@ -10,7 +10,7 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 from pydantic import Field
 
-from ..models import Severity, Signal, SignalKind
+from ..models import MetricRole, Severity, Signal, SignalKind
 from ..state import MetricSeries
 from .context import Detector, JudgeContext, LrEvents, signal
 from .runconfig import RunConfig
@@ -70,6 +70,15 @@ class LrDetector(Detector):
       a first check after two epochs sees 0.0706 → 0.0403 against lr0 0.01 (log-yolov5_model-1, healthy, was
       unsure there for an LR "4× the configured peak"); an LR above the peak that rose or held since its first
       point is still judged.
+      Nor is an LR that is a constant multiple (to ``group_ratio_fraction``) of another LR of the run, a
+      parameter group, whose own peak is within ``above_peak_ratio`` of the configured peak: the configured
+      LR is that group's, and this one carries a per-group multiplier (a YOLOv8-pose run's groups pg0/pg2/…
+      at 0.0294, exactly 3× its groups pg1/pg3/… at 0.0098 against lr0 0.01, falling together over 100
+      epochs: log-pose-vbalab26s-1, healthy, unsure at its first 10 checks for an LR '2.9× the configured
+      peak').
+    - ``group_ratio_fraction``: two groups' LRs are one schedule scaled when their ratio varies by at most 2 %
+      of its median over their shared steps: LRs logged to 4 significant digits round by at most 0.05 % each,
+      and two different schedules (a warmup against a constant) part by far more within a few points.
     - ``runaway_ratio``: with a peak LR in the run config, an LR that climbed at every logged point, from
       within the schedule (≤ ``restart_peak_ratio`` × the peak) after warmup, to ≥ 2× that peak is a
       runaway schedule → critical on its own, like a non-finite LR. After warmup no schedule rises
@@ -103,6 +112,7 @@ class LrDetector(Detector):
     jump_window_points: int = Field(default=3, ge=1)
     restart_peak_ratio: float = Field(default=1.25, ge=1)
     above_peak_ratio: float = Field(default=1.5, gt=1)
+    group_ratio_fraction: float = Field(default=0.02, ge=0, lt=1)
     runaway_ratio: float = Field(default=2.0, gt=1)
     dead_ratio: float = Field(default=1e-3, gt=0, lt=1)
     dead_before_fraction: float = Field(default=0.9, gt=0, le=1)
@@ -169,6 +179,8 @@ class LrDetector(Detector):
             peak, what = float(lr[: max(upto, 1)].max()), "the peak reached after warmup"
         if peak <= 0 or lr[-1] <= self.above_peak_ratio * peak or _warming_down(lr):
             return []
+        if ctx.config.peak_lr and self._scaled_group(ctx, series.name, steps, lr, peak):
+            return []
         msg = (
             f"{series.name} {fmt(lr[-1])} at step {fmt_step(int(steps[-1]))} is "
             f"{fmt_ratio(lr[-1] / peak)} {what} {fmt(peak)} (threshold {fmt_ratio(self.above_peak_ratio)})"
@@ -186,6 +198,22 @@ class LrDetector(Detector):
             signal(SignalKind.LR_ANOMALY, severity, msg + tail, metric=series.name, step=int(steps[-1]),
                    ratio=lr[-1] / peak, since_step=since)
         ]  # fmt: skip
+
+    def _scaled_group(self, ctx: JudgeContext, name: str, steps: np.ndarray, lr: np.ndarray, peak: float) -> bool:
+        """Another LR of the run (a parameter group) peaks within ``above_peak_ratio`` of the configured peak,
+        and this one is a constant multiple of it at every shared step (to ``group_ratio_fraction``): a
+        per-group multiplier on the configured schedule, not a schedule above its peak."""
+        for other, info in ctx.roles.items():
+            if other == name or info.role is not MetricRole.LEARNING_RATE or other not in ctx.history.metrics:
+                continue
+            o_steps, o_lr = finite_xy(ctx.history.metrics[other].steps, ctx.history.metrics[other].values)
+            shared, i, j = np.intersect1d(steps, o_steps, return_indices=True)
+            if shared.size < 2 or o_lr.max() > self.above_peak_ratio * peak or np.any(o_lr[j] <= 0):
+                continue
+            ratio = lr[i] / o_lr[j]
+            if float(np.ptp(ratio)) <= self.group_ratio_fraction * float(np.median(ratio)):
+                return True
+        return False
 
     def _runaway_since(self, ctx: JudgeContext, steps: np.ndarray, lr: np.ndarray, peak: float) -> int | None:
         """Step where an unbroken climb to ≥ ``runaway_ratio`` × ``peak`` began, if it began after warmup
