@@ -181,16 +181,17 @@ class _StartState:
         parser = self.head.parser
         if self.head.end <= 0:
             return False
-        if parser.epoch_length_unknown:
+        if parser.epochs.length_unknown:
             return True
         return (not parser.explicit_steps and parser.counter > 0) or (parser.bar_steps and bool(parser.last_step))
 
     def parser(self, offset: int, fmt: str | None) -> LogParser:
         head = self.head.parser
         parser = LogParser.from_state(head.to_state(), fmt)
-        if self.counted and head.epoch_length_unknown:  # the part's first epoch starts at the estimate
+        if self.counted and head.epochs.length_unknown:  # the part's first epoch starts at the estimate
             estimate = round((head.last_step or 0) * offset / self.head.end)
-            parser.last_step, parser.epoch_at, parser.epoch_offset = estimate, None, estimate
+            parser.last_step = estimate
+            parser.epochs = parser.epochs._replace(epoch=None, offset=estimate)
         elif self.counted and head.bar_steps:
             estimate = round((head.last_step or 0) * offset / self.head.end)
             parser.last_step, parser.bar_n, parser.bar_offset = estimate, 0, estimate

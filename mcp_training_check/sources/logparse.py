@@ -250,10 +250,7 @@ class LogParser:
         self.bar_step: int | None = None  # the step of the latest points taken from a bar
         self.printed_keys: set[str] = set()  # metrics printed lines brought: bars never feed them
         self.bar_pending: tuple[int, dict[str, float]] | None = None  # the latest refresh's points (`_bar_line`)
-        self.epoch_at: int | None = None  # the epoch of the latest line that counts batches within it
-        self.epoch_batch = 0  # its batch count
-        self.epoch_offset = 0  # the steps of the epochs before it: step = offset + batch (`_epoch_step`)
-        self.epoch_length_unknown = False  # no line states its epoch's length and no epoch has ended yet
+        self.epochs = EpochState()  # where lines that count batches within an epoch stand (`epochs.epoch_step`)
         self.yolo_train: list[str] | None = None  # the metrics of Ultralytics' training table (`_yolo_line`)
         self.yolo_val: list[str] | None = None  # and of its validation row
 
@@ -276,10 +273,10 @@ class LogParser:
                 self.bar_label, self.bar_n, self.bar_offset, self.bar_values, sorted(self.printed_keys), self.bar_step
             ],
             "epoch": [
-                -1 if self.epoch_at is None else self.epoch_at,
-                self.epoch_batch,
-                self.epoch_offset,
-                self.epoch_length_unknown,
+                -1 if self.epochs.epoch is None else self.epochs.epoch,
+                self.epochs.batch,
+                self.epochs.offset,
+                self.epochs.length_unknown,
             ],
             "yolo": [self.yolo_train, self.yolo_val],
         }
@@ -315,9 +312,8 @@ class LogParser:
             parser.bar_values = {str(name): float(value) for name, value in dict(values).items()}
             parser.printed_keys = {str(name) for name in printed}
             epoch_at, batch, offset, unknown = state.get("epoch") or [-1, 0, 0, False]
-            parser.epoch_at = None if int(epoch_at) < 0 else int(epoch_at)
-            parser.epoch_batch, parser.epoch_offset = int(batch), int(offset)
-            parser.epoch_length_unknown = bool(unknown)
+            epoch = None if int(epoch_at) < 0 else int(epoch_at)
+            parser.epochs = EpochState(epoch, int(batch), int(offset), bool(unknown))
             train, val = state.get("yolo") or [None, None]
             parser.yolo_train = None if train is None else [str(name) for name in train]
             parser.yolo_val = None if val is None else [str(name) for name in val]
@@ -382,7 +378,7 @@ class LogParser:
         batch of the latest line placed that way (only bars reach here: printed lines set `printed_keys`)."""
         if self.bar_label is not None:
             return self.bar_offset + self.bar_n
-        return None if self.epoch_at is None else self.epoch_offset + self.epoch_batch
+        return None if self.epochs.epoch is None else self.epochs.offset + self.epochs.batch
 
     def _nothing_recognized(self) -> bool:
         """No line read so far held a metric, and none set up a format (a CSV header waits for its rows)."""
@@ -539,9 +535,7 @@ class LogParser:
 
     def _epoch_step(self, at: EpochBatch) -> int:
         """The step of a line that counts batches within an epoch (`epochs.epoch_step`)."""
-        state = EpochState(self.epoch_at, self.epoch_batch, self.epoch_offset, self.epoch_length_unknown)
-        step, state = epoch_step(at, state)
-        self.epoch_at, self.epoch_batch, self.epoch_offset, self.epoch_length_unknown = state
+        step, self.epochs = epoch_step(at, self.epochs)
         return step
 
     def _try_header(self, text: str) -> bool:
