@@ -259,30 +259,37 @@ def no_stop_configured(ref: RunRef) -> str:
     """What to add to the config. A run named by its alias has its entry already: the message names its stop
     table (it said "add a [runs.<name>.stop] table" to `stop bert`, as if bert had no entry)."""
     if ref.alias is not None:
-        how = {
-            RunKind.WANDB_API: 'method = "wandb" (W&B\'s StopRun), or pid_file = "..." to kill its local process',
-            RunKind.SSH: f'method = "ssh" and pid_file = "<path on {ref.host}>" (or pid = N)',
-        }.get(ref.kind, 'pid_file = "..." or pid = N, method = "tmux" / "screen" with session = "NAME", method = '
-                        '"slurm" with job_id, or method = "command"')  # fmt: skip
         return (
             f"no way to stop run {ref.raw!r} is configured: add a [runs.{table_key(ref.alias)}.stop] table to its "
-            f"entry in training-check.toml with {how} (stop settings come only from that file)."
+            f"entry in training-check.toml with {_stop_fields(ref)} (stop settings come only from that file)."
         )
     if ref.kind is RunKind.WANDB_API:
         return (
             f"no way to stop W&B run {ref.raw!r} is configured: add to training-check.toml a [runs.<name>] "
             f'entry with run = "{ref.entity}/{ref.project}/{ref.run_id}" and a [runs.<name>.stop] '
-            'table with method = "wandb" (W&B\'s StopRun), or pid_file = "..." to kill its local process. '
-            "Stop settings come only from that file, so a tool argument can never pick which run is stopped."
+            f"table with {_stop_fields(ref)}. Stop settings come only from that file, so a tool argument can never "
+            "pick which run is stopped."
         )
     if ref.kind is RunKind.SSH:
         return (
             f"no way to stop run {ref.raw!r} is configured: add to training-check.toml a [runs.<name>] entry with "
-            f'run = "{ref.key}" and a [runs.<name>.stop] table with method = "ssh" and pid_file = "<path on '
-            f'{ref.host}>" (or pid = N). Stop settings come only from that file.'
+            f'run = "{ref.key}" and a [runs.<name>.stop] table with {_stop_fields(ref)}. Stop settings come only '
+            "from that file."
         )
     return (
         f"no way to stop run {ref.raw!r} is configured: add a [runs.<name>.stop] table with "
         'pid_file = "..." or pid = N to training-check.toml, or method = "tmux" / "screen" with session = '
         '"NAME", method = "slurm" with job_id, or method = "command" (stop settings come only from that file).'
+    )
+
+
+def _stop_fields(ref: RunRef) -> str:
+    """The stop table's fields that fit the run's kind, as the messages above name them."""
+    if ref.kind is RunKind.WANDB_API:
+        return 'method = "wandb" (W&B\'s StopRun), or pid_file = "..." to kill its local process'
+    if ref.kind is RunKind.SSH:
+        return f'method = "ssh" and pid_file = "<path on {ref.host}>" (or pid = N)'
+    return (
+        'pid_file = "..." or pid = N, method = "tmux" / "screen" with session = "NAME", method = "slurm" with '
+        'job_id, or method = "command"'
     )
