@@ -29,6 +29,7 @@ from .stats import (
     is_frozen,
     positive_log,
     rolling_median,
+    strictly_falling,
     theil_sen,
     trailing_run,
 )
@@ -519,7 +520,7 @@ class EvalTrendDetector(Detector):
     def _falling(self, steps: np.ndarray, y: np.ndarray) -> bool:
         """Theil–Sen falling from 4 points; below that, every point lower than the one before."""
         if y.size < 4:
-            return bool(y.size > 1 and np.all(np.diff(y) < 0))
+            return y.size > 1 and strictly_falling(y)
         trend = theil_sen(steps, y, confidence_z=self.slope_confidence_z)
         return trend is not None and trend.falling
 
