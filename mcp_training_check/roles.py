@@ -133,6 +133,12 @@ COUNTER_TOKENS = frozenset(
 # value estimate follows the returns.
 NOT_FALLING_TOKENS = frozenset({"kl", "entropy", "ent", "reward", "return", "returns", "value", "advantage"})
 
+# Every word a role list knows besides the split words: a train-split metric with none of them (and no
+# direction) is an unnamed loss term (`_unnamed`).
+_ROLE_WORDS = (
+    MODIFIER_TOKENS | COUNTER_TOKENS | NOT_FALLING_TOKENS | GRAD_TOKENS | GRAD_NORM_SINGLE_TOKENS | {NORM_TOKEN}
+)
+
 OVERRIDE_ROLES: dict[str, RoleInfo | None] = {
     "train_loss": RoleInfo(MetricRole.TRAIN_LOSS, Direction.LOWER),
     "eval": None,  # eval with the direction read from the name (lower when the name says nothing)
@@ -299,8 +305,7 @@ def _unnamed_terms(roles: Mapping[str, RoleInfo], checked: Mapping[str, str]) ->
 def _unnamed(tokens: tuple[str, ...]) -> bool:
     """Nothing but split words and words no role list knows (``train/mtm``: a term of the loss)."""
     rest = [t for t in tokens if t not in TRAIN_SPLIT_TOKENS]
-    known = MODIFIER_TOKENS | COUNTER_TOKENS | NOT_FALLING_TOKENS | GRAD_TOKENS | GRAD_NORM_SINGLE_TOKENS | {NORM_TOKEN}
-    return bool(rest) and not known.intersection(rest) and _direction(tokens) is None
+    return bool(rest) and not _ROLE_WORDS.intersection(rest) and _direction(tokens) is None
 
 
 def adversarial_run(names: Iterable[str]) -> bool:

@@ -12,6 +12,8 @@ from mcp_training_check.judge.stats import (
     previous_median_mad,
     rolling_median,
     runs,
+    strictly_falling,
+    strictly_rising,
     theil_sen,
     trailing_run,
 )
@@ -32,6 +34,22 @@ def test_trailing_run(mask, expected):
 )
 def test_runs(mask, expected):
     assert runs(np.array(mask, dtype=bool)) == expected
+
+
+@pytest.mark.parametrize(
+    ("values", "falling", "rising"),
+    [
+        ([], True, True),  # vacuous below 2 points: callers ask for the count they need
+        ([3.0], True, True),
+        ([3.0, 2.0, 1.0], True, False),
+        ([1.0, 2.0, 3.0], False, True),
+        ([3.0, 3.0, 1.0], False, False),  # a repeat is neither
+        ([3.0, float("nan"), 1.0], False, False),
+    ],
+)
+def test_strictly_falling_and_rising(values, falling, rising):
+    x = np.array(values, dtype=np.float64)
+    assert (strictly_falling(x), strictly_rising(x)) == (falling, rising)
 
 
 @pytest.mark.parametrize("window", [1, 4, 5, 20])

@@ -499,7 +499,7 @@ def test_a_wal_switch_answered_locked_at_once_waits_for_the_other_connection(tmp
     """SQLite refuses a racing journal-mode switch with "database is locked" without waiting its busy
     timeout (a full-suite run lost one of four processes opening a new state directory to it); the open
     retries until the other connection lets go. A connection with no busy timeout makes it happen here."""
-    from mcp_training_check.state.store import _use_wal
+    from mcp_training_check.state.database import _use_wal
 
     db = tmp_path / "state.sqlite3"
     holder = sqlite3.connect(db, isolation_level=None, check_same_thread=False)

@@ -10,7 +10,9 @@ One detector per module, each a small class whose thresholds are its keyword arg
 - ``evals.EvalDetector``          eval vs baseline, vs its own best (overfitting), collapse; its degrading
                                   tests in ``evals_degrading``, thresholds in ``evals_base``, which evals
                                   count (quality vs secondary) in ``evalkinds``
-- ``evaltrend.EvalTrendDetector`` a run without a train loss: its primary eval's trend, not learning
+- ``evaltrend.EvalTrendDetector`` a run without a train loss: its primary eval's trend, not learning;
+                                  stuck tests in ``evaltrend_stuck``, unchanged-output tests in
+                                  ``evaltrend_unchanged``, thresholds in ``evaltrend_base``
 - ``lr.LrDetector``               LR jumps outside warmup, dead LR, non-finite LR
 - ``gradnorm.GradNormDetector``   exploding / vanishing grad norm, clip rate
 

@@ -33,6 +33,7 @@ from .stats import (
     fmt_step,
     robust_sigma,
     rolling_median,
+    strictly_rising,
     theil_sen,
     trailing_run,
 )
@@ -138,7 +139,7 @@ class EvalDetector(EvalDegradingTests):
             return []
         steps, values = finite_xy(series.steps, series.values)
         rises = min(self.overfit_rising_evals, values.size - 1)  # a run with 2 evals shows one rise at most
-        if rises < 1 or not np.all(np.diff(values[-rises - 1 :]) > 0):
+        if rises < 1 or not strictly_rising(values[-rises - 1 :]):
             return []
         train_steps, train = finite_xy(ctx.train_loss.steps, ctx.train_loss.values)
         before, now = (self._train_level(train_steps, train, int(s)) for s in steps[-2:])

@@ -14,7 +14,7 @@ from ..models import MetricRole, Severity, Signal, SignalKind
 from ..state import MetricSeries
 from .context import Detector, JudgeContext, LrEvents, signal
 from .runconfig import RunConfig
-from .stats import finite_xy, fmt, fmt_pct, fmt_ratio, fmt_step, runs, trailing_run
+from .stats import finite_xy, fmt, fmt_pct, fmt_ratio, fmt_step, runs, strictly_falling, strictly_rising, trailing_run
 
 
 def _inferred_warmup_end(steps: np.ndarray, lr: np.ndarray) -> int | None:
@@ -42,7 +42,7 @@ def _inferred_warmup_end(steps: np.ndarray, lr: np.ndarray) -> int | None:
 def _warming_down(lr: np.ndarray) -> bool:
     """An LR that has fallen at every logged point since its first (≥ 2 points: one fall is already no
     departure from a schedule it was never within): a schedule starting high."""
-    return lr.size >= 2 and bool(np.all(np.diff(lr) < 0))
+    return lr.size >= 2 and strictly_falling(lr)
 
 
 class LrDetector(Detector):
@@ -174,7 +174,7 @@ class LrDetector(Detector):
         if not peak:
             end = ctx.lr_events.warmup_end
             upto = int(np.searchsorted(steps, end, side="right")) if end is not None else 1
-            if lr.size > 1 and np.all(np.diff(lr) > 0):
+            if lr.size > 1 and strictly_rising(lr):
                 return []  # still in a warmup: no peak to compare with yet
             peak, what = float(lr[: max(upto, 1)].max()), "the peak reached after warmup"
         if peak <= 0 or lr[-1] <= self.above_peak_ratio * peak or _warming_down(lr):

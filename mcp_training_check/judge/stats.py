@@ -82,6 +82,18 @@ def robust_sigma(x: np.ndarray) -> float:
     return float(MAD_TO_SIGMA * np.median(np.abs(d - np.median(d))) / np.sqrt(2.0))
 
 
+def strictly_falling(x: np.ndarray) -> bool:
+    """Every point lower than the one before (NaN breaks it); vacuously true below 2 points, so callers that
+    need a fall say how many points they ask for."""
+    return bool(np.all(np.diff(x) < 0))
+
+
+def strictly_rising(x: np.ndarray) -> bool:
+    """Every point higher than the one before (NaN breaks it); vacuously true below 2 points, as
+    `strictly_falling`."""
+    return bool(np.all(np.diff(x) > 0))
+
+
 def trailing_run(mask: np.ndarray) -> int:
     """How many entries at the end of ``mask`` are True in a row."""
     if mask.size == 0 or not mask[-1]:

@@ -10,7 +10,7 @@ from pydantic import Field
 
 from ..models import Severity, SignalKind
 from .context import Detector, JudgeContext
-from .stats import theil_sen
+from .stats import strictly_falling, theil_sen
 
 TAIL_POINTS = 512  # trailing runs above a threshold are counted over at most this many recent points
 MEDIAN_SE = 1.2533  # standard error of a median of n normal points is this × σ / √n
@@ -403,6 +403,6 @@ class LossTrendBase(Detector):
         """Whether the loss falls over the whole run (a fine-tuning loss falling slowly is learning); below
         Theil–Sen's 4 points, whether every point is below the one before (a start falling 3 % a log)."""
         if y.size < 4:
-            return bool(y.size > 1 and np.all(np.diff(y) < 0))
+            return y.size > 1 and strictly_falling(y)
         trend = theil_sen(steps, y, confidence_z=self.confidence_z)
         return trend is not None and trend.falling

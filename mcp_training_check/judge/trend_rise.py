@@ -17,6 +17,7 @@ from .stats import (
     positive_log,
     robust_sigma,
     rolling_median,
+    strictly_rising,
     theil_sen,
     trailing_run,
 )
@@ -378,7 +379,7 @@ class LossRiseTests(LossTrendBase):
         above = min(above, y.size - first)
         if above < k:
             return self._raw_climb(loss, steps, values, y, first, reference)
-        climbing = bool(np.all(np.diff(y[-k:]) > 0))
+        climbing = strictly_rising(y[-k:])
         again = self._rising_before(ctx, loss.name)
         if climbing:
             how = "still climbing at each of its last points, worth a look"
@@ -409,7 +410,7 @@ class LossRiseTests(LossTrendBase):
         if y.size - k < first:
             return []
         tail, before = y[-k:], y[:-k]
-        climbing = bool(np.all(np.diff(tail) > 0)) and float(tail[0]) > float(np.max(before))
+        climbing = strictly_rising(tail) and float(tail[0]) > float(np.max(before))
         ratio = float(np.exp(tail[-1] - reference))
         if not climbing or ratio < self.raw_climb_ratio:
             return []

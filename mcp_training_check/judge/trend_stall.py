@@ -20,6 +20,8 @@ from .stats import (
     positive_log,
     robust_sigma,
     rolling_median,
+    strictly_falling,
+    strictly_rising,
     theil_sen,
 )
 from .trend_base import MEDIAN_SE, LossTrendBase, holds_start
@@ -53,7 +55,7 @@ class LossStallTests(LossTrendBase):
             return []
         y = positive_log(values)
         trend = theil_sen(steps, y, confidence_z=self.confidence_z)
-        if trend is None or trend.rising or trend.z <= -self.slow_learner_z or bool(np.all(np.diff(values) < 0)):
+        if trend is None or trend.rising or trend.z <= -self.slow_learner_z or strictly_falling(values):
             return []  # a loss lower at every logged point is falling, whatever the autocorrelation does to z
         span = float(steps[-1] - steps[0])
         fall_ruled_out = float(-np.expm1(trend.low * span))
@@ -124,7 +126,7 @@ class LossStallTests(LossTrendBase):
         ``eval_gain_fraction`` of what there was to gain from the first: to 1 for a bounded higher-is-better
         eval (an F1 0.874 → 0.973 gains 79 % of its headroom), else the first's own size (an eval loss 0.474
         → 0.077 falls 84 %)."""
-        if signed.size < 2 or not np.all(np.diff(signed) > 0):
+        if signed.size < 2 or not strictly_rising(signed):
             return False
         first, last = float(signed[0]), float(signed[-1])
         bounded = direction is Direction.HIGHER and first >= 0 and last <= 1

@@ -1,6 +1,6 @@
 """Stored cells read back: each helper returns the value this code wrote, or raises ValueError / TypeError
 for anything else (a bit flip, a hand edit). `StateStore` decodes every cell under `decoding`, which turns
-those errors into `CellDamage`; its transaction turns that into the one "damaged" message (`store.damaged`).
+those errors into `CellDamage`; its transaction turns that into the one "damaged" message (`database.damaged`).
 An error from the data being written (a caller's bug) is not decoding, and stays what it is."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
@@ -23,6 +23,7 @@ __all__ = [
     "raw_points",
     "stored_time",
     "text_cell",
+    "utc_text",
 ]
 
 DECODE_ERRORS = (ValueError, TypeError, KeyError, IndexError, OverflowError)
@@ -80,6 +81,12 @@ def json_object(cell: Any, what: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise ValueError(f"the stored {what} is not a JSON object")
     return value
+
+
+def utc_text(at: datetime | None = None) -> str:
+    """Fixed-width UTC ISO text, so text order is time order (what `stored_time` reads back). Naive times are
+    taken as local."""
+    return (at or datetime.now(UTC)).astimezone(UTC).isoformat(timespec="microseconds")
 
 
 def stored_time(cell: Any) -> datetime:

@@ -1,0 +1,133 @@
+"""An eval not learning by its progress: stuck near its first value, far below its baseline, hopeless (an
+accuracy near 0, a WER near 1 or above it), unless another quality eval of the run shows the model learns."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..models import Direction, Severity, Signal, SignalKind
+from ..roles import tokenize
+from ..state import MetricSeries
+from .context import JudgeContext, signal
+from .evalkinds import is_quality_eval
+from .evaltrend_base import EDIT_RATE_TOKENS, EMPTY_OUTPUT_RATE, EvalTrendBase, hopeless_progress, progress
+from .stats import finite_xy, fmt, fmt_pct, fmt_step, is_frozen
+
+
+class EvalStuckTests(EvalTrendBase):
+    """Evals judged by how far they got: stuck (`_stuck`), outvoted by a quality eval that learns; thresholds in
+    ``EvalTrendBase``."""
+
+    def _beyond_empty(self, series: MetricSeries, values: np.ndarray, d: Direction) -> bool:
+        """A word or character error rate above `EMPTY_OUTPUT_RATE` at every eval, for at least
+        ``stuck_baseline_min_evals`` evals: worse than an empty output, judged stuck from its 3rd eval."""
+        return (
+            d is Direction.LOWER
+            and bool(EDIT_RATE_TOKENS.intersection(tokenize(series.name)))
+            and values.size >= self.stuck_baseline_min_evals
+            and float(values.min()) > EMPTY_OUTPUT_RATE
+        )
+
+    def _judged_as_hopeless(self, ctx: JudgeContext, series: MetricSeries, values: np.ndarray, d: Direction) -> bool:
+        """An eval of a run with a train loss, without a baseline, judged stuck because it is hopeless (not
+        the primary eval of an eval-only run, whose first evals are its steepest progress), over ≥ 3 evals."""
+        return (
+            ctx.train_loss is not None
+            and series.name not in ctx.baselines
+            and values.size >= 3
+            and self._hopeless(values, d)
+        )
+
+    def _frozen_hopeless(self, values: np.ndarray, d: Direction) -> bool:
+        """Without a baseline: hopeless and identical to the last digit at every eval from the first, for
+        ``stuck_baseline_min_evals`` evals (a classifier predicting one class, eval after eval)."""
+        return values.size >= self.stuck_baseline_min_evals and is_frozen(values) and self._hopeless(values, d)
+
+    def _far_below(self, values: np.ndarray, d: Direction, baseline: float) -> bool:
+        """The best eval is ≥ ``stuck_far_fraction`` worse than the baseline (relative to it)."""
+        best = float(values.max() if d is Direction.HIGHER else values.min())
+        scale = abs(baseline) if baseline != 0 else 1.0
+        worse = (baseline - best if d is Direction.HIGHER else best - baseline) / scale
+        return worse >= self.stuck_far_fraction
+
+    def _learning_quality_eval(self, ctx: JudgeContext, name: str) -> str | None:
+        """Another quality eval of the run (`is_quality_eval`) that has gained ≥ ``stuck_progress_fraction`` of
+        its headroom by medians of 3 evals (`hopeless_progress`), or rises significantly over all its evals
+        (`_improving`: learning, however slowly), or sits near the top of its scale (the median
+        of its last 3 evals ≥ 1 − ``hopeless_fraction``: a fine-tune's box mAP50 at 0.995 from its first eval
+        has no headroom to gain; not one that has never moved: an accuracy exactly 1.0 at every eval is a degenerate
+        test set, no sign of learning), said as a phrase; else None."""
+        for series, d in ctx.evals:
+            if series.name == name or not is_quality_eval(series.name):
+                continue
+            steps, values = finite_xy(series.steps, series.values)
+            if values.size < 3 or values.min() < 0 or values.max() > 1:
+                continue
+            gained = hopeless_progress(values, d)
+            if gained >= self.stuck_progress_fraction:
+                return f"{series.name} has gained {fmt_pct(gained)} of its headroom by medians of 3 evals"
+            if self._improving(steps, values, d):
+                return f"{series.name} rises significantly over its {values.size} evals"
+            level = float(np.median(values[-3:]))
+            if d is Direction.HIGHER and level >= 1 - self.hopeless_fraction and np.ptp(values) > 0:
+                return f"{series.name} is near the top of its scale ({fmt(level)}, median of its last 3 evals)"
+        return None
+
+    def _zero_head_why(self, ctx: JudgeContext, steps: np.ndarray, values: np.ndarray) -> str | None:
+        """An eval exactly 0 at every eval up to ≥ ``zero_head_run_fraction`` of a known total, said as a
+        phrase; else None (an unknown total: never)."""
+        progress = ctx.config.progress(int(steps[-1]))
+        if progress is None or progress < self.zero_head_run_fraction or float(np.max(np.abs(values))) != 0:
+            return None
+        total = fmt_step(ctx.config.total_steps or 0)
+        return f"it has been exactly 0 at every eval for {fmt_pct(progress)} of the run's {total} steps"
+
+    def _stuck(
+        self, ctx: JudgeContext, series: MetricSeries, d: Direction, steps: np.ndarray, values: np.ndarray
+    ) -> list[Signal]:
+        baseline = ctx.baselines.get(series.name)
+        if baseline is not None:
+            frozen = values.size >= self.frozen_min_evals and is_frozen(values)
+            enough = values.size >= self.stuck_baseline_min_evals or frozen
+            if not enough or not self._far_below(values, d, baseline):
+                return []
+        elif values.size < self.stuck_min_evals and not (
+            self._frozen_hopeless(values, d) or self._beyond_empty(series, values, d)
+        ):
+            return []
+        gained = progress(values, d, baseline)
+        # against a baseline the way is known: only a run that has not started on it is stuck (a BERT MLM
+        # accuracy climbing 0.37 → 0.40 in its first 3 evals is 9 % of the way to 0.72, and healthy)
+        limit = self.stuck_stop_fraction if baseline is not None else self.stuck_progress_fraction
+        if gained >= limit or self._improving(steps, values, d):
+            return []
+        # seen at the previous check too, new evals or not: evals can be hours apart, a stuck run is not transient
+        persists = ctx.not_learning_before(series.name, int(steps[-1]), new_points=False)
+        robust = hopeless_progress(values, d) if self._judged_as_hopeless(ctx, series, values, d) else None
+        critical = persists and (gained if robust is None else robust) < self.stuck_stop_fraction
+        sibling = self._learning_quality_eval(ctx, series.name) if robust is not None else None
+        zero_head = self._zero_head_why(ctx, steps, values) if sibling is not None else None
+        outvoted = sibling is not None and zero_head is None
+        if zero_head is not None:
+            tail = f"{sibling}, but {zero_head}: that head scores nothing"
+            tail += "; still so at a second check" if critical else "; critical if the next check still sees it"
+        elif outvoted:
+            critical, tail = False, f"but {sibling}: the run is learning, which outvotes a hopeless eval: information"
+        elif critical:
+            tail = f"still so at a second check (critical below {fmt_pct(self.stuck_stop_fraction)})"
+        else:
+            tail = f"critical below {fmt_pct(self.stuck_stop_fraction)} when the next check still sees it"
+        best = float(values.max() if d is Direction.HIGHER else values.min())
+        medians = "" if robust is None else f", {fmt_pct(robust)} by medians of 3 evals"
+        msg = (
+            f"{series.name} is not learning: its best {fmt(best)} over {values.size} evals up to step "
+            f"{fmt_step(int(steps[-1]))} has gained only {fmt_pct(gained)} of what there was to gain since the "
+            f"first eval {fmt(float(values[0]))}{medians} ({d.value} is better; threshold "
+            f"{fmt_pct(self.stuck_progress_fraction)}); {tail}."
+        )
+        severity = Severity.INFO if outvoted else Severity.CRITICAL if critical else Severity.WARNING
+        evidence = {"outvoted": 1.0} if outvoted else {}
+        return [
+            signal(SignalKind.FLAT, severity, msg, metric=series.name, step=int(steps[-1]), progress=gained,
+                   points=values.size, since_step=int(steps[0]), **evidence)
+        ]  # fmt: skip

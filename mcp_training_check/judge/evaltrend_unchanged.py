@@ -1,0 +1,202 @@
+"""An eval showing the model's output has not changed, in a run with a train loss: frozen from its first eval
+while the train loss does not fall, an eval loss at ln N, an accuracy repeated beside a frozen train accuracy,
+a frozen tail."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..models import Direction, Severity, Signal, SignalKind
+from ..roles import tokenize
+from ..state import MetricSeries
+from .chance import ACCURACY_TOKENS, implied_class_count
+from .context import JudgeContext, signal
+from .evalkinds import is_quality_eval, train_accuracy
+from .evaltrend_base import EvalTrendBase, headroom
+from .stats import finite_xy, fmt, fmt_pct, fmt_step, is_frozen, positive_log, rolling_median, trailing_run
+
+
+class EvalUnchangedTests(EvalTrendBase):
+    """Evals whose repeated or untrained values say the model's output does not change (`_unchanged`);
+    thresholds in ``EvalTrendBase``."""
+
+    def _unchanged(
+        self, ctx: JudgeContext, series: MetricSeries, d: Direction, steps: np.ndarray, values: np.ndarray
+    ) -> list[Signal]:
+        """An eval showing the model's output has not changed: frozen while the train loss does not fall
+        either, or an eval loss at ln N not falling."""
+        if values.size < self.stuck_baseline_min_evals or ctx.train_loss is None:
+            return []
+        loss_steps, loss = finite_xy(ctx.train_loss.steps, ctx.train_loss.values)
+        loss_still = loss.size > 0 and not self._falling(loss_steps, positive_log(loss))
+        why = self._frozen_why(values) if loss_still else None
+        moving = self._moving_eval(ctx, series, steps) if why else None
+        if why and moving:
+            why += f", though {moving}"
+        why = why or self._chance_why(ctx, series, d, steps, values)
+        why = why or self._frozen_loss_tail_why(ctx, series, d, steps, values, loss_steps, loss)
+        flag_only = why is None or moving is not None
+        why = why or self._same_predictions_why(ctx, series, values)
+        why = why or self._frozen_tail_why(series, d, steps, values, loss_steps, loss)
+        if why is None:
+            return []
+        also = f", and {ctx.train_loss.name} is not falling either" if loss_still and not flag_only else ""
+        critical = not flag_only and ctx.not_learning_before(series.name, int(steps[-1]), new_points=False)
+        if flag_only:
+            tail = "a flag, not a stop (the losses may still move the predictions)"
+        else:
+            tail = "still so at a second check, so critical" if critical else "critical if the next check still sees it"
+        msg = (
+            f"{series.name} is not learning: over {values.size} evals up to step {fmt_step(int(steps[-1]))} it "
+            f"{why}{also}; {tail}."
+        )
+        severity = Severity.CRITICAL if critical else Severity.WARNING
+        return [
+            signal(SignalKind.FLAT, severity, msg, metric=series.name, step=int(steps[-1]), points=values.size,
+                   since_step=int(steps[0]))
+        ]  # fmt: skip
+
+    def _moving_eval(self, ctx: JudgeContext, series: MetricSeries, steps: np.ndarray) -> str | None:
+        """Another lower-is-better eval of the run (an eval loss on the same held-out set) falling over the frozen
+        eval's steps, from 4 evals: Theil–Sen falling (``slope_confidence_z``, log scale) with a fitted fall of
+        at least ``chance_min_fall_fraction``. The model's outputs then change (their probabilities move) though
+        its argmax has not flipped yet: a frozen accuracy is a flag, not proof the model does not learn."""
+        for other, direction in ctx.evals:
+            if other.name == series.name or direction is not Direction.LOWER:
+                continue
+            o_steps, o_values = finite_xy(other.steps, other.values)
+            keep = (o_steps >= steps[0]) & (o_steps <= steps[-1]) & (o_values > 0)
+            if int(keep.sum()) < 4:
+                continue
+            fall = self._real_fall(o_steps[keep], np.log(o_values[keep]))
+            if fall is not None:
+                return (
+                    f"{other.name} falls {fmt_pct(float(-np.expm1(-fall)))} over the same evals (the outputs "
+                    "change; the predicted class has not flipped yet)"
+                )
+        return None
+
+    @staticmethod
+    def _frozen_why(values: np.ndarray) -> str | None:
+        if not is_frozen(values):
+            return None
+        return f"is {float(values[0]):.8g} to the last digit at every eval from its first (the output does not change)"
+
+    def _frozen_tail_why(
+        self,
+        series: MetricSeries,
+        d: Direction,
+        steps: np.ndarray,
+        values: np.ndarray,
+        loss_steps: np.ndarray,
+        loss: np.ndarray,
+    ) -> str | None:
+        """A quality eval below its ceiling repeated exactly over its last ≥ ``frozen_tail_evals`` evals while
+        the train loss does not fall over their steps (≥ 4 points): the model's predictions on the held-out
+        set have stopped changing with nothing else moving. A flag, never a stop."""
+        repeats = trailing_run(values == values[-1])
+        if d is not Direction.HIGHER or not is_quality_eval(series.name) or repeats < self.frozen_tail_evals:
+            return None
+        if headroom(values[-repeats:], d) <= 1 - self.plateau_ceiling_fraction:
+            return None
+        if self._train_loss_moves_since(int(steps[-repeats]), loss_steps, loss):
+            return None
+        return (
+            f"repeats {fmt(float(values[-1]))} exactly over its last {repeats} evals (threshold "
+            f"{self.frozen_tail_evals}, from step {fmt_step(int(steps[-repeats]))}) while the train loss does not "
+            "fall over them either (the held-out predictions stopped changing and nothing else moves)"
+        )
+
+    def _frozen_loss_tail_why(
+        self,
+        ctx: JudgeContext,
+        series: MetricSeries,
+        d: Direction,
+        steps: np.ndarray,
+        values: np.ndarray,
+        loss_steps: np.ndarray,
+        loss: np.ndarray,
+    ) -> str | None:
+        """A lower-is-better eval identical to the last digit (`is_frozen`, ≥ 4 significant digits) over its last
+        ≥ ``frozen_tail_evals`` evals, while the train loss does not fall over their steps (≥ 4 points) and no
+        other eval loss falls over them (`_moving_eval`): a continuous loss repeats itself exactly only when the
+        model's outputs on the held-out set no longer change at all (a dead network). Unlike a repeated
+        accuracy (a count on a small set repeats by chance) it is a finding to stop on, at the next check."""
+        repeats = trailing_run(values == values[-1])
+        if d is not Direction.LOWER or repeats < self.frozen_tail_evals or not is_frozen(values[-repeats:]):
+            return None
+        if self._train_loss_moves_since(int(steps[-repeats]), loss_steps, loss):
+            return None
+        if self._moving_eval(ctx, series, steps[-repeats:]) is not None or self._lr_dead_since(ctx, steps[-repeats]):
+            return None
+        return (
+            f"is {float(values[-1]):.8g} to the last digit at its last {repeats} evals (threshold "
+            f"{self.frozen_tail_evals}, from step {fmt_step(int(steps[-repeats]))}) while the train loss does not "
+            "fall over them either (the model's held-out output no longer changes)"
+        )
+
+    def _train_loss_moves_since(self, start: int, loss_steps: np.ndarray, loss: np.ndarray) -> bool:
+        """Fewer than 4 train-loss points from ``start`` on, or a train loss falling over them: something still
+        moves, so a repeated eval tail is not a model that stopped changing."""
+        since = loss_steps >= start
+        return int(since.sum()) < 4 or self._falling(loss_steps[since], positive_log(loss[since]))
+
+    def _lr_dead_since(self, ctx: JudgeContext, start: float) -> bool:
+        """The LR at every logged point from ``start`` on is ≤ ``frozen_dead_lr_ratio`` × its peak: a model that
+        no longer changes because its schedule stopped it is the LR detector's dead-LR finding (a flag for a
+        reviewer: a schedule decayed too early, or meant to end there), not a dead network to stop."""
+        lr = ctx.learning_rate
+        if lr is None:
+            return False
+        steps, values = finite_xy(lr.steps, lr.values)
+        peak = ctx.lr_events.peak or (float(values.max()) if values.size else 0.0)
+        since = values[steps >= start]
+        return peak > 0 and since.size > 0 and float(since.max()) <= self.frozen_dead_lr_ratio * peak
+
+    def _same_predictions_why(self, ctx: JudgeContext, series: MetricSeries, values: np.ndarray) -> str | None:
+        """An eval accuracy repeated exactly from its first eval beside a train accuracy frozen to the last digit
+        (`is_frozen`) from its first point, both over ≥ ``stuck_baseline_min_evals`` points: the model predicts
+        the same on both sets however its losses move."""
+        train = train_accuracy(ctx)
+        if not ACCURACY_TOKENS.intersection(tokenize(series.name)) or train is None:
+            return None
+        name, train_values = train
+        values, train_values = self._settled(values), self._settled(train_values)
+        enough = min(values.size, train_values.size) >= self.stuck_baseline_min_evals
+        if not enough or not np.all(values == values[0]) or not is_frozen(train_values):
+            return None
+        return (
+            f"repeats {fmt(float(values[0]))} exactly over its last {values.size} evals while {name} is "
+            f"{float(train_values[0]):.8g} to the last digit at each of its last {train_values.size} points "
+            "(the predictions do not change on either set)"
+        )
+
+    def _settled(self, values: np.ndarray) -> np.ndarray:
+        """The values from the first on, or when those are not all the same, from the one after the first
+        ``settle_evals`` points: a model collapsing to one class shows it from its second epoch."""
+        if values.size == 0 or np.all(values == values[0]):
+            return values
+        return values[self.settle_evals :]
+
+    def _chance_why(
+        self, ctx: JudgeContext, series: MetricSeries, d: Direction, steps: np.ndarray, values: np.ndarray
+    ) -> str | None:
+        if d is not Direction.LOWER or "loss" not in tokenize(series.name):
+            return None
+        level = float(np.median(values))
+        count = ctx.config.class_count or implied_class_count(ctx, level)  # from an accuracy at 1/N (chance.py)
+        if count is None:
+            return None
+        chance = float(np.log(count))
+        y = positive_log(values)
+        drop = -np.expm1(float(np.min(rolling_median(y, 3))) - float(y[0]))
+        if level < (1 - self.chance_drop_fraction) * chance or drop >= self.chance_drop_fraction:
+            return None
+        if self._real_fall(steps, y) is not None:
+            return None
+        implied = f"the {count} classes its accuracy at 1/{count} implies"
+        whose = "its class count" if ctx.config.class_count else implied
+        return (
+            f"sits at a median {fmt(level)}, at or above ln {count:,} = {fmt(chance)}, the untrained model's loss for "
+            f"{whose}, not falling"
+        )
