@@ -25,6 +25,9 @@ __all__ = [
     "adversarial_run",
     "assign_roles",
     "infer_role",
+    "is_raw_perplexity",
+    "log_scale_name",
+    "logged_name",
     "parse_baselines",
     "parse_role_overrides",
     "primary_train_loss",
@@ -115,8 +118,13 @@ ADVERSARIAL_TOKENS = DISCRIMINATOR_TOKENS | {"gan", "adv", "adversarial"}
 # A perplexity is e^(the per-token cross-entropy): the train loss in another unit, falling with it. Sockeye
 # prints only ``perplexity`` and ``accuracy`` on its training lines (``train/perplexity`` 406 → 348 over 8
 # logs: issue-sockeye-706, healthy, was unsure at every check for want of a train loss). With a train split
-# word it is a train loss; a plain ``loss`` beside it still ranks first (`primary_train_loss`).
+# word it is a train loss; a plain ``loss`` beside it still ranks first (`primary_train_loss`). The judge reads
+# it as the cross-entropy it exponentiates, ln(perplexity) (`judge.scale`), unless its name says it is
+# logged as its log already (MLPerf's ``eval_log_perplexity``: `LOG_TOKENS`).
 PERPLEXITY_TOKENS = frozenset({"ppl", "perplexity"})
+LOG_TOKENS = frozenset({"log", "ln"})
+# The name under which the judge reads ln of a metric: its messages name the scale their numbers are on.
+LOG_SCALE_PREFIX, LOG_SCALE_SUFFIX = "ln(", ")"
 
 # Words that make a metric something other than a loss term: a count, a rate, a size or a timing. A train-split
 # metric holding none of them (nor any other word with a role) may be an unnamed loss term (`_unnamed_terms`).
@@ -234,6 +242,24 @@ def is_perplexity(name: str) -> bool:
     return bool(PERPLEXITY_TOKENS.intersection(tokenize(name)))
 
 
+def is_raw_perplexity(name: str) -> bool:
+    """A perplexity logged as itself, e^loss (``train/perplexity``, fairseq's ``ppl``), not as its log
+    (MLPerf's ``eval_log_perplexity``, already the cross-entropy)."""
+    return is_perplexity(name) and not LOG_TOKENS.intersection(tokenize(name))
+
+
+def log_scale_name(name: str) -> str:
+    """``train/perplexity`` → ``ln(train/perplexity)``: the name the judge reads ln of the metric under."""
+    return f"{LOG_SCALE_PREFIX}{name}{LOG_SCALE_SUFFIX}"
+
+
+def logged_name(name: str) -> str:
+    """The metric's name as logged: ``ln(train/perplexity)`` → ``train/perplexity`` (others unchanged)."""
+    if name.startswith(LOG_SCALE_PREFIX) and name.endswith(LOG_SCALE_SUFFIX):
+        return name[len(LOG_SCALE_PREFIX) : -len(LOG_SCALE_SUFFIX)]
+    return name
+
+
 def _check_override_value(name: str, value: str) -> str:
     key = value.strip().lower()
     if key not in OVERRIDE_ROLES:
@@ -326,8 +352,9 @@ def _is_reconstruction_loss(info: RoleInfo, tokens: tuple[str, ...]) -> bool:
 
 
 def _train_loss_rank(name: str, position: int) -> tuple[int, int, int, int, int]:
-    """Sort key: plain losses before components, per-step before per-epoch, short and common first."""
-    tokens = tokenize(name)
+    """Sort key: plain losses before components, per-step before per-epoch, short and common first; a metric
+    read on the log scale ranks as logged (its ``ln(...)`` adds no word)."""
+    tokens = tokenize(logged_name(name))
     rest = [t for t in tokens if t not in PLAIN_LOSS_QUALIFIERS]
     plain = 0 if rest == ["loss"] else 1
     known = PREFERRED_TRAIN_LOSS
