@@ -48,7 +48,9 @@ TRAIN_SPLIT_TOKENS = frozenset({"train", "training", "trn"})
 # Quality words where smaller is better / larger is better. A token matches a word exactly or the word
 # followed by digits (``rouge1``, ``bleu4``, ``top5``). ``ter`` is a token (wav2letter) or translation edit
 # rate, lower like WER; ``hit``/``hits`` a recommender's hit rate (``hit_rate``, ``HR@10``'s ``hits@10``),
-# the share of users whose item is in the top k, higher like recall.
+# the share of users whose item is in the top k, higher like recall. ``psnr`` and ``ssim`` score an image
+# against its target (dB, a similarity in [0, 1]): higher is better, as a text-guided inpainting GAN's
+# ``psnr_img_rec`` beside its losses (28 dB, corpus_real log-Inpainting-Evaluation-1).
 LOWER_TOKENS = frozenset(
     {
         "loss", "ppl", "perplexity", "wer", "cer", "ter", "error", "err", "mse", "mae", "rmse", "nll", "bpb",
@@ -59,7 +61,7 @@ HIGHER_TOKENS = frozenset(
     {
         "acc", "accuracy", "bleu", "rouge", "rougel", "rougelsum", "f1", "map", "ap", "auc", "auroc",
         "precision", "recall", "exact", "em", "top", "score", "reward", "iou", "miou", "ndcg", "mrr", "pass",
-        "hit", "hits",
+        "hit", "hits", "psnr", "ssim",
     }
 )  # fmt: skip
 # Words that turn a quality metric into a setting or a count of something else: ``loss_scale``,
@@ -343,10 +345,14 @@ def reconstruction_term(name: str) -> bool:
 
 
 def _is_reconstruction_loss(info: RoleInfo, tokens: tuple[str, ...]) -> bool:
-    """An unrecognised GAN metric named by a reconstruction term (see RECONSTRUCTION_TOKENS)."""
+    """An unrecognised GAN metric named by a reconstruction term (see RECONSTRUCTION_TOKENS). Not one whose
+    name says it rises or need not fall on that branch: a score (``psnr_img_rec``, higher is better) or a KL
+    term (``kl_rec``: `NOT_FALLING_TOKENS`), which would be judged as a loss in the wrong direction."""
     if info.role is not MetricRole.OTHER or EVAL_SPLIT_TOKENS.intersection(tokens):
         return False
-    if ADVERSARIAL_TOKENS.intersection(tokens):
+    if ADVERSARIAL_TOKENS.intersection(tokens) or NOT_FALLING_TOKENS.intersection(tokens):
+        return False
+    if info.direction is Direction.HIGHER:
         return False
     return bool(RECONSTRUCTION_TOKENS.intersection(tokens)) and not MODIFIER_TOKENS.intersection(tokens)
 
