@@ -25,6 +25,9 @@ __all__ = [
     "adversarial_run",
     "assign_roles",
     "infer_role",
+    "is_raw_perplexity",
+    "log_scale_name",
+    "logged_name",
     "parse_baselines",
     "parse_role_overrides",
     "primary_train_loss",
@@ -45,7 +48,9 @@ TRAIN_SPLIT_TOKENS = frozenset({"train", "training", "trn"})
 # Quality words where smaller is better / larger is better. A token matches a word exactly or the word
 # followed by digits (``rouge1``, ``bleu4``, ``top5``). ``ter`` is a token (wav2letter) or translation edit
 # rate, lower like WER; ``hit``/``hits`` a recommender's hit rate (``hit_rate``, ``HR@10``'s ``hits@10``),
-# the share of users whose item is in the top k, higher like recall.
+# the share of users whose item is in the top k, higher like recall. ``psnr`` and ``ssim`` score an image
+# against its target (dB, a similarity in [0, 1]): higher is better, as a text-guided inpainting GAN's
+# ``psnr_img_rec`` beside its losses (28 dB, corpus_real log-Inpainting-Evaluation-1).
 LOWER_TOKENS = frozenset(
     {
         "loss", "ppl", "perplexity", "wer", "cer", "ter", "error", "err", "mse", "mae", "rmse", "nll", "bpb",
@@ -56,7 +61,7 @@ HIGHER_TOKENS = frozenset(
     {
         "acc", "accuracy", "bleu", "rouge", "rougel", "rougelsum", "f1", "map", "ap", "auc", "auroc",
         "precision", "recall", "exact", "em", "top", "score", "reward", "iou", "miou", "ndcg", "mrr", "pass",
-        "hit", "hits",
+        "hit", "hits", "psnr", "ssim",
     }
 )  # fmt: skip
 # Words that turn a quality metric into a setting or a count of something else: ``loss_scale``,
@@ -115,8 +120,13 @@ ADVERSARIAL_TOKENS = DISCRIMINATOR_TOKENS | {"gan", "adv", "adversarial"}
 # A perplexity is e^(the per-token cross-entropy): the train loss in another unit, falling with it. Sockeye
 # prints only ``perplexity`` and ``accuracy`` on its training lines (``train/perplexity`` 406 → 348 over 8
 # logs: issue-sockeye-706, healthy, was unsure at every check for want of a train loss). With a train split
-# word it is a train loss; a plain ``loss`` beside it still ranks first (`primary_train_loss`).
+# word it is a train loss; a plain ``loss`` beside it still ranks first (`primary_train_loss`). The judge reads
+# it as the cross-entropy it exponentiates, ln(perplexity) (`judge.scale`), unless its name says it is
+# logged as its log already (MLPerf's ``eval_log_perplexity``: `LOG_TOKENS`).
 PERPLEXITY_TOKENS = frozenset({"ppl", "perplexity"})
+LOG_TOKENS = frozenset({"log", "ln"})
+# The name under which the judge reads ln of a metric: its messages name the scale their numbers are on.
+LOG_SCALE_PREFIX, LOG_SCALE_SUFFIX = "ln(", ")"
 
 # Words that make a metric something other than a loss term: a count, a rate, a size or a timing. A train-split
 # metric holding none of them (nor any other word with a role) may be an unnamed loss term (`_unnamed_terms`).
@@ -240,6 +250,24 @@ def is_perplexity(name: str) -> bool:
     return bool(PERPLEXITY_TOKENS.intersection(tokenize(name)))
 
 
+def is_raw_perplexity(name: str) -> bool:
+    """A perplexity logged as itself, e^loss (``train/perplexity``, fairseq's ``ppl``), not as its log
+    (MLPerf's ``eval_log_perplexity``, already the cross-entropy)."""
+    return is_perplexity(name) and not LOG_TOKENS.intersection(tokenize(name))
+
+
+def log_scale_name(name: str) -> str:
+    """``train/perplexity`` → ``ln(train/perplexity)``: the name the judge reads ln of the metric under."""
+    return f"{LOG_SCALE_PREFIX}{name}{LOG_SCALE_SUFFIX}"
+
+
+def logged_name(name: str) -> str:
+    """The metric's name as logged: ``ln(train/perplexity)`` → ``train/perplexity`` (others unchanged)."""
+    if name.startswith(LOG_SCALE_PREFIX) and name.endswith(LOG_SCALE_SUFFIX):
+        return name[len(LOG_SCALE_PREFIX) : -len(LOG_SCALE_SUFFIX)]
+    return name
+
+
 def _check_override_value(name: str, value: str) -> str:
     key = value.strip().lower()
     if key not in OVERRIDE_ROLES:
@@ -322,17 +350,22 @@ def reconstruction_term(name: str) -> bool:
 
 
 def _is_reconstruction_loss(info: RoleInfo, tokens: tuple[str, ...]) -> bool:
-    """An unrecognised GAN metric named by a reconstruction term (see RECONSTRUCTION_TOKENS)."""
+    """An unrecognised GAN metric named by a reconstruction term (see RECONSTRUCTION_TOKENS). Not one whose
+    name says it rises or need not fall on that branch: a score (``psnr_img_rec``, higher is better) or a KL
+    term (``kl_rec``: `NOT_FALLING_TOKENS`), which would be judged as a loss in the wrong direction."""
     if info.role is not MetricRole.OTHER or EVAL_SPLIT_TOKENS.intersection(tokens):
         return False
-    if ADVERSARIAL_TOKENS.intersection(tokens):
+    if ADVERSARIAL_TOKENS.intersection(tokens) or NOT_FALLING_TOKENS.intersection(tokens):
+        return False
+    if info.direction is Direction.HIGHER:
         return False
     return bool(RECONSTRUCTION_TOKENS.intersection(tokens)) and not MODIFIER_TOKENS.intersection(tokens)
 
 
 def _train_loss_rank(name: str, position: int) -> tuple[int, int, int, int, int]:
-    """Sort key: plain losses before components, per-step before per-epoch, short and common first."""
-    tokens = tokenize(name)
+    """Sort key: plain losses before components, per-step before per-epoch, short and common first; a metric
+    read on the log scale ranks as logged (its ``ln(...)`` adds no word)."""
+    tokens = tokenize(logged_name(name))
     rest = [t for t in tokens if t not in PLAIN_LOSS_QUALIFIERS]
     plain = 0 if rest == ["loss"] else 1
     known = PREFERRED_TRAIN_LOSS

@@ -9,7 +9,7 @@ import pytest
 
 from benchmarks.corpus_runs import Run, load_corpus
 from benchmarks.replay import checkpoints
-from mcp_training_check.models import MetricRole
+from mcp_training_check.models import Direction, MetricRole
 from mcp_training_check.roles import assign_roles, primary_train_loss
 from tests.test_judge_classes import REAL, decisions, replay_cuts, replay_real
 
@@ -64,3 +64,23 @@ def test_a_log_of_unnamed_train_terms_is_judged_on_them(real):
     assert code == "." * 20, code
     frozen = {name: (steps, np.full_like(values, values[0])) for name, (steps, values) in run.metrics.items()}
     assert "S" in decisions(replay_cuts(frozen, checkpoints(run)))
+
+
+def test_an_inpainting_gans_kl_and_psnr_on_its_reconstruction_branch_are_no_train_loss(real):
+    """log-Inpainting-Evaluation-1 (train, healthy; HemanthGaddey/Semantic-Image-Inpainting-Evaluation
+    loss_log.txt): a text-guided inpainting GAN whose reconstruction branch logs ``kl_rec`` (a KL term, flat at
+    0.3: medians of twentieths 0.37, 0.40, 0.33, ... 0.28) and ``psnr_img_rec`` (a PSNR, 27.9 dB: higher is
+    better) beside its L1 terms (``l1_rec`` 10.7 -> 5.9). The ``rec`` word made both reconstruction losses and
+    the KL term the train loss the judge followed. A KL term need not fall (`NOT_FALLING_TOKENS`, as for
+    unnamed terms) and a PSNR rises as the model learns: neither is a loss; the L1 terms are. Controls: the
+    run stays continue at every check; its L1 terms stay train losses."""
+    run = real["log-Inpainting-Evaluation-1"]
+    roles = assign_roles(run.metrics)
+    assert roles["train/kl_rec"].role is MetricRole.OTHER
+    assert roles["train/psnr_img_rec"].role is MetricRole.OTHER
+    assert roles["train/psnr_img_rec"].direction is Direction.HIGHER
+    assert roles["train/l1_rec"].role is roles["train/l1_g"].role is MetricRole.TRAIN_LOSS
+    code, _, verdicts = replay_real(run)
+    assert code == "." * 20, code
+    judged = {s.metric for v in verdicts for s in v.signals if s.metric}
+    assert judged and judged <= {"train/l1_rec", "train/l1_g"}, judged

@@ -112,18 +112,18 @@ def test_an_adversarial_term_on_a_reconstruction_branch_is_not_the_train_loss(re
     discriminator's adversarial losses on its reconstruction branch as ``gan_rec`` and ``dis_img_rec``. The
     ``rec`` made ``gan_rec`` a reconstruction loss, and the first of them by name: the judge followed an
     adversarial term that swings around its balance (0.3-0.8) for 228 epochs, 'not learning', and stopped the
-    run at its last 4 checks. With adversarial words outvoting the branch name it follows ``kl_rec``, which
-    falls: continue at every check. Control: that reconstruction term frozen at its first value is still a
-    stop."""
+    run at its last 4 checks. With adversarial words outvoting the branch name it follows an L1 term (a KL term
+    on that branch, ``kl_rec``, is no reconstruction loss: `test_judge_gan_classes`), which falls: continue at
+    every check. Control: that reconstruction term frozen at its first value is still a stop."""
     run = real["log-Inpainting-Evaluation-1"]
     roles = assign_roles(run.metrics)
-    assert primary_train_loss(roles) == "train/kl_rec"
+    assert primary_train_loss(roles) == "train/l1_rec"
     assert roles["train/gan_rec"].role is MetricRole.OTHER and roles["train/dis_img_rec"].role is MetricRole.OTHER
     assert roles["train/l1_rec"].role is MetricRole.TRAIN_LOSS
     code, _, _ = replay_real(run)
     assert set(code) == {"."}, code
-    steps, values = run.metrics["train/kl_rec"]
-    metrics = dict(run.metrics) | {"train/kl_rec": (steps, np.full_like(values, values[0]))}
+    steps, values = run.metrics["train/l1_rec"]
+    metrics = dict(run.metrics) | {"train/l1_rec": (steps, np.full_like(values, values[0]))}
     frozen = decisions(replay_cuts(metrics, checkpoints(run)))
     assert "S" in frozen, frozen
 

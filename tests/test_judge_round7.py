@@ -21,7 +21,8 @@ def test_a_train_perplexity_is_the_train_loss_in_another_unit():
     """issue-sockeye-706: with no metric named loss, its train perplexity falling 406 -> 348 at every log was
     no train loss, so the run was unsure at every check ('no train loss'). A perplexity is e^loss: it is the
     train loss. Controls: a plain loss beside it still ranks first; an eval perplexity stays an eval; the
-    same perplexity climbing back is no longer judged continue at every check."""
+    same perplexity climbing back (its cross-entropy, which the judge reads, doubling: the short-log climb
+    rule's 1.5× and more) is no longer judged continue at every check."""
     roles = assign_roles(["train/perplexity", "train/accuracy"])
     assert roles["train/perplexity"].role is MetricRole.TRAIN_LOSS
     assert primary_train_loss(assign_roles(["train/perplexity", "train/loss"])) == "train/loss"
@@ -29,7 +30,8 @@ def test_a_train_perplexity_is_the_train_loss_in_another_unit():
     metrics = {"train/perplexity": (SOCKEYE_STEPS, SOCKEYE_PPL), "train/accuracy": (SOCKEYE_STEPS, SOCKEYE_ACC)}
     cuts = [int(s) for s in SOCKEYE_STEPS[3:]]
     assert decisions(replay_cuts(metrics, cuts)) == "." * len(cuts)
-    climbing = {"train/perplexity": (SOCKEYE_STEPS, SOCKEYE_PPL[::-1] * np.geomspace(1, 3, SOCKEYE_PPL.size))}
+    climbing_nats = np.log(SOCKEYE_PPL[::-1]) * np.geomspace(1, 2, SOCKEYE_PPL.size)
+    climbing = {"train/perplexity": (SOCKEYE_STEPS, np.exp(climbing_nats))}
     assert "." not in decisions(replay_cuts(climbing, cuts))[-2:]
 
 

@@ -57,6 +57,8 @@ HIGHER = Direction.HIGHER
         ("val/bpb", EVAL, LOWER),
         # eval metrics, higher is better
         ("eval_accuracy", EVAL, HIGHER),
+        ("val/psnr", EVAL, HIGHER),  # an image's PSNR / SSIM against its target: higher is better
+        ("val_ssim", EVAL, HIGHER),
         ("val_acc", EVAL, HIGHER),
         ("val/acc@1", EVAL, HIGHER),
         ("val/top-5", EVAL, HIGHER),

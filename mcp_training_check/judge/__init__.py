@@ -35,6 +35,7 @@ from .lr import LrDetector
 from .nonfinite import NonFiniteDetector
 from .policy import combine, compact, data_signals, decide, exact_evidence_only
 from .runconfig import RunConfig, judged_facts, parse_run_config
+from .scale import log_scale_view
 from .settings import JudgeSettings, PolicySettings, judge_settings
 from .spikes import SpikeDetector
 from .trend import TrendDetector
@@ -70,11 +71,21 @@ def judge(
 
     ``previous`` are the verdicts of earlier checks of this run, most recent first; ``run_config`` the
     training config (total/max steps, learning rate, warmup, schedule, max_grad_norm), falling back to
-    ``history.info.config``. Pure: reads nothing, writes nothing.
+    ``history.info.config``. Pure: reads nothing, writes nothing. A perplexity is judged as its ln, the
+    cross-entropy (`scale`); the verdict names every metric as logged.
     """
     settings = settings or JudgeSettings()
     config = parse_run_config(run_config if run_config is not None else history.info.config)
-    ctx = JudgeContext(history=history, roles=roles, config=config, baselines=baselines or {}, previous=previous)
+    view = log_scale_view(history, roles, baselines or {}, previous)
+    ctx = JudgeContext(
+        history=view.history, roles=view.roles, config=config, baselines=view.baselines, previous=view.previous
+    )
+    return view.restore(_judge(ctx, settings))
+
+
+def _judge(ctx: JudgeContext, settings: JudgeSettings) -> Verdict:
+    """Every detector's signals on ``ctx``, combined into one verdict by the policy."""
+    history, config = ctx.history, ctx.config
     if settings.lr is not None:
         ctx.lr_events = settings.lr.analyse(ctx.learning_rate, config)
     else:
@@ -83,5 +94,5 @@ def judge(
     if any(s.values.size for s in history.metrics.values()):
         for detector in settings.detectors():
             signals += detector.check(ctx)
-    signals = exact_evidence_only(combine(signals, primary_train_loss(roles)), history)
+    signals = exact_evidence_only(combine(signals, primary_train_loss(ctx.roles)), history)
     return decide(compact(signals, settings.policy.max_signals), ctx, settings.policy)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..models import Direction, MetricRole, Severity, Signal, SignalKind
-from ..roles import is_perplexity, tokenize
+from ..roles import tokenize
 from ..state import MetricSeries
 from .chance import implied_class_count
 from .context import PLATEAU_EVIDENCE, JudgeContext, signal
@@ -218,9 +218,7 @@ class LossStallTests(LossTrendBase):
         drop = -np.expm1(float(np.min(rolling_median(y, 3))) - float(y[0]))
         if self._falling(steps, y) or drop >= self.stuck_drop_fraction:
             return []
-        level = float(np.median(values))
-        if is_perplexity(loss.name):  # e^loss: ln of it is the cross-entropy that ln N bounds
-            level = float(np.log(level)) if level > 0 else level
+        level = float(np.median(values))  # a perplexity arrives as its ln, the cross-entropy (`scale`)
         count = ctx.config.class_count or implied_class_count(ctx, level)  # from an accuracy at 1/N (chance.py)
         if count is not None and level >= (1 - self.stuck_drop_fraction) * np.log(count):
             chance = fmt(float(np.log(count)))
