@@ -186,12 +186,35 @@ def test_a_reply_with_one_decision_first_is_that_decision(reply, decision, reaso
 
 
 @pytest.mark.parametrize(
+    ("reply", "decision", "reason"),
+    [  # a decision word that begins the reason's sentence keeps it ("Stop it now." gave "it now.")
+        ("Stop it now.", "STOP", "Stop it now."),
+        ("STOP: Stop it now", "STOP", "Stop it now"),
+        ("**STOP** the loss is NaN since step 2,500", "STOP", "the loss is NaN since step 2,500"),
+        ("Continue training: the loss fell 2.31 → 1.94", "CONTINUE", "Continue training: the loss fell 2.31 → 1.94"),
+        ("Wait for two more evals.", "WAIT", "Wait for two more evals."),
+        # a verdict set apart, with labels a model adds around it
+        ("STOP\n\nReason: eval/acc fell from 0.86 to 0.24", "STOP", "eval/acc fell from 0.86 to 0.24"),
+        ("Decision: STOP. Reason: loss NaN at step 3,099", "STOP", "loss NaN at step 3,099"),
+        ("Verdict: **CONTINUE**\nThe loss falls 2.3 → 1.9", "CONTINUE", "The loss falls 2.3 → 1.9"),
+        ("WAIT. Wait for the eval at step 8,000", "WAIT", "Wait for the eval at step 8,000"),
+        ("Stop.", "STOP", "the reviewer gave no reason"),
+    ],
+)
+def test_the_reason_is_never_cut_out_of_its_sentence(reply, decision, reason):
+    answer = answer_from_reply(reply)
+    assert (answer.decision, answer.reason) == (decision, reason)
+
+
+@pytest.mark.parametrize(
     ("reply", "says"),
     [
         ("STOP or WAIT", "it names STOP and WAIT"),
         ("I think CONTINUE", "it does not start with one"),
         ("", "it does not start with one"),
         ("STOPPING is wise", "it does not start with one"),
+        ("Stop it now, or WAIT for the eval", "it names STOP and WAIT"),
+        ("Decision: maybe STOP", "it does not start with one"),
         ('{"decision": "MAYBE", "reason": "x"}', "decision: Input should be"),
     ],
 )
