@@ -107,6 +107,12 @@ FINAL_LINE_MARKERS = ("train_runtime", "Training completed", '"key": "run_stop"'
 ``:::MLLOG {..., "key": "run_stop", ...}`` event. A training line after it (a resumed run appending to
 the same log) clears it."""
 
+TRAINER_SUMMARY_KEY = "train_runtime"
+"""The key that marks the HF Trainer's closing dict (``{'train_runtime': 812.4, 'train_samples_per_second': 27.6,
+'train_loss': 0.83, 'epoch': 3.0}``): its numbers are the whole run's (``train_loss`` is the AVERAGE loss of
+every step, above the latest logged loss of a falling one), not a logged step, so the dict adds no point. It
+says the run finished (`FINAL_LINE_MARKERS`): the snapshot's status, which ends monitoring."""
+
 HIDDEN_LINES_NOTE = "note: earlier error/fatal lines of the log not shown:"
 
 COUNTED_STEPS_NOTE = (
@@ -122,15 +128,21 @@ TRAINER_STATE_NOTE = (
 
 _FINAL_LINE = re.compile("|".join(re.escape(m) for m in FINAL_LINE_MARKERS))
 _SKIP_LINE = re.compile("|".join(re.escape(m) for m in SKIP_LINE_MARKERS))
-_TRAINER_BANNER = re.compile("|".join(re.escape(m) for m in TRAINER_BANNER_MARKERS))
+_TRAINER_BANNER = re.compile(  # an indented marker: indented after a logger prefix, or first on a stripped line
+    "|".join(("(?:^|  )" if m.startswith(" ") else "") + re.escape(m.lstrip()) for m in TRAINER_BANNER_MARKERS)
+)
+# the example scripts' `trainer.log_metrics` block: "***** train metrics *****", then "  train_loss = 0.8301" lines
+_METRICS_BLOCK = re.compile(r"\*{5} \w+ metrics \*{5}")
 _MAYBE_NUMBER = re.compile(r"\d|nan|inf", re.IGNORECASE)
 _ANY_MARKER = re.compile("|".join(re.escape(m) for m in FATAL_MARKERS + ERROR_MARKERS))
 _ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")  # colours, and tqdm's cursor moves between its bars
 
 
 def _trainer_banner(text: str) -> bool:
-    """A line of the Trainer's banners (`TRAINER_BANNER_MARKERS`). The substring tests first: the regex of
-    nine markers cost 1 µs a line, 0.3 s on a 300,000-line log, for lines that are nearly never there."""
+    """A line of the Trainer's banners (`TRAINER_BANNER_MARKERS`), indented or not (the lines reach here
+    stripped: printed without a logger prefix, "  Num Epochs = 3" was read as a metric and a step). The
+    substring tests first: the regex of nine markers cost 1 µs a line, 0.3 s on a 300,000-line log, for lines
+    that are nearly never there."""
     return (" = " in text or "adjusted to" in text) and _TRAINER_BANNER.search(text) is not None
 
 
@@ -239,6 +251,7 @@ class LogParser:
         self.explicit_steps = False
         self.in_long_line = False  # the start of the line being read was dropped: drop up to its end
         self.finished = False  # the latest training line was followed by a FINAL_LINE_MARKERS line
+        self.in_metrics_block = False  # inside a "***** train metrics *****" block (`_metrics_block_line`)
         self.mllog_benchmark: str | None = None  # MLPerf's submission_benchmark: what eval_accuracy holds
         self.mllog_fine = False  # an MLLOG event was placed by samples or steps: epochs no longer place one
         self.mllog_at: dict[str, int] = {}  # the step each MLLOG metric was last placed at
@@ -267,6 +280,7 @@ class LogParser:
             "explicit_steps": self.explicit_steps,
             "in_long_line": self.in_long_line,
             "finished": self.finished,
+            "metrics_block": self.in_metrics_block,
             "mllog": [self.mllog_benchmark, self.mllog_fine, self.mllog_at],
             "total_steps": self.total_steps,
             "bar": [
@@ -299,6 +313,7 @@ class LogParser:
             parser.explicit_steps = bool(state["explicit_steps"])
             parser.in_long_line = bool(state.get("in_long_line", False))
             parser.finished = bool(state.get("finished", False))
+            parser.in_metrics_block = bool(state.get("metrics_block", False))
             benchmark, fine, at = state.get("mllog") or [None, False, {}]
             parser.mllog_benchmark = None if benchmark is None else str(benchmark)
             parser.mllog_fine = bool(fine)
@@ -404,6 +419,8 @@ class LogParser:
         if text.startswith('"log_history"'):
             notes.extra.append(TRAINER_STATE_NOTE)
             return
+        if self._metrics_block_line(text):
+            return
         if MLLOG_MARKER in text and self._mllog_line(text, sink):  # before: submission_benchmark has no digit
             return
         if fmt in (None, "text") and "poch" in text and (columns := train_header(text)) is not None:
@@ -433,6 +450,19 @@ class LogParser:
                         return
                 self._emit(metrics, step, self._kind(metrics), sink)
                 self.total_steps = step_total(text) or self.total_steps
+
+    def _metrics_block_line(self, text: str) -> bool:
+        """A line of the HF example scripts' `trainer.log_metrics` block (``***** train metrics *****``, then
+        ``train_loss = 0.8301``, ``train_runtime = 0:13:32.40``, ...): the run's averages and sizes, and the
+        evaluation's metrics that its dict just before gave, so none is a point. Read as ``key = value`` lines
+        each was a metric and, without step numbers, a step, and the run's average loss a last point."""
+        if "*****" in text and _METRICS_BLOCK.search(text):
+            self.in_metrics_block = True
+            return True
+        if self.in_metrics_block and " = " in text and "{" not in text:
+            return True
+        self.in_metrics_block = False
+        return False
 
     def _yolo_line(self, text: str, sink: SeriesBuilder) -> bool:
         """Ultralytics' console table (``yolo``): a refresh of an epoch's bar under the training header, placed by
@@ -583,6 +613,8 @@ class LogParser:
                 return True
             return False
         metrics = {k: v for k, v in flatten(data).items() if k.lower() not in IGNORED_KEYS}
+        if TRAINER_SUMMARY_KEY in metrics:
+            return True  # the closing summary: no point (`TRAINER_SUMMARY_KEY`)
         split = record_split(data)
         if split:
             metrics = under_split(metrics, split)
@@ -643,9 +675,10 @@ class LogParser:
         metrics = hf_dict(text)
         if metrics is None:
             return False
+        if TRAINER_SUMMARY_KEY in metrics:
+            return True  # the closing summary: no point (`TRAINER_SUMMARY_KEY`)
         step = self._record_step(metrics, text, "{'")
-        kind = "train" if HF_TRAIN_KEYS.intersection(metrics) else "eval" if _FINAL_LINE.search(text) else None
-        self._emit(metrics, step, kind or self._kind(metrics), sink)
+        self._emit(metrics, step, "train" if HF_TRAIN_KEYS.intersection(metrics) else self._kind(metrics), sink)
         return True
 
     @staticmethod
