@@ -31,7 +31,7 @@ from .evaltrend import EvalTrendDetector
 from .gradnorm import GradNormDetector
 from .lr import LrDetector
 from .nonfinite import NonFiniteDetector
-from .policy import combine, compact, data_signals, decide, exact_evidence_only
+from .policy import combine, compact, data_signals, decide, exact_evidence_only, unchanged_evidence
 from .runconfig import RunConfig, judged_facts, parse_run_config
 from .settings import JudgeSettings, PolicySettings, judge_settings
 from .spikes import SpikeDetector
@@ -81,5 +81,5 @@ def judge(
     if any(s.values.size for s in history.metrics.values()):
         for detector in settings.detectors():
             signals += detector.check(ctx)
-    signals = exact_evidence_only(combine(signals, primary_train_loss(roles)), history)
+    signals = unchanged_evidence(exact_evidence_only(combine(signals, primary_train_loss(roles)), history))
     return decide(compact(signals, settings.policy.max_signals), ctx, settings.policy)
