@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from mcp_training_check.roles import assign_roles, primary_train_loss
+from mcp_training_check.sources.loglines import csv_header
 from mcp_training_check.sources.logparse import COUNTED_STEPS_NOTE
 from mcp_training_check.sources.logs import LogFileSource, parse_lines
 from tests.test_cli import cli
@@ -476,9 +477,9 @@ def padded_csv(header: tuple[str, ...], rows: list[tuple[float, ...]], width: in
 
 
 def test_a_yolov5_results_csv_is_read_with_its_epochs_as_steps(tmp_path) -> None:
-    """YOLOv5's results.csv was not read at all (its ``metrics/mAP_0.5:0.95`` column name was no header name);
-    then its rows were counted and the check said the file printed no step numbers. Its 0-based epoch
-    column is the step, from 1: step N ends the N-th epoch, as in YOLOv8's file."""
+    """YOLOv5's results.csv had its rows counted and the check said the file printed no step numbers. Its
+    0-based epoch column is the step, from 1: step N ends the N-th epoch, as in YOLOv8's file. Its header
+    (``metrics/mAP_0.5:0.95``, a colon in a name) is a header under any file name, not only ``.csv``."""
     points, roles = read(tmp_path / "results.csv", padded_csv(YOLOV5_HEADER, YOLOV5_ROWS))
     assert points["train/box_loss"] == [(1, 0.11078), (2, 0.089832), (3, 0.073934)]
     assert roles["metrics/mAP_0.5:0.95"] == "eval" and steps(points, "metrics/mAP_0.5:0.95") == [1, 2, 3]
@@ -501,3 +502,11 @@ def test_a_yolov8_results_csv_read_in_two_checks_and_resumed_keeps_its_epochs(tm
     assert first.series["train/box_loss"].steps.tolist() == [1]
     assert second.series["train/box_loss"].steps.tolist() == [2, 3, 2]
     assert COUNTED_STEPS_NOTE not in first.warnings + second.warnings
+
+
+def test_a_yolov5_header_is_a_csv_header_under_any_file_name() -> None:
+    """Copied to ``results.txt`` (or read from stdin's capture), YOLOv5's header was not taken for one: no line
+    of the file held a metric."""
+    parsed = parse_lines(padded_csv(YOLOV5_HEADER, YOLOV5_ROWS).splitlines())
+    assert parsed.series["metrics/mAP_0.5:0.95"].steps.tolist() == [1, 2, 3], parsed.warnings
+    assert csv_header("loss:0.5,acc:0.3", ",", forced=False) is None  # values, not names

@@ -252,6 +252,7 @@ class LogParser:
         self.in_long_line = False  # the start of the line being read was dropped: drop up to its end
         self.finished = False  # the latest training line was followed by a FINAL_LINE_MARKERS line
         self.in_metrics_block = False  # inside a "***** train metrics *****" block (`_metrics_block_line`)
+        self.csv_epoch_base: int | None = None  # added to a CSV's epoch column when it is the step (`_csv_epoch`)
         self.mllog_benchmark: str | None = None  # MLPerf's submission_benchmark: what eval_accuracy holds
         self.mllog_fine = False  # an MLLOG event was placed by samples or steps: epochs no longer place one
         self.mllog_at: dict[str, int] = {}  # the step each MLLOG metric was last placed at
@@ -281,6 +282,7 @@ class LogParser:
             "in_long_line": self.in_long_line,
             "finished": self.finished,
             "metrics_block": self.in_metrics_block,
+            "csv_epoch_base": self.csv_epoch_base,
             "mllog": [self.mllog_benchmark, self.mllog_fine, self.mllog_at],
             "total_steps": self.total_steps,
             "bar": [
@@ -314,6 +316,8 @@ class LogParser:
             parser.in_long_line = bool(state.get("in_long_line", False))
             parser.finished = bool(state.get("finished", False))
             parser.in_metrics_block = bool(state.get("metrics_block", False))
+            base = state.get("csv_epoch_base")
+            parser.csv_epoch_base = None if base is None else int(base)
             benchmark, fine, at = state.get("mllog") or [None, False, {}]
             parser.mllog_benchmark = None if benchmark is None else str(benchmark)
             parser.mllog_fine = bool(fine)
@@ -601,7 +605,22 @@ class LogParser:
             except ValueError:
                 continue
         step = pop_step(metrics)
-        self._emit(metrics, step, self._kind(metrics), sink)
+        self._emit(metrics, self._csv_epoch(metrics) if step is None else step, self._kind(metrics), sink)
+
+    def _csv_epoch(self, metrics: Mapping[str, float]) -> int | None:
+        """The step of a CSV row without a step column but with a whole-number ``epoch`` (Ultralytics'
+        ``results.csv``, Keras' ``CSVLogger``): its epoch, counted from 1. YOLOv5 and Keras number epochs from
+        0, YOLOv8 from 1: a file whose first epoch read is 0 is shifted by one, so step N ends the N-th epoch in
+        both. An epoch that goes back (resumed from an earlier checkpoint, or a new run appended to the file)
+        is a step that goes back: its points replace the later ones', as a resumed run's do. The rows were
+        counted (a resumed run's epochs then passed for new ones) and the check said the file had no step
+        numbers."""
+        epoch = metrics.get("epoch")
+        if epoch is None or not (math.isfinite(epoch) and epoch == int(epoch) and 0 <= epoch < STEP_RANGE[1]):
+            return None
+        if self.csv_epoch_base is None:
+            self.csv_epoch_base = 1 if epoch == 0 else 0
+        return int(epoch) + self.csv_epoch_base
 
     def _json_line(self, text: str, sink: SeriesBuilder, notes: ParseNotes) -> bool:
         if '{"' not in text:
