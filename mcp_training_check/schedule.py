@@ -428,8 +428,8 @@ def next_action(snapshot: MetricSnapshot, verdict: Verdict | None, schedule: Sch
         return "continue_monitoring"
     if verdict.decision is Decision.STOP:
         return "stop_run"
-    if verdict.decision is Decision.UNSURE:  # no new points: the evidence a review was asked about last time
-        return "continue_monitoring" if _signal_message(verdict, SignalKind.NO_NEW_DATA) else "escalate_review"
+    if verdict.decision is Decision.UNSURE:
+        return "escalate_review"
     return "continue_monitoring"
 
 

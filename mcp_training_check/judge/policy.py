@@ -200,8 +200,9 @@ def unchanged_evidence(signals: list[Signal]) -> list[Signal]:
     are not new findings, and none grows more severe for it (the detectors confirm an episode only when the
     previous check saw it at an earlier step: `_rising_before`, `_collapsed_before`, ...). Each says so
     (`UNCHANGED_NOTE`): a warning announced as "critical if the next check still sees it" was repeated as if
-    seen anew at every check of a log that stopped growing, and asked for a review each time (`next_action`).
-    The hopeless-stall stops ("stopped at the next check, new points or not") are critical, and unchanged."""
+    seen anew at every check of a log that stopped growing (a reviewer asked again reads that it is the same
+    evidence). The hopeless-stall stops ("stopped at the next check, new points or not") are critical, and
+    unchanged."""
     if not any(s.kind is SignalKind.NO_NEW_DATA for s in signals):
         return signals
     return [
