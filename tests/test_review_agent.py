@@ -221,3 +221,12 @@ def test_the_reason_is_never_cut_out_of_its_sentence(reply, decision, reason):
 def test_a_reply_that_is_not_exactly_one_decision_is_refused(reply, says):
     with pytest.raises(ReviewError, match=says):
         answer_from_reply(reply)
+
+
+def test_a_recorded_reason_ending_a_sentence_reads_once_in_the_summary(tmp_path):
+    """The summary put "; next:" after the reason's full stop ("... after 0.51.; next: stop_run")."""
+    monitor = unsure_project(tmp_path)
+    review = monitor.record_review(RUN, "Stop it now: the loss sits at 8.1 after 0.51.", reviewer="qa")
+    assert (review.decision, review.reason) == ("STOP", "Stop it now: the loss sits at 8.1 after 0.51.")
+    said = "reviewer qa (agent) says STOP: Stop it now: the loss sits at 8.1 after 0.51; next: stop_run"
+    assert review.summary == said
