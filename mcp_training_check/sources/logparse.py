@@ -19,13 +19,13 @@ from typing import Any
 from ..errors import ConfigError
 from ..models import MetricRole
 from ..roles import infer_role
+from .bars import MAX_BAR_METRICS, BarLines
 from .base import STEP_RANGE, SeriesBuilder, SeriesChunk
 from .epochs import EpochBatch, EpochState, epoch_batch, epoch_step, loss_log_line
 from .loglines import (
     EXPLICIT_STEP_KEYS,
     HF_TRAIN_KEYS,
     IGNORED_KEYS,
-    BarRefresh,
     csv_header,
     flatten,
     hf_dict,
@@ -88,10 +88,6 @@ UTF8_BOM = "\ufeff"
 MAX_MLLOG_METRICS = 256
 """Metric names whose last MLLOG step the parser state keeps (a log names a handful)."""
 
-MAX_BAR_METRICS = 256
-"""Metric names the parser state keeps for progress bars: each one's last value a bar showed, and the names
-printed metric lines brought (a bar never feeds those)."""
-
 LINE_FAILURES = (OverflowError, RecursionError, csv.Error)
 """What one hostile line can make a grammar raise (a number beyond float or int64, JSON nested thousands
 deep, a CSV field past the csv module's limit): that line is skipped and counted, the read goes on."""
@@ -141,7 +137,7 @@ def _trainer_banner(text: str) -> bool:
 # --------------------------------------------------------------------------- parser
 
 
-class LogParser:
+class LogParser(BarLines):
     """Per-file parse state: format, CSV header, and the counters that stand in for a missing step.
 
     Steps: a line's own step key wins. A training line without one takes the next counter value (or the
@@ -289,29 +285,6 @@ class LogParser:
         if counted and COUNTED_STEPS_NOTE not in notes.extra:  # said at each read whose points it places
             notes.extra.append(COUNTED_STEPS_NOTE)
 
-    def _bar_train_loss_at_its_count(self, sink: SeriesBuilder) -> None:
-        """At the end of what was read, the train loss a bar shows is a point at the bar's count when the count
-        has moved past the latest point: a converged loss at the bar's 3 significant digits
-        changes no value, yet the run has advanced (without this the check saw no new points). The count is a
-        tqdm bar's, else that of a bar placed by epoch and batch (Lightning's Rich bar, Ultralytics' table).
-        Evals are not repeated (a repeated eval would pass for another eval), and a log with printed metric
-        lines keeps its own steps."""
-        step = self._bar_count()
-        if self.printed_keys or step is None or self.last_step is None:
-            return
-        losses = {
-            n: v for n, v in self.bar_values.items() if infer_role(n).role is MetricRole.TRAIN_LOSS and math.isfinite(v)
-        }  # a NaN shown again adds nothing: the stop names where it began
-        if step > self.last_step and losses:
-            self._emit(losses, step, "train", sink, printed=False)
-
-    def _bar_count(self) -> int | None:
-        """The step a bar redrawn in place last showed: a tqdm bar's count over its epochs, else the epoch and
-        batch of the latest line placed that way (only bars reach here: printed lines set `printed_keys`)."""
-        if self.bar_label is not None:
-            return self.bar_offset + self.bar_n
-        return None if self.epochs.epoch is None else self.epochs.offset + self.epochs.batch
-
     def _nothing_recognized(self) -> bool:
         """No line read so far held a metric, and none set up a format (a CSV header waits for its rows)."""
         placed = self.counter or self.eval_counter or self.last_step is not None or self.mllog_at
@@ -406,79 +379,6 @@ class LogParser:
             position, losses = found
             self._emit(losses | {"epoch": position.epoch}, self._epoch_step(position), "train", sink)
         return found is not None
-
-    @property
-    def bar_steps(self) -> bool:
-        """Whether a progress bar's counts give this log's steps (it feeds a metric printed lines do not)."""
-        return self.bar_label is not None and not self.printed_keys.issuperset(self.bar_values)
-
-    def _bar_line(self, bar: BarRefresh, sink: SeriesBuilder) -> None:
-        """A tqdm postfix's values, each taken when it differs from the last value a bar showed of it: a bar
-        shows the latest values at every refresh (Lightning refreshes once with the old values when the count
-        moves, then with the new ones), so an unchanged value is the same point again. A metric that printed
-        lines also carry is theirs alone (printed lines hold every point; a bar, what it happened to show).
-        So a refresh's points wait for the next refresh or the end of the read: a log that prints its metrics
-        after its first bar (a loop that shows the loss in its bar and prints it every N steps) then gets no
-        bar point at all."""
-        step = self._bar_step(bar)
-        if step is not None:
-            self._refresh(step, bar.metrics, sink)
-
-    def _refresh(
-        self, step: int, metrics: Mapping[str, float], sink: SeriesBuilder, *, new_only: bool = True
-    ) -> None:
-        """One refresh of a bar redrawn in place (tqdm's postfix, Rich, Ultralytics' table) at `step`: the values
-        it shows anew (all of them unless `new_only`: a row that holds only the epoch's running means, which may
-        stay put for a batch) wait as the step's points; a later refresh of the same step replaces them (the
-        last one wins: a bar redrawn ten times in a step is one point, not ten), one of another step sends them
-        on."""
-        fresh = {
-            name: value for name, value in metrics.items()
-            if name not in self.printed_keys and (not new_only or self._shows_new(name, value, step))
-        }  # fmt: skip
-        if not fresh:
-            return
-        if len(self.bar_values) < MAX_BAR_METRICS or set(fresh) <= set(self.bar_values):
-            self.bar_values.update(fresh)
-        if self.bar_pending is not None and self.bar_pending[0] == step:
-            fresh = {**self.bar_pending[1], **fresh}
-        else:
-            self._flush_bar(sink)
-        self.bar_pending, self.bar_step = (step, fresh), step
-
-    def _shows_new(self, name: str, value: float, step: int) -> bool:
-        """A value the bar did not show last time; a NaN or Inf again at each new step: a loss that stays NaN
-        is NaN at every step, and the judge must see it go on."""
-        before = self.bar_values.get(name)
-        if before is None:
-            return True
-        if math.isfinite(value):
-            return before != value
-        return step != self.bar_step or not (before == value or (math.isnan(before) and math.isnan(value)))
-
-    def _flush_bar(self, sink: SeriesBuilder) -> None:
-        if self.bar_pending is None:
-            return
-        step, points = self.bar_pending
-        self.bar_pending = None
-        kept = {name: value for name, value in points.items() if name not in self.printed_keys}
-        self._emit(kept, step, self._kind(kept), sink, printed=False)
-
-    def _bar_step(self, bar: BarRefresh) -> int | None:
-        """The step of a bar refresh. The first bar with metrics counts the steps: each time its count goes back
-        (the next epoch) the count it reached is added to an offset. Another bar's values (an outer epoch bar)
-        land at the latest step. None at count 0: a bar just reset still shows the previous epoch's values."""
-        if self.bar_label is None:
-            self.bar_label = bar.label
-        if bar.label != self.bar_label:
-            return self.last_step
-        if bar.n == 0:
-            return None
-        offset = self.bar_offset + self.bar_n if bar.n < self.bar_n else self.bar_offset
-        if offset + bar.n > STEP_RANGE[1]:
-            raise OverflowError(f"bar count {bar.n} is beyond int64")  # one hostile line, the state untouched
-        self.bar_n, self.bar_offset = bar.n, offset
-        return offset + bar.n
 
     def _epoch_step(self, at: EpochBatch) -> int:
         """The step of a line that counts batches within an epoch (`epochs.epoch_step`)."""
