@@ -424,3 +424,14 @@ def test_the_trainer_banner_printed_without_a_logger_prefix_is_no_metric() -> No
               "  Number of trainable parameters = 124,439,808"]  # fmt: skip
     series, _ = parsed([*banner, "{'loss': 2.1312, 'learning_rate': 4.9e-05, 'epoch': 0.18}"])
     assert set(series) == {"loss", "learning_rate", "epoch"} and series["loss"] == [(1, 2.1312)], series
+
+
+def test_a_step_record_that_logs_its_own_train_runtime_is_a_point_and_no_end() -> None:
+    """Only the Trainer's closing dict (runtime and throughputs, no step's loss) is its summary: a logger that
+    records the elapsed ``train_runtime`` beside each step's loss keeps its points, and its run goes on."""
+    lines = [json.dumps({"step": s, "loss": 2.0 - s / 100, "train_runtime": 1.5 * s}) for s in (10, 20, 30)]
+    parsed = parse_lines(lines)
+    assert parsed.series["loss"].steps.tolist() == [10, 20, 30] and parsed.state["finished"] is False
+    closing = str({"train_runtime": 45.0, "train_samples_per_second": 9.1, "train_loss": 1.8, "epoch": 1.0})
+    ended = parse_lines([closing], parsed.state)
+    assert ended.series == {} and ended.state["finished"] is True

@@ -98,11 +98,13 @@ FINAL_LINE_MARKERS = ("train_runtime", "Training completed", '"key": "run_stop"'
 ``:::MLLOG {..., "key": "run_stop", ...}`` event. A training line after it (a resumed run appending to
 the same log) clears it."""
 
-TRAINER_SUMMARY_KEY = "train_runtime"
-"""The key that marks the HF Trainer's closing dict (``{'train_runtime': 812.4, 'train_samples_per_second': 27.6,
-'train_loss': 0.83, 'epoch': 3.0}``): its numbers are the whole run's (``train_loss`` is the AVERAGE loss of
-every step, above the latest logged loss of a falling one), not a logged step, so the dict adds no point. It
-says the run finished (`FINAL_LINE_MARKERS`): the snapshot's status, which ends monitoring."""
+TRAINER_SUMMARY_KEYS = ("train_runtime", "train_samples_per_second", "train_steps_per_second")
+"""The keys of the HF Trainer's closing dict (``{'train_runtime': 812.4, 'train_samples_per_second': 27.6,
+'train_steps_per_second': 3.45, 'train_loss': 0.83, 'epoch': 3.0}``, its ``speed_metrics``): its numbers are the
+whole run's (``train_loss`` is the AVERAGE loss of every step, above the latest logged loss of a falling one),
+not a logged step, so the dict adds no point. It says the run finished (`FINAL_LINE_MARKERS`): the snapshot's
+status, which ends monitoring. A record is one when it holds the runtime and a throughput and no step's
+training keys (`_closing_summary`): a logger of its own may log an elapsed ``train_runtime`` at every step."""
 
 COUNTED_STEPS_NOTE = (
     "note: this log prints no step numbers: a step here is the count of its metric lines so far (its 10th line "
@@ -124,6 +126,12 @@ _TRAINER_BANNER = re.compile(  # an indented marker: indented after a logger pre
 _METRICS_BLOCK = re.compile(r"\*{5} \w+ metrics \*{5}")
 _MAYBE_NUMBER = re.compile(r"\d|nan|inf", re.IGNORECASE)
 _ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")  # colours, and tqdm's cursor moves between its bars
+
+
+def _closing_summary(metrics: Mapping[str, float]) -> bool:
+    """The HF Trainer's closing dict (`TRAINER_SUMMARY_KEYS`), not a step's record."""
+    runtime, *throughputs = TRAINER_SUMMARY_KEYS
+    return runtime in metrics and any(k in metrics for k in throughputs) and not HF_TRAIN_KEYS.intersection(metrics)
 
 
 def _trainer_banner(text: str) -> bool:
@@ -270,10 +278,11 @@ class LogParser(BarLines):
                 except LINE_FAILURES:
                     notes.skip_hostile()
                 self.lines_seen += 1
-                if _FINAL_LINE.search(text):
-                    self.finished = True
-                elif (self.counter, self.last_step) != position:
+                moved = (self.counter, self.last_step) != position
+                if moved:  # a training line (a final marker on a step's record is a logger's own key)
                     self.finished = False
+                elif _FINAL_LINE.search(text):
+                    self.finished = True
 
     def finish(self, sink: SeriesBuilder, notes: ParseNotes) -> None:
         """The end of what one read brought (after its last `feed`, not after each chunk of it): the latest bar
@@ -445,8 +454,8 @@ class LogParser(BarLines):
                 return True
             return False
         metrics = {k: v for k, v in flatten(data).items() if k.lower() not in IGNORED_KEYS}
-        if TRAINER_SUMMARY_KEY in metrics:
-            return True  # the closing summary: no point (`TRAINER_SUMMARY_KEY`)
+        if _closing_summary(metrics):
+            return True  # no point (`TRAINER_SUMMARY_KEYS`)
         split = record_split(data)
         if split:
             metrics = under_split(metrics, split)
@@ -507,8 +516,8 @@ class LogParser(BarLines):
         metrics = hf_dict(text)
         if metrics is None:
             return False
-        if TRAINER_SUMMARY_KEY in metrics:
-            return True  # the closing summary: no point (`TRAINER_SUMMARY_KEY`)
+        if _closing_summary(metrics):
+            return True  # no point (`TRAINER_SUMMARY_KEYS`)
         step = self._record_step(metrics, text, "{'")
         self._emit(metrics, step, "train" if HF_TRAIN_KEYS.intersection(metrics) else self._kind(metrics), sink)
         return True
