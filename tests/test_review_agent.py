@@ -230,3 +230,20 @@ def test_a_recorded_reason_ending_a_sentence_reads_once_in_the_summary(tmp_path)
     assert (review.decision, review.reason) == ("STOP", "Stop it now: the loss sits at 8.1 after 0.51.")
     said = "reviewer qa (agent) says STOP: Stop it now: the loss sits at 8.1 after 0.51; next: stop_run"
     assert review.summary == said
+
+
+def test_a_check_without_new_points_after_an_answered_review_asks_no_review_again(tmp_path):
+    """A log that stopped growing with an unsure verdict asked for a review at every check, the same points
+    each time (with an API key: a paid call every 10 minutes). Once a reviewer answered, a check that read
+    nothing new goes on monitoring; one whose question is still unanswered asks it."""
+    monitor = unsure_project(tmp_path)
+    unanswered = monitor.check(RUN)  # no new points, and the first check's question was never put
+    assert unanswered.next_action == "escalate_review", unanswered.summary
+    monitor.escalate_review(RUN)  # the agent backend hands over the prompt: still no answer
+    assert monitor.check(RUN).next_action == "escalate_review"
+    monitor.escalate_review(RUN)
+    monitor.record_review(RUN, "WAIT: only 6,000 of 20,000 steps, flat at 3.0", reviewer="qa")
+    for _ in range(2):
+        stalled = monitor.check(RUN)
+        assert stalled.verdict is not None and stalled.verdict.decision == "unsure"
+        assert stalled.next_action == "continue_monitoring", stalled.summary
