@@ -419,7 +419,17 @@ def _signal_message(verdict: Verdict | None, kind: SignalKind) -> str | None:
     return found.message if found is not None else None
 
 
-def next_action(snapshot: MetricSnapshot, verdict: Verdict | None, schedule: Schedule) -> NextAction:
+def stalled_unsure(verdict: Verdict) -> bool:
+    """An unsure verdict of a check that read no new points: the evidence the check before it judged."""
+    return verdict.decision is Decision.UNSURE and _signal_message(verdict, SignalKind.NO_NEW_DATA) is not None
+
+
+def next_action(
+    snapshot: MetricSnapshot, verdict: Verdict | None, schedule: Schedule, *, same_evidence_reviewed: bool = False
+) -> NextAction:
+    """``same_evidence_reviewed``: the verdict is a `stalled_unsure` one whose previous verdict a reviewer
+    answered: asking again about the same points costs a review (an API call at each check of a stalled log)
+    and can only get the same answer, so the check goes on monitoring."""
     if not schedule.monitoring:
         return "end_monitoring"
     if snapshot.data_source is DataSource.UNREACHABLE:
@@ -429,13 +439,20 @@ def next_action(snapshot: MetricSnapshot, verdict: Verdict | None, schedule: Sch
     if verdict.decision is Decision.STOP:
         return "stop_run"
     if verdict.decision is Decision.UNSURE:
-        return "escalate_review"
+        return "continue_monitoring" if same_evidence_reviewed else "escalate_review"
     return "continue_monitoring"
 
 
-def check_report(run: str, snapshot: MetricSnapshot, verdict: Verdict | None, schedule: Schedule) -> CheckReport:
+def check_report(
+    run: str,
+    snapshot: MetricSnapshot,
+    verdict: Verdict | None,
+    schedule: Schedule,
+    *,
+    same_evidence_reviewed: bool = False,
+) -> CheckReport:
     """One check's answer: the verdict's summary (or the snapshot's) and the schedule in one line, and the
-    action."""
+    action (``same_evidence_reviewed``: see `next_action`)."""
     head = verdict.summary if verdict else snapshot.summary
     return CheckReport(
         run=run,
@@ -443,5 +460,5 @@ def check_report(run: str, snapshot: MetricSnapshot, verdict: Verdict | None, sc
         snapshot=snapshot,
         verdict=verdict,
         schedule=schedule,
-        next_action=next_action(snapshot, verdict, schedule),
+        next_action=next_action(snapshot, verdict, schedule, same_evidence_reviewed=same_evidence_reviewed),
     )

@@ -63,7 +63,7 @@ from .models import (
     Verdict,
 )
 from .roles import RoleInfo, assign_roles
-from .schedule import check_report, handed_out, schedule_after
+from .schedule import check_report, handed_out, schedule_after, stalled_unsure
 from .snapshot import build_snapshot, unmatched_overrides_note
 from .sources import Progress
 from .state import CheckRecord, HandedOutCron, RunFootprint, RunHistory, StateStore, last_interval
@@ -399,7 +399,18 @@ class Monitor:
         )
         if hands_out_cron:
             self.store.set_cron_in_force(ctx.key, handed_out(schedule, check_id))
-        return check_report(ctx.ref.raw, snapshot, verdict, schedule)
+        reviewed = verdict is not None and stalled_unsure(verdict) and self._answered(ctx, checks)
+        return check_report(ctx.ref.raw, snapshot, verdict, schedule, same_evidence_reviewed=reviewed)
+
+    def _answered(self, ctx: RunContext, checks: Sequence[CheckRecord]) -> bool:
+        """A reviewer answered CONTINUE or WAIT (not a failure, not an agent prompt still unanswered; a STOP
+        not acted on is asked again) about the points this check judged again: the latest review's check is
+        among ``checks`` (most recent first) and every check since read no new points."""
+        review = self.store.latest_review(ctx.key)
+        if review is None or review.reviewer_failed or review.next_action != "schedule_next":
+            return False
+        since = [c for c in checks if c.id > review.check_id]
+        return len(since) < len(checks) and all(c.verdict is not None and stalled_unsure(c.verdict) for c in since)
 
     # ------------------------------------------------------------------ check_many
 

@@ -301,3 +301,13 @@ def test_a_project_with_one_run_is_checked_without_naming_it(tmp_path):
     assert two.returncode == 2 and "names 2 runs (bert, gpt): say which" in two.stderr, two.stderr
     refused = cli("stop", "--confirm", "--reason", "x", home=tmp_path / "home", cwd=tmp_path)
     assert refused.returncode == 2 and "required: run" in refused.stderr, refused.stderr
+
+
+def test_an_empty_log_is_read_with_nothing_to_judge_not_unreadable(tmp_path: Path) -> None:
+    """A log the training has not written to yet was read, and its check said "nothing could be read" (the
+    words of an unreachable source)."""
+    (tmp_path / "train.log").write_text("")
+    done = cli("check", "train.log", home=tmp_path / "home", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "verdict  none: no metrics logged yet, nothing to judge" in done.stdout, done.stdout
+    assert "nothing could be read" not in done.stdout

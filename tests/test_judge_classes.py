@@ -110,6 +110,31 @@ def test_a_log_ending_with_the_trainers_final_line_ends_monitoring(tmp_path):
         assert report["next_action"] == "end_monitoring"
 
 
+def test_a_warning_seen_again_without_new_points_is_neither_new_nor_escalated(tmp_path):
+    """Class 7: a blow-up is a warning at its first check ("first seen at this check: critical if the next check
+    still sees it"). A check with no new points re-judged the same evidence and repeated that sentence at every
+    check while the log did not grow. It now says the warning is unchanged and keeps the interval; the next
+    check with new points confirms it (critical)."""
+    log = tmp_path / "metrics.jsonl"
+    loss = [healthy_loss(s) if s < 900 else 8.0 + 0.01 * (s % 7) for s in range(0, 1000, 5)]
+    log.write_text("".join(json.dumps({"step": 5 * i, "loss": v, "lr": 3e-4}) + "\n" for i, v in enumerate(loss)))
+    home = tmp_path / "home"
+    checks = [cli("check", str(log), "--json", home=home, cwd=tmp_path).stdout for _ in range(3)]
+    first, stalled, again = (json.loads(out) for out in checks)
+    blowup = next(s for s in first["verdict"]["signals"] if s["kind"] == "divergence")
+    assert (blowup["severity"], first["next_action"]) == ("warning", "escalate_review"), first["summary"]
+    for report in (stalled, again):
+        assert report["verdict"]["decision"] == "unsure", report["summary"]
+        warning = next(s for s in report["verdict"]["signals"] if s["kind"] == "divergence")
+        assert "first seen at this check" not in warning["message"], warning["message"]
+        assert "unchanged since the last check (no new points)" in warning["message"]
+        assert report["schedule"]["interval_minutes"] == first["schedule"]["interval_minutes"]
+    with log.open("a") as fh:
+        fh.write("".join(json.dumps({"step": s, "loss": 8.0, "lr": 3e-4}) + "\n" for s in range(1000, 1100, 5)))
+    confirmed = json.loads(cli("check", str(log), "--json", home=home, cwd=tmp_path).stdout)
+    assert confirmed["verdict"]["decision"] == "stop", confirmed["summary"]
+
+
 def test_a_run_that_reached_its_total_steps_ends_monitoring(tmp_path):
     """Class 7: a log with no final line whose last step reached the configured total has finished."""
     log = tmp_path / "metrics.jsonl"

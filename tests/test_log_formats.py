@@ -374,3 +374,64 @@ def test_the_trainer_banners_are_neither_metrics_nor_steps(tmp_path) -> None:
     names = {metric["name"] for metric in report["metrics"]}
     assert names.isdisjoint({"Epochs", "device", "steps", "examples", "size"}), names
     assert report["last_step"] == 37
+
+
+# log-BERT_Weibo_Rumor-1 (corpus_real train split, a trainer_state.json log_history): its last six logged
+# losses and LRs, printed as the Trainer prints them; the closing dict's train_loss is the mean of all 52
+# logged losses (0.3029), twice the last (0.1636): stored as a point it was a jump at the end of a falling loss.
+WEIBO_TAIL = [(0.1666, 5.4438e-06), (0.1707, 4.4748e-06), (0.1687, 3.5078e-06), (0.1668, 2.5388e-06),
+              (0.1644, 1.5698e-06), (0.1636, 6.0078e-07)]  # fmt: skip
+HF_CLOSING_LINES = [
+    "{'train_runtime': 9121.3, 'train_samples_per_second': 452.1, 'train_steps_per_second': 2.829, "
+    "'train_loss': 0.3029, 'epoch': 100.0}",
+    "***** train metrics *****",
+    "  epoch                    =      100.0",
+    "  train_loss               =     0.3029",
+    "  train_runtime            = 2:32:01.30",
+    "  train_samples            =      41238",
+    "  train_samples_per_second =    452.101",
+]
+
+
+def test_the_trainers_closing_summary_is_no_point_and_says_the_run_finished(tmp_path) -> None:
+    """The HF Trainer's closing dict and the example scripts' `***** train metrics *****` block hold the run's
+    averages and timings: the average train_loss entered the series as a last point (and as a metric of its
+    own, beside train_runtime), and each block line counted as a step, so the run seemed to go on after it
+    had finished. Now neither adds a point, and the run's status is finished: monitoring ends."""
+    lines = [
+        str({"loss": loss, "grad_norm": 1.1, "learning_rate": lr, "epoch": round(90 + i * 1.9, 2)})
+        for i, (loss, lr) in enumerate(WEIBO_TAIL)
+    ]
+    log = tmp_path / "train.log"
+    log.write_text("\n".join(lines + HF_CLOSING_LINES) + "\n")
+    report = json.loads(cli("check", str(log), "--json", home=tmp_path / "home", cwd=tmp_path).stdout)
+    snapshot = report["snapshot"]
+    names = {metric["name"] for metric in snapshot["metrics"]}
+    assert names.isdisjoint({"train_loss", "train_runtime", "train_samples", "train_samples_per_second"}), names
+    loss = next(metric for metric in snapshot["metrics"] if metric["name"] == "loss")
+    assert loss["last"] == 0.1636 and snapshot["last_step"] == len(WEIBO_TAIL), (loss, snapshot["last_step"])
+    assert snapshot["run_info"]["status"] == "finished"
+    assert report["schedule"]["monitoring"] is False
+
+
+def test_the_trainer_banner_printed_without_a_logger_prefix_is_no_metric() -> None:
+    """transformers' own logger prints the banner bare ("  Num Epochs = 3"): stripped, the line no longer
+    held the indented marker and became the metric ``Epochs`` at step 1."""
+    banner = ["***** Running training *****", "  Num examples = 7,473", "  Num Epochs = 3",
+              "  Instantaneous batch size per device = 8",
+              "  Total train batch size (w. parallel, distributed & accumulation) = 8",
+              "  Gradient Accumulation steps = 1", "  Total optimization steps = 2,805",
+              "  Number of trainable parameters = 124,439,808"]  # fmt: skip
+    series, _ = parsed([*banner, "{'loss': 2.1312, 'learning_rate': 4.9e-05, 'epoch': 0.18}"])
+    assert set(series) == {"loss", "learning_rate", "epoch"} and series["loss"] == [(1, 2.1312)], series
+
+
+def test_a_step_record_that_logs_its_own_train_runtime_is_a_point_and_no_end() -> None:
+    """Only the Trainer's closing dict (runtime and throughputs, no step's loss) is its summary: a logger that
+    records the elapsed ``train_runtime`` beside each step's loss keeps its points, and its run goes on."""
+    lines = [json.dumps({"step": s, "loss": 2.0 - s / 100, "train_runtime": 1.5 * s}) for s in (10, 20, 30)]
+    parsed = parse_lines(lines)
+    assert parsed.series["loss"].steps.tolist() == [10, 20, 30] and parsed.state["finished"] is False
+    closing = str({"train_runtime": 45.0, "train_samples_per_second": 9.1, "train_loss": 1.8, "epoch": 1.0})
+    ended = parse_lines([closing], parsed.state)
+    assert ended.series == {} and ended.state["finished"] is True

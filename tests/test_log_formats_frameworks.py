@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from mcp_training_check.roles import assign_roles, primary_train_loss
+from mcp_training_check.sources.loglines import csv_header
 from mcp_training_check.sources.logparse import COUNTED_STEPS_NOTE
 from mcp_training_check.sources.logs import LogFileSource, parse_lines
 from tests.test_cli import cli
@@ -445,3 +446,67 @@ def test_formats_read_before_keep_their_names_roles_and_steps(tmp_path, text, tr
     points, roles = read(tmp_path / "train_log.txt", text)
     assert primary_train_loss(assign_roles(points)) == train and steps(points, train) == expected_steps
     assert [name for name in evals if roles[name] == "eval" and steps(points, name) == expected_steps] == evals
+
+
+# --------------------------------------------------------------------------- Ultralytics results.csv
+
+# log-CelloBowHoldApp-1 (corpus_real train, healthy; 23matthewc/CelloBowHoldApp runs/train/exp2/results.csv,
+# YOLOv5): its first three rows, as YOLOv5 pads them; epochs counted from 0.
+YOLOV5_HEADER = (
+    "epoch", "train/box_loss", "train/obj_loss", "train/cls_loss", "metrics/precision", "metrics/recall",
+    "metrics/mAP_0.5", "metrics/mAP_0.5:0.95", "val/box_loss", "val/obj_loss", "val/cls_loss", "x/lr0", "x/lr1",
+    "x/lr2",
+)  # fmt: skip
+YOLOV5_ROWS = [
+    (0, 0.11078, 0.018586, 0.044857, 0.019186, 0.11212, 0.0089863, 0.0014437, 0.073963, 0.014192, 0.036484,
+     0.0012, 0.0012, 0.0892),
+    (1, 0.089832, 0.020058, 0.037022, 0.056496, 0.27879, 0.046451, 0.010239, 0.063184, 0.014164, 0.03178,
+     0.0024835, 0.0024835, 0.077484),
+    (2, 0.073934, 0.0215, 0.029576, 0.67851, 0.22211, 0.12683, 0.024557, 0.059012, 0.011868, 0.024068,
+     0.0037498, 0.0037498, 0.06575),
+]  # fmt: skip
+# log-ADOS_2024-1 (corpus_real train, healthy; 0012223/ADOS_2024 runs/detect/train/results.csv, YOLOv8): epochs
+# 1-2 (box and cls losses, mAP50-95), epochs counted from 1.
+YOLOV8_ROWS = [(1, 0.55257, 3.1406, 0.34417), (2, 0.52578, 2.2193, 0.70021)]
+
+
+def padded_csv(header: tuple[str, ...], rows: list[tuple[float, ...]], width: int = 20) -> str:
+    lines = [",".join(name.rjust(width) for name in header)]
+    lines += [",".join(str(value).rjust(width) for value in row) for row in rows]
+    return "\n".join(lines) + "\n"
+
+
+def test_a_yolov5_results_csv_is_read_with_its_epochs_as_steps(tmp_path) -> None:
+    """YOLOv5's results.csv had its rows counted and the check said the file printed no step numbers. Its
+    0-based epoch column is the step, from 1: step N ends the N-th epoch, as in YOLOv8's file. Its header
+    (``metrics/mAP_0.5:0.95``, a colon in a name) is a header under any file name, not only ``.csv``."""
+    points, roles = read(tmp_path / "results.csv", padded_csv(YOLOV5_HEADER, YOLOV5_ROWS))
+    assert points["train/box_loss"] == [(1, 0.11078), (2, 0.089832), (3, 0.073934)]
+    assert roles["metrics/mAP_0.5:0.95"] == "eval" and steps(points, "metrics/mAP_0.5:0.95") == [1, 2, 3]
+    report = json.loads(cli("read", str(tmp_path / "results.csv"), "--json", home=tmp_path / "h", cwd=tmp_path).stdout)
+    assert COUNTED_STEPS_NOTE not in report.get("warnings", []) and report["last_step"] == 3, report
+
+
+def test_a_yolov8_results_csv_read_in_two_checks_and_resumed_keeps_its_epochs(tmp_path) -> None:
+    """YOLOv8 counts epochs from 1: epoch N is step N. A run resumed from epoch 1's checkpoint appends epoch 2
+    again: it is step 2 again (the store keeps the later point, as for any resumed run), not a 4th step."""
+    log = tmp_path / "results.csv"
+    header = ("epoch", "train/box_loss", "train/cls_loss", "metrics/mAP50-95(B)")
+    log.write_text(padded_csv(header, YOLOV8_ROWS[:1]))
+    source = LogFileSource(log)
+    first = source.read(None)
+    with log.open("a") as fh:
+        resumed = [YOLOV8_ROWS[1], (3, 0.51, 2.0, 0.71), (2, 0.5259, 2.2191, 0.7003)]
+        fh.write(padded_csv(header, resumed).split("\n", 1)[1])  # rows only
+    second = source.read(first.cursor)
+    assert first.series["train/box_loss"].steps.tolist() == [1]
+    assert second.series["train/box_loss"].steps.tolist() == [2, 3, 2]
+    assert COUNTED_STEPS_NOTE not in first.warnings + second.warnings
+
+
+def test_a_yolov5_header_is_a_csv_header_under_any_file_name() -> None:
+    """Copied to ``results.txt`` (or read from stdin's capture), YOLOv5's header was not taken for one: no line
+    of the file held a metric."""
+    parsed = parse_lines(padded_csv(YOLOV5_HEADER, YOLOV5_ROWS).splitlines())
+    assert parsed.series["metrics/mAP_0.5:0.95"].steps.tolist() == [1, 2, 3], parsed.warnings
+    assert csv_header("loss:0.5,acc:0.3", ",", forced=False) is None  # values, not names

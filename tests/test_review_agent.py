@@ -186,15 +186,64 @@ def test_a_reply_with_one_decision_first_is_that_decision(reply, decision, reaso
 
 
 @pytest.mark.parametrize(
+    ("reply", "decision", "reason"),
+    [  # a decision word that begins the reason's sentence keeps it ("Stop it now." gave "it now.")
+        ("Stop it now.", "STOP", "Stop it now."),
+        ("STOP: Stop it now", "STOP", "Stop it now"),
+        ("**STOP** the loss is NaN since step 2,500", "STOP", "the loss is NaN since step 2,500"),
+        ("Continue training: the loss fell 2.31 → 1.94", "CONTINUE", "Continue training: the loss fell 2.31 → 1.94"),
+        ("Wait for two more evals.", "WAIT", "Wait for two more evals."),
+        # a verdict set apart, with labels a model adds around it
+        ("STOP\n\nReason: eval/acc fell from 0.86 to 0.24", "STOP", "eval/acc fell from 0.86 to 0.24"),
+        ("Decision: STOP. Reason: loss NaN at step 3,099", "STOP", "loss NaN at step 3,099"),
+        ("Verdict: **CONTINUE**\nThe loss falls 2.3 → 1.9", "CONTINUE", "The loss falls 2.3 → 1.9"),
+        ("WAIT. Wait for the eval at step 8,000", "WAIT", "Wait for the eval at step 8,000"),
+        ("Stop.", "STOP", "the reviewer gave no reason"),
+    ],
+)
+def test_the_reason_is_never_cut_out_of_its_sentence(reply, decision, reason):
+    answer = answer_from_reply(reply)
+    assert (answer.decision, answer.reason) == (decision, reason)
+
+
+@pytest.mark.parametrize(
     ("reply", "says"),
     [
         ("STOP or WAIT", "it names STOP and WAIT"),
         ("I think CONTINUE", "it does not start with one"),
         ("", "it does not start with one"),
         ("STOPPING is wise", "it does not start with one"),
+        ("Stop it now, or WAIT for the eval", "it names STOP and WAIT"),
+        ("Decision: maybe STOP", "it does not start with one"),
         ('{"decision": "MAYBE", "reason": "x"}', "decision: Input should be"),
     ],
 )
 def test_a_reply_that_is_not_exactly_one_decision_is_refused(reply, says):
     with pytest.raises(ReviewError, match=says):
         answer_from_reply(reply)
+
+
+def test_a_recorded_reason_ending_a_sentence_reads_once_in_the_summary(tmp_path):
+    """The summary put "; next:" after the reason's full stop ("... after 0.51.; next: stop_run")."""
+    monitor = unsure_project(tmp_path)
+    review = monitor.record_review(RUN, "Stop it now: the loss sits at 8.1 after 0.51.", reviewer="qa")
+    assert (review.decision, review.reason) == ("STOP", "Stop it now: the loss sits at 8.1 after 0.51.")
+    said = "reviewer qa (agent) says STOP: Stop it now: the loss sits at 8.1 after 0.51; next: stop_run"
+    assert review.summary == said
+
+
+def test_a_check_without_new_points_after_an_answered_review_asks_no_review_again(tmp_path):
+    """A log that stopped growing with an unsure verdict asked for a review at every check, the same points
+    each time (with an API key: a paid call every 10 minutes). Once a reviewer answered, a check that read
+    nothing new goes on monitoring; one whose question is still unanswered asks it."""
+    monitor = unsure_project(tmp_path)
+    unanswered = monitor.check(RUN)  # no new points, and the first check's question was never put
+    assert unanswered.next_action == "escalate_review", unanswered.summary
+    monitor.escalate_review(RUN)  # the agent backend hands over the prompt: still no answer
+    assert monitor.check(RUN).next_action == "escalate_review"
+    monitor.escalate_review(RUN)
+    monitor.record_review(RUN, "WAIT: only 6,000 of 20,000 steps, flat at 3.0", reviewer="qa")
+    for _ in range(2):
+        stalled = monitor.check(RUN)
+        assert stalled.verdict is not None and stalled.verdict.decision == "unsure"
+        assert stalled.next_action == "continue_monitoring", stalled.summary

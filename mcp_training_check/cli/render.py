@@ -9,6 +9,7 @@ from pydantic import BaseModel
 
 from ..models import (
     CheckReport,
+    DataSource,
     GroupReport,
     MetricSnapshot,
     NextAction,
@@ -24,7 +25,9 @@ __all__ = ["render"]
 
 def render(result: BaseModel) -> str:
     if isinstance(result, CheckReport):
-        verdict = [render(result.snapshot), render_verdict(result.verdict), *_next_command(result)]
+        snap = result.snapshot
+        empty = snap.data_source is not DataSource.UNREACHABLE and not snap.metrics
+        verdict = [render(snap), render_verdict(result.verdict, read_empty=empty), *_next_command(result)]
         return "\n".join([*verdict, render(result.schedule)])
     if isinstance(result, MetricSnapshot):
         return render_snapshot(result)
@@ -116,9 +119,11 @@ def render_snapshot(snap: MetricSnapshot) -> str:
     return "\n".join(lines)
 
 
-def render_verdict(verdict: Verdict | None) -> str:
+def render_verdict(verdict: Verdict | None, *, read_empty: bool = False) -> str:
+    """``read_empty``: the source was read and held no metric yet (an empty log, a run not logging yet): there
+    is nothing to judge, which "nothing could be read" misstated as a failed read."""
     if verdict is None:
-        return "verdict  none: nothing could be read"
+        return f"verdict  none: {'no metrics logged yet, nothing to judge' if read_empty else 'nothing could be read'}"
     head = verdict.summary
     prefix = f"{verdict.decision.value.upper()}:"
     lines = [f"verdict  {head if head.startswith(prefix) else f'{prefix} {head}'}"]

@@ -192,6 +192,27 @@ def exact_evidence_only(signals: list[Signal], history: RunHistory) -> list[Sign
     return out
 
 
+UNCHANGED_NOTE = "unchanged since the last check (no new points): not a new finding"
+
+
+def unchanged_evidence(signals: list[Signal]) -> list[Signal]:
+    """A check that read no new points judges the evidence the check before it judged: its warnings and watches
+    are not new findings, and none grows more severe for it (the detectors confirm an episode only when the
+    previous check saw it at an earlier step: `_rising_before`, `_collapsed_before`, ...). Each says so
+    (`UNCHANGED_NOTE`): a warning announced as "critical if the next check still sees it" was repeated as if
+    seen anew at every check of a log that stopped growing (a reviewer asked again reads that it is the same
+    evidence). The hopeless-stall stops ("stopped at the next check, new points or not") are critical, and
+    unchanged."""
+    if not any(s.kind is SignalKind.NO_NEW_DATA for s in signals):
+        return signals
+    return [
+        s.model_copy(update={"message": f"{s.message.rstrip('.')}; {UNCHANGED_NOTE}."})
+        if s.severity in (Severity.WARNING, Severity.WATCH)
+        else s
+        for s in signals
+    ]
+
+
 def compact(signals: list[Signal], limit: int) -> list[Signal]:
     """Most severe first; one signal per (kind, metric); at most ``limit``, the run-ended fact always kept
     (the schedule ends monitoring on it)."""

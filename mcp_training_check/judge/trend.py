@@ -180,7 +180,8 @@ class TrendDetector(LossClimbTests, LossStallTests):
             elif not strong:
                 severity = Severity.INFO
             else:
-                severity, msg = Severity.WATCH, msg[:-1] + "; first seen at this check, watched."
+                seen = "first seen at this check, " if loss.new_points > 0 else ""  # else the last check's evidence
+                severity, msg = Severity.WATCH, msg[:-1] + f"; {seen}watched."
             rising = signal(SignalKind.DIVERGENCE, severity, msg, metric=name, step=step, since_step=int(xs[0]), **ev)
             return [rising, *not_learning]
         if not_learning:

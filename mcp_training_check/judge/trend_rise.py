@@ -92,7 +92,12 @@ class LossRiseTests(LossTrendBase):
         elif self._rising_before(ctx, loss.name):
             severity, how = Severity.CRITICAL, "still there at a second check, so confirmed"
         else:
-            severity, how = Severity.WARNING, "first seen at this check: critical if the next check still sees it"
+            how = (  # no new points: the last check's evidence, which the next check may see again unchanged
+                "first seen at this check: critical if the next check still sees it"
+                if loss.new_points > 0
+                else "critical if a check with new points still sees it"
+            )
+            severity = Severity.WARNING
         msg = (
             f"{loss.name} blew up: recent median {fmt(level)} at step {fmt_step(int(steps[-1]))} is above "
             f"{label} for {above} smoothed points (threshold {self.sustain_points}); {how}."

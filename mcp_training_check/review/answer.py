@@ -53,7 +53,11 @@ ANSWER_SCHEMA: dict[str, Any] = {
 _FENCE = re.compile(r"^```(?:json)?\s*\n(?P<body>.*)\n```$", re.DOTALL)
 _DECISION_WORD = re.compile(r"\b(STOP|CONTINUE|WAIT)\b")  # in the reason: only capitals count as a decision
 _FIRST_WORD = re.compile(r"(STOP|CONTINUE|WAIT)\b", re.IGNORECASE)
+_LABEL = re.compile(r"(?:decision|verdict|answer)\s*[:=\-–—]\s*", re.IGNORECASE)  # "Decision: STOP"
+_SENTENCE_ON = re.compile(r"[ \t]+\w")  # the decision word goes on as a sentence: "Stop it now"
+_EMPHASIS = re.compile(r"[*_`]+")
 _LEADING_DECORATION = re.compile(r"^[\s*_`#>\"'.:\-–—]+")
+_REASON_LABEL = re.compile(r"(?:reason|because)\s*[:\-–—]\s*", re.IGNORECASE)  # "STOP\nReason: ..."
 
 
 class ReviewAnswer(BaseModel):
@@ -97,15 +101,18 @@ def answer_from_json_text(text: str) -> ReviewAnswer:
 
 
 def answer_from_reply(reply: str) -> ReviewAnswer:
-    """The agent's reply: exactly one decision word, first (``STOP``, ``**CONTINUE** — noise``, or the JSON
-    object); the rest is the reason. Two different decision words, or none first, is not an answer."""
+    """The agent's reply: exactly one decision word, first (``STOP``, ``**CONTINUE** — noise``, ``Decision:
+    WAIT``, or the JSON object), then the reason. A reply in sentence case that goes on as a sentence
+    (``Stop it now.``, ``Continue training: it learns``) keeps the whole sentence as its reason, so no verb is
+    cut off it (it gave "it now."). A ``Reason:`` label is dropped. Two different decision words, or none
+    first, is not an answer."""
     text = reply.strip()
     if text.startswith(("{", "```")):
         return answer_from_json_text(text)
     head = _LEADING_DECORATION.sub("", text)
-    first = _FIRST_WORD.match(head)
-    decision = first.group(1).upper() if first else None
-    rest = head[first.end() :] if first else head
+    label = _LABEL.match(head)
+    head = _LEADING_DECORATION.sub("", head[label.end() :]) if label else head
+    decision, rest = _split_decision(head)
     named = {decision, *_DECISION_WORD.findall(rest)} - {None}
     if decision is None or len(named) > 1:
         said = "it does not start with one" if decision is None else f"it names {' and '.join(sorted(map(str, named)))}"
@@ -113,8 +120,24 @@ def answer_from_reply(reply: str) -> ReviewAnswer:
             f"the reply is not exactly one of STOP / CONTINUE / WAIT ({said}; reply {_quote(text)}): ask the "
             "reviewer again for one decision word first, then record its reply"
         )
-    reason = _LEADING_DECORATION.sub("", rest).strip() or NO_REASON
+    reason = _LEADING_DECORATION.sub("", rest).strip()
+    labelled = _REASON_LABEL.match(reason)
+    reason = (reason[labelled.end() :] if labelled else reason).strip() or NO_REASON
     return answer_from_input({"decision": decision, "reason": reason[:MAX_REASON_CHARS]})
+
+
+def _split_decision(head: str) -> tuple[str | None, str]:
+    """The decision word at the head of a reply and the text left for the reason; ``None`` when no decision
+    word is first. A word in capitals or emphasis (``STOP loss NaN``, ``**STOP** loss NaN``, as the prompt
+    asks) or followed by a separator is the verdict alone; a word in sentence case that goes on as a sentence
+    (``Stop it now.``) is the reason's first word too."""
+    first = _FIRST_WORD.match(head)
+    if first is None:
+        return None, head
+    word = first.group(1)
+    emphasis = _EMPHASIS.match(head, first.end())
+    set_apart = word.isupper() or emphasis is not None or not _SENTENCE_ON.match(head, first.end())
+    return word.upper(), head[first.end() :] if set_apart else head
 
 
 def _quote(text: str) -> str:

@@ -160,9 +160,10 @@ def _shown(body: bytes) -> str:
 def answered(facts: ReviewFacts, backend: ReviewBackend, reply: Reply, seconds: float) -> ReviewResult:
     answer = reply.answer
     then: ReviewNextAction = "stop_run" if answer.decision == "STOP" else "schedule_next"
+    reason = short(answer.reason).rstrip(".")  # "...; next:" after it, not "..; next:"
     return ReviewResult(
         run=facts.run,
-        summary=f"reviewer {reply.model} ({backend}) says {answer.decision}: {short(answer.reason)}; next: {then}",
+        summary=f"reviewer {reply.model} ({backend}) says {answer.decision}: {reason}; next: {then}",
         decision=answer.decision,
         reason=answer.reason,
         model=reply.model,

@@ -90,6 +90,9 @@ _PADDED_NONFINITE = re.compile(r"^([-+]?(?:nan|inf))\.0*$", re.IGNORECASE)  # Li
 _BARE_NONFINITE = re.compile(r"(:\s*)(-?)(infinity|inf|nan)\b", re.IGNORECASE)
 _NAN_SENTINEL = "'__nan__'"
 _HEADER_FIELD = re.compile(r"[A-Za-z_][\w./@()-]*")
+# YOLOv5's results.csv names a column "metrics/mAP_0.5:0.95": a colon inside a name, in a header of plain names
+# (every field with a colon would be "loss:0.5,acc:0.3", a line of values); a file not named .csv went unread
+_HEADER_FIELD_COLON = re.compile(r"[A-Za-z_][\w./@()-]*(?::[\w./@()-]+)+")
 _KEY_CLEAN = re.compile(r"[()\[\]]")
 _SPACES = re.compile(r"\s+")
 
@@ -473,5 +476,8 @@ def csv_header(text: str, delim: str | None, forced: bool) -> list[str] | None:
         return None
     fields = [f.strip() for f in split_row(text, delim)]
     if forced or (len(fields) >= 2 and all(_HEADER_FIELD.fullmatch(f) for f in fields)):
+        return fields
+    plain = sum(1 for f in fields if _HEADER_FIELD.fullmatch(f))
+    if plain > len(fields) / 2 and all(_HEADER_FIELD.fullmatch(f) or _HEADER_FIELD_COLON.fullmatch(f) for f in fields):
         return fields
     return None

@@ -3,8 +3,8 @@
 ``LogParser`` picks a format for each line (JSONL, CSV/TSV, Hugging Face Trainer dicts, MLPerf's
 ``:::MLLOG`` events, printed lines; the grammars are in ``loglines`` and ``mllog``) and assigns steps;
 its state is a small JSON-able dict that travels in a cursor. ``parse_lines`` is the one-call entry point.
-``ParseNotes`` collects what matters besides numbers: fatal and error lines, and lines that could not be
-parsed. ``logs`` feeds it bytes and files.
+``lognotes.ParseNotes`` collects what matters besides numbers: fatal and error lines, and lines that could
+not be parsed. ``logs`` feeds it bytes and files.
 """
 
 from __future__ import annotations
@@ -12,21 +12,20 @@ from __future__ import annotations
 import csv
 import math
 import re
-from collections import deque
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ConfigError
 from ..models import MetricRole
 from ..roles import infer_role
+from .bars import MAX_BAR_METRICS, BarLines
 from .base import STEP_RANGE, SeriesBuilder, SeriesChunk
 from .epochs import EpochBatch, EpochState, epoch_batch, epoch_step, loss_log_line
 from .loglines import (
     EXPLICIT_STEP_KEYS,
     HF_TRAIN_KEYS,
     IGNORED_KEYS,
-    BarRefresh,
     csv_header,
     flatten,
     hf_dict,
@@ -40,6 +39,14 @@ from .loglines import (
     step_total,
     text_metrics,
     under_split,
+)
+from .lognotes import (
+    ERROR_PREFIX,
+    FATAL_PREFIX,
+    HIDDEN_LINES_NOTE,
+    MAX_LINE_BYTES,
+    MAX_WARNINGS,
+    ParseNotes,
 )
 from .mllog import MLLOG_MARKER, MllogEvent, parse_mllog_line
 from .yolo import train_header, train_row, val_header, val_row
@@ -75,27 +82,11 @@ banners (also printed by the accelerate and diffusers example scripts): sizes, n
 ``key = value`` lines they became metrics (``Epochs``, ``device``, ``steps`` 375, ``examples``) and, in a
 log without step numbers, each was counted as a step: 4 at the start and 2 at every evaluation."""
 SKIP_LINE_MARKERS = ("OVERFLOW!",)  # DeepSpeed fp16 skipped step: normal, and its numbers are not metrics
-FATAL_MARKERS = ("loss scale already at minimum",)
-TRACEBACK_HEADER = "Traceback (most recent call last)"
-TRACEBACK_CHAIN_LINES = ("During handling of the above exception", "The above exception was the direct cause")
-ERROR_MARKERS = (TRACEBACK_HEADER, "CUDA out of memory", "RuntimeError", "NCCL error")
-FATAL_PREFIX = "fatal: "
-ERROR_PREFIX = "error: "
 PARSER_STATE_VERSION = 1
 UTF8_BOM = "\ufeff"
-MAX_WARNINGS = 20  # per kind and per read; the most recent are kept
-WARNING_LINE_CHARS = 240
-
-MAX_LINE_BYTES = 64 * 1024
-"""A log line longer than this is skipped and counted, never parsed: a metrics line is a few hundred bytes
-(2,000 metrics of JSONL fit), and a longer one (a config dump, a corrupt record) would cost time and stack."""
 
 MAX_MLLOG_METRICS = 256
 """Metric names whose last MLLOG step the parser state keeps (a log names a handful)."""
-
-MAX_BAR_METRICS = 256
-"""Metric names the parser state keeps for progress bars: each one's last value a bar showed, and the names
-printed metric lines brought (a bar never feeds those)."""
 
 LINE_FAILURES = (OverflowError, RecursionError, csv.Error)
 """What one hostile line can make a grammar raise (a number beyond float or int64, JSON nested thousands
@@ -107,7 +98,13 @@ FINAL_LINE_MARKERS = ("train_runtime", "Training completed", '"key": "run_stop"'
 ``:::MLLOG {..., "key": "run_stop", ...}`` event. A training line after it (a resumed run appending to
 the same log) clears it."""
 
-HIDDEN_LINES_NOTE = "note: earlier error/fatal lines of the log not shown:"
+TRAINER_SUMMARY_KEYS = ("train_runtime", "train_samples_per_second", "train_steps_per_second")
+"""The keys of the HF Trainer's closing dict (``{'train_runtime': 812.4, 'train_samples_per_second': 27.6,
+'train_steps_per_second': 3.45, 'train_loss': 0.83, 'epoch': 3.0}``, its ``speed_metrics``): its numbers are the
+whole run's (``train_loss`` is the AVERAGE loss of every step, above the latest logged loss of a falling one),
+not a logged step, so the dict adds no point. It says the run finished (`FINAL_LINE_MARKERS`): the snapshot's
+status, which ends monitoring. A record is one when it holds the runtime and a throughput and no step's
+training keys (`_closing_summary`): a logger of its own may log an elapsed ``train_runtime`` at every step."""
 
 COUNTED_STEPS_NOTE = (
     "note: this log prints no step numbers: a step here is the count of its metric lines so far (its 10th line "
@@ -122,101 +119,33 @@ TRAINER_STATE_NOTE = (
 
 _FINAL_LINE = re.compile("|".join(re.escape(m) for m in FINAL_LINE_MARKERS))
 _SKIP_LINE = re.compile("|".join(re.escape(m) for m in SKIP_LINE_MARKERS))
-_TRAINER_BANNER = re.compile("|".join(re.escape(m) for m in TRAINER_BANNER_MARKERS))
+_TRAINER_BANNER = re.compile(  # an indented marker: indented after a logger prefix, or first on a stripped line
+    "|".join(("(?:^|  )" if m.startswith(" ") else "") + re.escape(m.lstrip()) for m in TRAINER_BANNER_MARKERS)
+)
+# the example scripts' `trainer.log_metrics` block: "***** train metrics *****", then "  train_loss = 0.8301" lines
+_METRICS_BLOCK = re.compile(r"\*{5} \w+ metrics \*{5}")
 _MAYBE_NUMBER = re.compile(r"\d|nan|inf", re.IGNORECASE)
-_ANY_MARKER = re.compile("|".join(re.escape(m) for m in FATAL_MARKERS + ERROR_MARKERS))
 _ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")  # colours, and tqdm's cursor moves between its bars
 
 
+def _closing_summary(metrics: Mapping[str, float]) -> bool:
+    """The HF Trainer's closing dict (`TRAINER_SUMMARY_KEYS`), not a step's record."""
+    runtime, *throughputs = TRAINER_SUMMARY_KEYS
+    return runtime in metrics and any(k in metrics for k in throughputs) and not HF_TRAIN_KEYS.intersection(metrics)
+
+
 def _trainer_banner(text: str) -> bool:
-    """A line of the Trainer's banners (`TRAINER_BANNER_MARKERS`). The substring tests first: the regex of
-    nine markers cost 1 µs a line, 0.3 s on a 300,000-line log, for lines that are nearly never there."""
+    """A line of the Trainer's banners (`TRAINER_BANNER_MARKERS`), indented or not (the lines reach here
+    stripped: printed without a logger prefix, "  Num Epochs = 3" was read as a metric and a step). The
+    substring tests first: the regex of nine markers cost 1 µs a line, 0.3 s on a 300,000-line log, for lines
+    that are nearly never there."""
     return (" = " in text or "adjusted to" in text) and _TRAINER_BANNER.search(text) is not None
-
-
-# --------------------------------------------------------------------------- notes
-
-
-@dataclass
-class ParseNotes:
-    """What parsing noticed besides numbers: fatal and error lines (the latest kept), malformed lines."""
-
-    fatal: deque[str] = field(default_factory=lambda: deque(maxlen=MAX_WARNINGS))
-    errors: deque[str] = field(default_factory=lambda: deque(maxlen=MAX_WARNINGS))
-    fatal_seen: int = 0
-    errors_seen: int = 0
-    skipped: int = 0
-    skipped_hostile: int = 0  # of ``skipped``: too long, a number out of range, nested too deep
-    extra: list[str] = field(default_factory=list)
-    unrecognized_lines: int = 0  # set when no line the log's parser has read so far held a metric
-    counter_at_start: int | None = None  # the parser's line counter when this read began
-    # inside a Python traceback: what precedes its header on each line (torchrun's "[rank1]: ", else "")
-    traceback_prefix: str | None = None
-
-    def scan(self, line: str) -> None:
-        if self.traceback_prefix is not None and self._traceback_line(line):
-            return
-        if _ANY_MARKER.search(line) is None:  # one C-level scan for the common case
-            return
-        header = line.find(TRACEBACK_HEADER)
-        if header >= 0:
-            self.traceback_prefix = line[:header]
-        if any(marker in line for marker in FATAL_MARKERS):
-            self.fatal.append(FATAL_PREFIX + line.strip()[:WARNING_LINE_CHARS])
-            self.fatal_seen += 1
-        else:
-            self.errors.append(ERROR_PREFIX + line.strip()[:WARNING_LINE_CHARS])
-            self.errors_seen += 1
-
-    def _traceback_line(self, line: str) -> bool:
-        """Whether `line`, inside a traceback, was taken care of here: its frames and source lines (indented) are
-        not error lines of their own, and its exception line replaces the header quoted for it, since that says
-        why the training died (a `KeyError` names no marker). A new header is left to `scan`."""
-        prefix = self.traceback_prefix or ""
-        body = line.rstrip("\r\n")
-        if not body.startswith(prefix):
-            self.traceback_prefix = None  # another process's line: this traceback's end was not printed here
-            return False
-        body = body[len(prefix) :]
-        if not body.strip() or body[0].isspace() or body.startswith(TRACEBACK_CHAIN_LINES):
-            return True
-        if body.startswith(TRACEBACK_HEADER):
-            return False
-        self.traceback_prefix = None
-        header = ERROR_PREFIX + (prefix + TRACEBACK_HEADER)
-        if self.errors and self.errors[-1].startswith(header):
-            self.errors[-1] = ERROR_PREFIX + line.strip()[:WARNING_LINE_CHARS]
-            return True
-        return False
-
-    def skip_hostile(self) -> None:
-        self.skipped += 1
-        self.skipped_hostile += 1
-
-    def warnings(self) -> list[str]:
-        out = [*self.fatal, *self.errors, *self.extra]
-        hidden = self.fatal_seen - len(self.fatal) + self.errors_seen - len(self.errors)
-        if hidden:
-            out.append(f"{HIDDEN_LINES_NOTE} {hidden}")
-        if self.unrecognized_lines and not (self.fatal_seen or self.errors_seen):  # else a crash is the news
-            out.append(
-                f"note: none of the lines read so far ({self.unrecognized_lines}) holds a metric in a form this "
-                "reader knows (JSONL, CSV/TSV, Hugging Face Trainer dicts, 'key: value' or 'key=value' text, a tqdm "
-                "bar's postfix): if the training prints its metrics later, the next check reads them; else point "
-                "`run` at the file it logs its metrics to (or its W&B run)"
-            )
-        if self.skipped_hostile:
-            out.append(
-                f"note: {self.skipped_hostile} log line(s) skipped: longer than {MAX_LINE_BYTES // 1024} KiB, a step "
-                "or number out of range, or nested too deep"
-            )
-        return out
 
 
 # --------------------------------------------------------------------------- parser
 
 
-class LogParser:
+class LogParser(BarLines):
     """Per-file parse state: format, CSV header, and the counters that stand in for a missing step.
 
     Steps: a line's own step key wins. A training line without one takes the next counter value (or the
@@ -239,6 +168,8 @@ class LogParser:
         self.explicit_steps = False
         self.in_long_line = False  # the start of the line being read was dropped: drop up to its end
         self.finished = False  # the latest training line was followed by a FINAL_LINE_MARKERS line
+        self.in_metrics_block = False  # inside a "***** train metrics *****" block (`_metrics_block_line`)
+        self.csv_epoch_base: int | None = None  # added to a CSV's epoch column when it is the step (`_csv_epoch`)
         self.mllog_benchmark: str | None = None  # MLPerf's submission_benchmark: what eval_accuracy holds
         self.mllog_fine = False  # an MLLOG event was placed by samples or steps: epochs no longer place one
         self.mllog_at: dict[str, int] = {}  # the step each MLLOG metric was last placed at
@@ -267,6 +198,8 @@ class LogParser:
             "explicit_steps": self.explicit_steps,
             "in_long_line": self.in_long_line,
             "finished": self.finished,
+            "metrics_block": self.in_metrics_block,
+            "csv_epoch_base": self.csv_epoch_base,
             "mllog": [self.mllog_benchmark, self.mllog_fine, self.mllog_at],
             "total_steps": self.total_steps,
             "bar": [
@@ -299,6 +232,9 @@ class LogParser:
             parser.explicit_steps = bool(state["explicit_steps"])
             parser.in_long_line = bool(state.get("in_long_line", False))
             parser.finished = bool(state.get("finished", False))
+            parser.in_metrics_block = bool(state.get("metrics_block", False))
+            base = state.get("csv_epoch_base")
+            parser.csv_epoch_base = None if base is None else int(base)
             benchmark, fine, at = state.get("mllog") or [None, False, {}]
             parser.mllog_benchmark = None if benchmark is None else str(benchmark)
             parser.mllog_fine = bool(fine)
@@ -342,10 +278,11 @@ class LogParser:
                 except LINE_FAILURES:
                     notes.skip_hostile()
                 self.lines_seen += 1
-                if _FINAL_LINE.search(text):
-                    self.finished = True
-                elif (self.counter, self.last_step) != position:
+                moved = (self.counter, self.last_step) != position
+                if moved:  # a training line (a final marker on a step's record is a logger's own key)
                     self.finished = False
+                elif _FINAL_LINE.search(text):
+                    self.finished = True
 
     def finish(self, sink: SeriesBuilder, notes: ParseNotes) -> None:
         """The end of what one read brought (after its last `feed`, not after each chunk of it): the latest bar
@@ -356,29 +293,6 @@ class LogParser:
         counted = not self.explicit_steps and self.counter > (notes.counter_at_start or 0)
         if counted and COUNTED_STEPS_NOTE not in notes.extra:  # said at each read whose points it places
             notes.extra.append(COUNTED_STEPS_NOTE)
-
-    def _bar_train_loss_at_its_count(self, sink: SeriesBuilder) -> None:
-        """At the end of what was read, the train loss a bar shows is a point at the bar's count when the count
-        has moved past the latest point: a converged loss at the bar's 3 significant digits
-        changes no value, yet the run has advanced (without this the check saw no new points). The count is a
-        tqdm bar's, else that of a bar placed by epoch and batch (Lightning's Rich bar, Ultralytics' table).
-        Evals are not repeated (a repeated eval would pass for another eval), and a log with printed metric
-        lines keeps its own steps."""
-        step = self._bar_count()
-        if self.printed_keys or step is None or self.last_step is None:
-            return
-        losses = {
-            n: v for n, v in self.bar_values.items() if infer_role(n).role is MetricRole.TRAIN_LOSS and math.isfinite(v)
-        }  # a NaN shown again adds nothing: the stop names where it began
-        if step > self.last_step and losses:
-            self._emit(losses, step, "train", sink, printed=False)
-
-    def _bar_count(self) -> int | None:
-        """The step a bar redrawn in place last showed: a tqdm bar's count over its epochs, else the epoch and
-        batch of the latest line placed that way (only bars reach here: printed lines set `printed_keys`)."""
-        if self.bar_label is not None:
-            return self.bar_offset + self.bar_n
-        return None if self.epochs.epoch is None else self.epochs.offset + self.epochs.batch
 
     def _nothing_recognized(self) -> bool:
         """No line read so far held a metric, and none set up a format (a CSV header waits for its rows)."""
@@ -403,6 +317,8 @@ class LogParser:
             return
         if text.startswith('"log_history"'):
             notes.extra.append(TRAINER_STATE_NOTE)
+            return
+        if self._metrics_block_line(text):
             return
         if MLLOG_MARKER in text and self._mllog_line(text, sink):  # before: submission_benchmark has no digit
             return
@@ -434,6 +350,19 @@ class LogParser:
                 self._emit(metrics, step, self._kind(metrics), sink)
                 self.total_steps = step_total(text) or self.total_steps
 
+    def _metrics_block_line(self, text: str) -> bool:
+        """A line of the HF example scripts' `trainer.log_metrics` block (``***** train metrics *****``, then
+        ``train_loss = 0.8301``, ``train_runtime = 0:13:32.40``, ...): the run's averages and sizes, and the
+        evaluation's metrics that its dict just before gave, so none is a point. Read as ``key = value`` lines
+        each was a metric and, without step numbers, a step, and the run's average loss a last point."""
+        if "*****" in text and _METRICS_BLOCK.search(text):
+            self.in_metrics_block = True
+            return True
+        if self.in_metrics_block and " = " in text and "{" not in text:
+            return True
+        self.in_metrics_block = False
+        return False
+
     def _yolo_line(self, text: str, sink: SeriesBuilder) -> bool:
         """Ultralytics' console table (``yolo``): a refresh of an epoch's bar under the training header, placed by
         its epoch and batch count like any redrawn bar; the validation header; its ``all`` row, at the step the
@@ -459,79 +388,6 @@ class LogParser:
             position, losses = found
             self._emit(losses | {"epoch": position.epoch}, self._epoch_step(position), "train", sink)
         return found is not None
-
-    @property
-    def bar_steps(self) -> bool:
-        """Whether a progress bar's counts give this log's steps (it feeds a metric printed lines do not)."""
-        return self.bar_label is not None and not self.printed_keys.issuperset(self.bar_values)
-
-    def _bar_line(self, bar: BarRefresh, sink: SeriesBuilder) -> None:
-        """A tqdm postfix's values, each taken when it differs from the last value a bar showed of it: a bar
-        shows the latest values at every refresh (Lightning refreshes once with the old values when the count
-        moves, then with the new ones), so an unchanged value is the same point again. A metric that printed
-        lines also carry is theirs alone (printed lines hold every point; a bar, what it happened to show).
-        So a refresh's points wait for the next refresh or the end of the read: a log that prints its metrics
-        after its first bar (a loop that shows the loss in its bar and prints it every N steps) then gets no
-        bar point at all."""
-        step = self._bar_step(bar)
-        if step is not None:
-            self._refresh(step, bar.metrics, sink)
-
-    def _refresh(
-        self, step: int, metrics: Mapping[str, float], sink: SeriesBuilder, *, new_only: bool = True
-    ) -> None:
-        """One refresh of a bar redrawn in place (tqdm's postfix, Rich, Ultralytics' table) at `step`: the values
-        it shows anew (all of them unless `new_only`: a row that holds only the epoch's running means, which may
-        stay put for a batch) wait as the step's points; a later refresh of the same step replaces them (the
-        last one wins: a bar redrawn ten times in a step is one point, not ten), one of another step sends them
-        on."""
-        fresh = {
-            name: value for name, value in metrics.items()
-            if name not in self.printed_keys and (not new_only or self._shows_new(name, value, step))
-        }  # fmt: skip
-        if not fresh:
-            return
-        if len(self.bar_values) < MAX_BAR_METRICS or set(fresh) <= set(self.bar_values):
-            self.bar_values.update(fresh)
-        if self.bar_pending is not None and self.bar_pending[0] == step:
-            fresh = {**self.bar_pending[1], **fresh}
-        else:
-            self._flush_bar(sink)
-        self.bar_pending, self.bar_step = (step, fresh), step
-
-    def _shows_new(self, name: str, value: float, step: int) -> bool:
-        """A value the bar did not show last time; a NaN or Inf again at each new step: a loss that stays NaN
-        is NaN at every step, and the judge must see it go on."""
-        before = self.bar_values.get(name)
-        if before is None:
-            return True
-        if math.isfinite(value):
-            return before != value
-        return step != self.bar_step or not (before == value or (math.isnan(before) and math.isnan(value)))
-
-    def _flush_bar(self, sink: SeriesBuilder) -> None:
-        if self.bar_pending is None:
-            return
-        step, points = self.bar_pending
-        self.bar_pending = None
-        kept = {name: value for name, value in points.items() if name not in self.printed_keys}
-        self._emit(kept, step, self._kind(kept), sink, printed=False)
-
-    def _bar_step(self, bar: BarRefresh) -> int | None:
-        """The step of a bar refresh. The first bar with metrics counts the steps: each time its count goes back
-        (the next epoch) the count it reached is added to an offset. Another bar's values (an outer epoch bar)
-        land at the latest step. None at count 0: a bar just reset still shows the previous epoch's values."""
-        if self.bar_label is None:
-            self.bar_label = bar.label
-        if bar.label != self.bar_label:
-            return self.last_step
-        if bar.n == 0:
-            return None
-        offset = self.bar_offset + self.bar_n if bar.n < self.bar_n else self.bar_offset
-        if offset + bar.n > STEP_RANGE[1]:
-            raise OverflowError(f"bar count {bar.n} is beyond int64")  # one hostile line, the state untouched
-        self.bar_n, self.bar_offset = bar.n, offset
-        return offset + bar.n
 
     def _epoch_step(self, at: EpochBatch) -> int:
         """The step of a line that counts batches within an epoch (`epochs.epoch_step`)."""
@@ -571,7 +427,22 @@ class LogParser:
             except ValueError:
                 continue
         step = pop_step(metrics)
-        self._emit(metrics, step, self._kind(metrics), sink)
+        self._emit(metrics, self._csv_epoch(metrics) if step is None else step, self._kind(metrics), sink)
+
+    def _csv_epoch(self, metrics: Mapping[str, float]) -> int | None:
+        """The step of a CSV row without a step column but with a whole-number ``epoch`` (Ultralytics'
+        ``results.csv``, Keras' ``CSVLogger``): its epoch, counted from 1. YOLOv5 and Keras number epochs from
+        0, YOLOv8 from 1: a file whose first epoch read is 0 is shifted by one, so step N ends the N-th epoch in
+        both. An epoch that goes back (resumed from an earlier checkpoint, or a new run appended to the file)
+        is a step that goes back: its points replace the later ones', as a resumed run's do. The rows were
+        counted (a resumed run's epochs then passed for new ones) and the check said the file had no step
+        numbers."""
+        epoch = metrics.get("epoch")
+        if epoch is None or not (math.isfinite(epoch) and epoch == int(epoch) and 0 <= epoch < STEP_RANGE[1]):
+            return None
+        if self.csv_epoch_base is None:
+            self.csv_epoch_base = 1 if epoch == 0 else 0
+        return int(epoch) + self.csv_epoch_base
 
     def _json_line(self, text: str, sink: SeriesBuilder, notes: ParseNotes) -> bool:
         if '{"' not in text:
@@ -583,6 +454,8 @@ class LogParser:
                 return True
             return False
         metrics = {k: v for k, v in flatten(data).items() if k.lower() not in IGNORED_KEYS}
+        if _closing_summary(metrics):
+            return True  # no point (`TRAINER_SUMMARY_KEYS`)
         split = record_split(data)
         if split:
             metrics = under_split(metrics, split)
@@ -643,9 +516,10 @@ class LogParser:
         metrics = hf_dict(text)
         if metrics is None:
             return False
+        if _closing_summary(metrics):
+            return True  # no point (`TRAINER_SUMMARY_KEYS`)
         step = self._record_step(metrics, text, "{'")
-        kind = "train" if HF_TRAIN_KEYS.intersection(metrics) else "eval" if _FINAL_LINE.search(text) else None
-        self._emit(metrics, step, kind or self._kind(metrics), sink)
+        self._emit(metrics, step, "train" if HF_TRAIN_KEYS.intersection(metrics) else self._kind(metrics), sink)
         return True
 
     @staticmethod
