@@ -50,7 +50,6 @@ from .history import RunHistory
 from .lock import DEFAULT_LOCK_TIMEOUT_SECONDS, LOCKS_DIRNAME, RunLock, run_lock
 from .reviews import insert_review, latest_review
 from .stops import LIVE_AFTER_META, mark_live, read_live_after, stop_in_force
-from .stored_series import SeriesStats as SeriesStats  # re-exported: it lived here before
 
 DEFAULT_RECENT_POINTS = 2048
 DEFAULT_MAX_BUCKETS = 1024
