@@ -99,6 +99,13 @@ def test_readable_check_names_the_command_that_acts_on_a_stop_or_an_unsure_verdi
     assert action.endswith("'") and not action.endswith(".'") and "(+" not in action, "the reason's first clause"
     pasted = cli(*shlex.split(action.split(": ", 1)[1])[1:], home=tmp_path / "home", cwd=tmp_path)
     assert pasted.returncode == 2 and "no way to stop run" in pasted.stderr, "the CLI accepts the command as printed"
+    lines = stopped.stdout.splitlines()
+    note = lines[lines.index(action) + 1]
+    assert note.startswith("  ! no way to stop run") and "[runs.<name>.stop]" in note, "said before it is pasted"
+    assert "no way to stop" not in cli("check", str(nan), "--json", home=tmp_path / "home", cwd=tmp_path).stdout
+    (tmp_path / "training-check.toml").write_text(f'[runs.nan]\nrun = "{nan.name}"\n[runs.nan.stop]\npid = 999999\n')
+    configured = cli("check", "nan", home=tmp_path / "home2", cwd=tmp_path)
+    assert "stop the run: training-check stop nan" in configured.stdout and " ! " not in configured.stdout
     unsure = cli("check", str(flat), home=tmp_path / "home", cwd=tmp_path)
     assert "UNSURE" in unsure.stdout and f"action   unsure: ask the reviewer with `training-check review {flat}`" in (
         unsure.stdout

@@ -80,6 +80,9 @@ def test_cli_review_prints_the_answer(tmp_path, api, isolated_home):
     assert "next     stop the run: training-check stop flat --confirm --reason 'not learning after 6,000 steps'" in (
         stopping
     ), "the review named the MCP tool stop_run, no command the person could run"
+    assert "  ! no way to stop run 'flat' is configured: add a [runs.flat.stop] table" in stopping, (
+        "the command was printed as if it would stop a run with no stop table"
+    )
 
 
 # --------------------------------------------------------------------------- the fake itself

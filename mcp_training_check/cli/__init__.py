@@ -241,11 +241,28 @@ def _dispatch(args: argparse.Namespace) -> int:
     bar = TerminalProgress(sys.stderr)
     try:
         result = _run_command(monitor, args, bar.progress() if sys.stderr.isatty() else None)
+        missing_stop = _missing_stop(monitor, result)
     finally:
         bar.clear()
         monitor.close()
-    _print(result, as_json=args.json)
+    _print(result, as_json=args.json, stop_note=missing_stop)
     return 0
+
+
+def _missing_stop(monitor: Monitor, result: BaseModel) -> str | None:
+    """What to configure before the printed `stop` command can work, for a STOP (a verdict's or a reviewer's) on
+    a run without a stop table: the command was suggested as if it would stop the run, and only running it said
+    that nothing was configured. None when the run has a stop table or nothing is to be stopped."""
+    from ..models import CheckReport, ReviewResult
+
+    if not isinstance(result, CheckReport | ReviewResult) or result.next_action != "stop_run":
+        return None
+    ctx = monitor.context(result.run, missing_path_ok=True)
+    if ctx.settings.stop is not None:
+        return None
+    from ..stop import no_stop_configured
+
+    return f"{no_stop_configured(ctx.ref)} Until then, stop the training by hand."
 
 
 def _init(args: argparse.Namespace) -> int:
@@ -377,11 +394,16 @@ def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def _print(result: BaseModel, *, as_json: bool) -> None:
+def _print(result: BaseModel, *, as_json: bool, stop_note: str | None = None) -> None:
+    """``stop_note`` (`_missing_stop`) goes under the line that suggests the stop command."""
     if as_json:
         print(json.dumps(result.model_dump(mode="json", exclude_none=True)))
         return
-    print(render(result))
+    lines = render(result).split("\n")
+    if stop_note:
+        at = next((i for i, line in enumerate(lines) if "stop the run: " in line), len(lines) - 1)
+        lines.insert(at + 1, f"  ! {stop_note}")
+    print("\n".join(lines))
 
 
 if __name__ == "__main__":
