@@ -135,3 +135,12 @@ def signal(
     """A Signal whose evidence keeps only finite numbers (None and NaN are dropped)."""
     clean = {k: float(v) for k, v in evidence.items() if v is not None and np.isfinite(v)}
     return Signal(kind=kind, severity=severity, metric=metric, step=step, message=message, evidence=clean)
+
+
+def warming_up_at(ctx: JudgeContext, step: int | None) -> bool:
+    """The LR's warmup is still under way at ``step``: the step is at or before the warmup's end, configured
+    (``warmup_steps``) or inferred (`lr._inferred_warmup_end`: an LR rising from its start, at least doubled;
+    its last point when it rose at every logged point)."""
+    end = ctx.lr_events.warmup_end
+    return step is not None and end is not None and step <= end
+

@@ -12,7 +12,7 @@ from ..models import Direction, Severity, Signal, SignalKind
 from ..roles import tokenize
 from ..state import MetricSeries
 from .chance import ACCURACY_TOKENS
-from .context import JudgeContext, signal
+from .context import JudgeContext, signal, warming_up_at
 from .evalkinds import (
     has_quality_eval,
     is_quality_eval,
@@ -276,7 +276,7 @@ class EvalDetector(EvalDegradingTests):
         rule_text = f"{self.confirm_evals} evals over two checks, or {self.collapse_sustain_evals} in a row"
         how = f"confirmed ({rule_text})" if confirmed else f"critical at {rule_text}"
         at_zero = d is Direction.HIGHER and values[-1] <= self.collapse_zero_fraction * best
-        if at_zero and self._zero_is_broken(values, best):
+        if at_zero and self._zero_is_broken(values, best) and not warming_up_at(ctx, int(steps[-1])):
             confirmed, how = (
                 True,
                 (f"at zero (≤ {self.collapse_zero_fraction:g}× its best): the model is broken, critical at once"),

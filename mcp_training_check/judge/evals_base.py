@@ -146,7 +146,12 @@ class EvalBase(Detector):
       worse than its best 0.0415' at epoch 21 (unsure). Measured blind on the holdout it cost one bad run its stop.
     - ``collapse_zero_fraction``: a higher-is-better eval at ≤ 0.1 % of its best is at zero (a Dice of
       1e-10, an mAP of 0: the model outputs nothing), which no eval noise reaches — critical at once, as a
-      NaN is. The deepest healthy dip among the MLPerf runs of issue 9 is to 40 % of the best.
+      NaN is. The deepest healthy dip among the MLPerf runs of issue 9 is to 40 % of the best. Not inside the
+      LR's warmup (`context.warming_up_at`: the eval's step at or before the warmup's end, configured or read
+      from an LR still rising): a warmup's climbing LR knocks a model back on purpose, so there a zero is
+      confirmed like any collapse, at the next check. Ultralytics warms up over ``warmup_epochs`` = 3 by
+      default: a YOLOv8m-seg's mask mAP50 at 0.0005 after 0.568, its val cls_loss Inf, at epoch 3, the LR's
+      peak, and 0.68 at epoch 4, 0.96 later (log-seg-gabigr67-1, healthy, was stopped at its first check).
     - ``collapse_zero_max_samples`` / ``collapse_zero_chance_fraction``: unless sampling reaches that zero: an accuracy
       whose every value is a fraction k/n of a small eval set (n ≤ 100, the fewest n that fits) scores 0 by
       chance with probability (1 − best)ⁿ (binomial, each sample right with the best's accuracy); from 1 %

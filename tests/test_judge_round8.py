@@ -1,0 +1,43 @@
+"""Failure classes of corpus_real/'s eighth round (train split): YOLO segmentation and classification
+`results.csv` runs; one test per class on values copied from a real train-split run, each with a control."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tests.test_judge_classes import decisions, replay_cuts
+
+# log-seg-gabigr67-1 (corpus_real train, healthy; runs/segment/train/results.csv of the round-8 unbiased walk):
+# YOLOv8m-seg, epochs 1-6 of 50. Its LR climbs through epoch 3 (Ultralytics' warmup_epochs = 3), where every val
+# metric dips (val cls_loss Inf) and is back by epoch 4.
+SEG_STEPS = np.arange(1, 7, dtype=np.int64)
+SEG_MAP50_M = np.array([0.5678, 0.3642, 0.0005, 0.6797, 0.4627, 0.7806])
+SEG_MAP50_B = np.array([0.5838, 0.3769, 0.00265, 0.6899, 0.4727, 0.7812])
+SEG_BOX_LOSS = np.array([0.8287, 0.9175, 1.028, 0.9674, 0.9497, 0.8815])
+SEG_LR = np.array([0.0005427, 0.001077, 0.001589, 0.001568, 0.001535, 0.001502])
+
+
+def _seg(map50_m: np.ndarray, lr: np.ndarray) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    return {
+        "train/box_loss": (SEG_STEPS, SEG_BOX_LOSS),
+        "train/lr/pg0": (SEG_STEPS, lr),
+        "eval/mAP50(M)": (SEG_STEPS, map50_m),
+        "eval/mAP50(B)": (SEG_STEPS, SEG_MAP50_B),
+    }
+
+
+def test_an_eval_at_zero_inside_the_lr_warmup_is_confirmed_not_stopped_at_once():
+    """log-seg-gabigr67-1: the mask mAP50 at 0.0005 (0.1 % of its 0.568) at epoch 3, the last epoch of the LR's
+    warmup, was 'at zero: the model is broken, critical at once' and stopped the run at its first check; it is
+    0.68 at epoch 4 and 0.96 later. Inside the warmup a zero is confirmed like any collapse (the next check).
+    Controls: the same zero under an LR past its warmup (falling) is still critical at once; a zero that stays
+    through the next check inside the warmup is still stopped."""
+    cuts = [3, 5, 6]
+    verdicts = replay_cuts(_seg(SEG_MAP50_M, SEG_LR), cuts)
+    assert "S" not in decisions(verdicts), [v.summary for v in verdicts]
+    falling_lr = np.geomspace(0.002, 0.0015, SEG_STEPS.size)
+    after_warmup = replay_cuts(_seg(SEG_MAP50_M, falling_lr), cuts[:1])
+    assert decisions(after_warmup) == "S" and "at zero" in after_warmup[0].spelled_out()
+    stays = np.where(SEG_STEPS >= 3, 0.0, SEG_MAP50_M)
+    rising_lr = np.geomspace(0.0005, 0.0016, SEG_STEPS.size)
+    assert "S" in decisions(replay_cuts(_seg(stays, rising_lr), cuts))
