@@ -41,3 +41,34 @@ def test_an_eval_at_zero_inside_the_lr_warmup_is_confirmed_not_stopped_at_once()
     stays = np.where(SEG_STEPS >= 3, 0.0, SEG_MAP50_M)
     rising_lr = np.geomspace(0.0005, 0.0016, SEG_STEPS.size)
     assert "S" in decisions(replay_cuts(_seg(stays, rising_lr), cuts))
+
+
+# log-cls-ahmed-ashraf-khalil-1 (corpus_real train, bad; runs/classify/train/results.csv of the round-8 unbiased
+# walk): YOLOv8n-cls, epochs 1-6 of 22: the train loss falls 2.52 -> 0.16 while the val top-1 and top-5
+# accuracies are exactly 0 and the val loss sits at 3.98 at every epoch.
+CLS_STEPS = np.arange(1, 7, dtype=np.int64)
+CLS_TRAIN_LOSS = np.array([2.518, 0.6321, 0.2872, 0.2173, 0.1585, 0.1556])
+CLS_VAL_LOSS = np.array([3.972, 3.979, 3.98, 3.98, 3.98, 3.981])
+CLS_ZERO = np.zeros(CLS_STEPS.size)
+
+
+def test_an_accuracy_exactly_zero_from_its_first_eval_is_stuck_from_its_third():
+    """log-cls-ahmed-ashraf-khalil-1: val top-1 and top-5 at exactly 0 from the first epoch while the train loss
+    falls 88 %: no held-out prediction is ever right (below chance, 1/N). It was flagged at epoch 6 (the 6 evals
+    a hopeless eval waits for) and stopped at epoch 7, four checks after its fault showed. A 0 has no digits to
+    be frozen to, but it is as frozen: stuck from its 3rd eval, stopped at the next check. Controls: an mAP
+    exactly 0 from its first evals (a detector's slow start: a YOLOv5-OBB run sat at 0 for 21 epochs, then
+    learned) is not stopped at its 3rd-4th eval; a low accuracy that is not 0 is not judged so early."""
+    cuts = [3, 4]
+    base = {"train/loss": (CLS_STEPS, CLS_TRAIN_LOSS), "eval/loss": (CLS_STEPS, CLS_VAL_LOSS)}
+    zero = base | {"eval/accuracy_top1": (CLS_STEPS, CLS_ZERO), "eval/accuracy_top5": (CLS_STEPS, CLS_ZERO)}
+    verdicts = replay_cuts(zero, cuts)
+    assert decisions(verdicts) == "uS", [v.summary for v in verdicts]
+    assert "accuracy_top1 is not learning" in verdicts[-1].spelled_out()
+    detector = {"train/loss": (CLS_STEPS, CLS_TRAIN_LOSS), "eval/mAP50": (CLS_STEPS, CLS_ZERO)}
+    assert "S" not in decisions(replay_cuts(detector, cuts))
+    low = {
+        "train/loss": (CLS_STEPS, CLS_TRAIN_LOSS),
+        "eval/accuracy_top1": (CLS_STEPS, np.array([0.01, 0.02, 0.015, 0.02, 0.01, 0.02])),
+    }
+    assert "S" not in decisions(replay_cuts(low, cuts))

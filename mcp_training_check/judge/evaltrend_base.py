@@ -105,7 +105,11 @@ class EvalTrendBase(Detector):
       learning model's eval never repeats itself exactly. Without a baseline, a hopeless eval (below)
       frozen from its first eval is judged stuck from its 3rd (``stuck_baseline_min_evals``), not its
       6th: a BERT classifier's validation accuracy at 3.6058 % at every epoch predicts one class. (A
-      healthy RNN-T's WER repeats 0.977391 while it outputs blanks, but not from its first eval on.)
+      healthy RNN-T's WER repeats 0.977391 while it outputs blanks, but not from its first eval on.) So is an
+      accuracy (not an mAP: a detector's slow start sits at 0) exactly 0 at every eval from its first, which has
+      no digits to be frozen to: below chance (1/N) at every eval, no held-out prediction is ever right (a
+      YOLOv8n-cls's val top-1 and top-5 at 0 for all 22 epochs while its train loss falls 2.52 → 0.05:
+      log-cls-ahmed-ashraf-khalil-1, bad, was flagged at its 6th eval and stopped four checks late).
     - A word or character error rate above 1 (`EMPTY_OUTPUT_RATE`) at every eval, for at least 3 evals
       (``stuck_baseline_min_evals``) is worse than an empty output and judged stuck from its 3rd eval, as a
       frozen hopeless eval is (progress measured against its first value).

@@ -8,6 +8,7 @@ import numpy as np
 from ..models import Direction, Severity, Signal, SignalKind
 from ..roles import tokenize
 from ..state import MetricSeries
+from .chance import ACCURACY_TOKENS
 from .context import JudgeContext, signal
 from .evalkinds import is_quality_eval
 from .evaltrend_base import EDIT_RATE_TOKENS, EMPTY_OUTPUT_RATE, EvalTrendBase, hopeless_progress, progress
@@ -42,6 +43,18 @@ class EvalStuckTests(EvalTrendBase):
         """Without a baseline: hopeless and identical to the last digit at every eval from the first, for
         ``stuck_baseline_min_evals`` evals (a classifier predicting one class, eval after eval)."""
         return values.size >= self.stuck_baseline_min_evals and is_frozen(values) and self._hopeless(values, d)
+
+    def _accuracy_zero_from_first(self, series: MetricSeries, values: np.ndarray, d: Direction) -> bool:
+        """Without a baseline: an accuracy (`chance.ACCURACY_TOKENS`, not an mAP, whose slow starts sit at 0)
+        exactly 0 at every eval from the first, for ``stuck_baseline_min_evals`` evals: below chance (1/N for N
+        classes) at every eval, so no prediction on the held-out set is ever right; judged stuck from its 3rd
+        eval, as a frozen hopeless eval is (`_frozen_hopeless`: a 0 carries no digits to be frozen to)."""
+        return (
+            d is Direction.HIGHER
+            and bool(ACCURACY_TOKENS.intersection(tokenize(series.name)))
+            and values.size >= self.stuck_baseline_min_evals
+            and not bool(np.any(values))
+        )
 
     def _far_below(self, values: np.ndarray, d: Direction, baseline: float) -> bool:
         """The best eval is ≥ ``stuck_far_fraction`` worse than the baseline (relative to it)."""
@@ -92,7 +105,9 @@ class EvalStuckTests(EvalTrendBase):
             if not enough or not self._far_below(values, d, baseline):
                 return []
         elif values.size < self.stuck_min_evals and not (
-            self._frozen_hopeless(values, d) or self._beyond_empty(series, values, d)
+            self._frozen_hopeless(values, d)
+            or self._beyond_empty(series, values, d)
+            or self._accuracy_zero_from_first(series, values, d)
         ):
             return []
         gained = progress(values, d, baseline)
