@@ -159,3 +159,28 @@ def test_a_decay_the_final_close_mosaic_epochs_do_not_show_is_a_warning():
     smooth[40:] = smooth[39] * np.array([0.98, 0.97, 0.96])
     no_step = metrics | {"train/cls_loss": (MOSAIC_STEPS, smooth)}
     assert decisions(replay_cuts(no_step, cuts, run_config={"total_steps": 50}))[-1] == "S"
+
+
+# issue-r2c-43 (corpus_real train, bad; github.com/rowanz/r2c/issues/43): R2C on VCR (4-way multiple choice),
+# epochs 0-4 from scratch, as its issue quotes them.
+R2C_STEPS = np.arange(0, 5, dtype=np.int64)
+R2C_TRAIN_LOSS = np.array([1.35628, 1.38639, 1.38638, 1.38638, 1.38633])
+R2C_VAL_LOSS = np.array([1.386, 1.386, 1.386, 1.386])
+R2C_VAL_ACC = np.array([0.249, 0.249, 0.249, 0.249])
+
+
+def test_a_train_loss_at_ln_n_beside_an_eval_unchanged_from_its_first_is_stopped_at_once():
+    """issue-r2c-43: its train loss at 1.3864 = ln 4 from epoch 1 and its val loss 1.386 at every epoch from the
+    first were each 'not learning ... critical if the next check still sees it' at the check with their 3rd
+    point, and stopped a check later: two checks after the fault showed. Two readings of the same stall, one on
+    each side of the model, at one check are critical at once. Controls: the train loss alone at ln N still
+    waits a check; beside an eval loss that falls well below ln 4 it is not stopped at that check."""
+    config = {"num_classes": 4}
+    train = {"train/loss": (R2C_STEPS, R2C_TRAIN_LOSS)}
+    evals = {"eval/loss": (R2C_STEPS[:4], R2C_VAL_LOSS), "eval/accuracy": (R2C_STEPS[:4], R2C_VAL_ACC)}
+    verdicts = replay_cuts(train | evals, [1, 2], run_config=config)
+    assert decisions(verdicts) == ".S", [v.summary for v in verdicts]
+    assert "both sides say so" in verdicts[-1].spelled_out()
+    assert decisions(replay_cuts(train, [1, 2], run_config=config)) == ".u"
+    learning = {"eval/loss": (R2C_STEPS[:4], np.array([1.3, 1.1, 0.9, 0.8]))}
+    assert decisions(replay_cuts(train | learning, [1, 2], run_config=config))[-1] != "S"

@@ -109,6 +109,11 @@ PLATEAU_EVIDENCE = "plateau_fall_bound"
 a finding that the metric does not learn, so it confirms no not-learning stop (`not_learning_before`)."""
 
 
+UNCHANGED_EVIDENCE = "unchanged_output"
+"""The evidence key of an eval's not-learning finding that the model's output does not change (frozen from its
+first eval, an eval loss at ln N): a witness, beside a train loss at ln N, of the same stall (`policy`)."""
+
+
 def train_start(ctx: JudgeContext) -> int | None:
     """First step the trend detectors look at: after warmup and after the latest expected LR restart."""
     starts = [s for s in (ctx.lr_events.warmup_end, *ctx.lr_events.restarts[-1:]) if s is not None]

@@ -10,7 +10,7 @@ from ..models import Direction, Severity, Signal, SignalKind
 from ..roles import tokenize
 from ..state import MetricSeries
 from .chance import ACCURACY_TOKENS, implied_class_count
-from .context import JudgeContext, signal
+from .context import UNCHANGED_EVIDENCE, JudgeContext, signal
 from .evalkinds import is_quality_eval, train_accuracy
 from .evaltrend_base import EvalTrendBase, headroom
 from .stats import finite_xy, fmt, fmt_pct, fmt_step, is_frozen, positive_log, rolling_median, trailing_run
@@ -53,7 +53,7 @@ class EvalUnchangedTests(EvalTrendBase):
         severity = Severity.CRITICAL if critical else Severity.WARNING
         return [
             signal(SignalKind.FLAT, severity, msg, metric=series.name, step=int(steps[-1]), points=values.size,
-                   since_step=int(steps[0]))
+                   since_step=int(steps[0]), **({} if flag_only else {UNCHANGED_EVIDENCE: 1.0}))
         ]  # fmt: skip
 
     def _moving_eval(self, ctx: JudgeContext, series: MetricSeries, steps: np.ndarray) -> str | None:
