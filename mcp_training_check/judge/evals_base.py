@@ -200,16 +200,16 @@ class EvalBase(Detector):
       accuracies end within 0.01 of each other; a CIFAR ResNet ends at 1.00 against 0.95, an ImageNet one
       at 0.80 against 0.76: 0.2 is four times those gaps. (An RNN text classifier at 0.99 train and 0.64–0.70
       held-out for ten epochs.)
-    - ``close_mosaic_epochs`` / ``phase_shift_change`` / ``phase_shift_z``: a run that trains its last 10 epochs
-      on other data (Ultralytics' ``close_mosaic`` = 10 by default turns mosaic augmentation off there; its logs
-      step by epoch) shows it in a train loss stepping at the first of them: by ≥ 0.1 in ln (10 %) and ≥ 4× the
-      robust σ of its last ≤ 20 point-to-point changes (the YOLO runs of corpus_real/'s train split that step
-      there at all do so by 0.14-1.3 in ln, at 4-210 σ; a DETR's 0.02 is no step). Its evals are then judged
-      since that epoch, as after an SGDR restart: a critical decay or overfit that the evals since do not show
-      too is a warning. A YOLO26n-seg's mask mAP50-95 14 % under its best and falling at epoch 43 of 50 was
-      stopped; the new phase moves every eval (its mask mAP50 0.98 best, 0.87 last: log-seg-abdullah-2027-1,
-      healthy, stopped at its last 4 checks). For a log stepping by iterations the window is its last 10
-      steps, and ``None`` turns it off.
+    - ``close_mosaic_steps`` / ``phase_shift_change`` / ``phase_shift_z``: a run that trains its last 10 steps
+      on other data (Ultralytics' ``close_mosaic`` = 10 by default turns mosaic augmentation off for the last
+      10 epochs; its logs step by epoch) shows it in a train loss stepping at the first of them: by ≥ 0.1 in
+      ln (10 %) and ≥ 4× the robust σ of its last ≤ 20 point-to-point changes (the YOLO runs of
+      corpus_real/'s train split that step there at all do so by 0.14-1.3 in ln, at 4-210 σ; a DETR's 0.02 is
+      no step). Its evals are then judged since that step, as after an SGDR restart: a critical decay or
+      overfit that the evals since do not show too is a warning. A YOLO26n-seg's mask mAP50-95 14 % under its
+      best and falling at epoch 43 of 50 was stopped; the new phase moves every eval (its mask mAP50 0.98
+      best, 0.87 last: log-seg-abdullah-2027-1, healthy, stopped at its last 4 checks). For a log stepping by
+      iterations the window is its last 10 steps; ``None`` turns it off.
     - ``overfit_gap_ratio``: an eval loss ≥ 3× the train loss at its step (median of the train loss's last 5
       points up to it) and worse than the eval before, while that train level fell between the two evals, is a
       deep, growing overfit → warning (a flag, never a stop; it needs only two evals, so it sees a run that
@@ -255,7 +255,7 @@ class EvalBase(Detector):
     overfit_stop_margin: float = Field(default=0.5, gt=0)
     memorised_accuracy_fraction: float = Field(default=0.95, gt=0, le=1)
     memorised_gap_fraction: float = Field(default=0.2, gt=0, le=1)
-    close_mosaic_epochs: int | None = Field(default=10, ge=1)
+    close_mosaic_steps: int | None = Field(default=10, ge=1)
     phase_shift_change: float = Field(default=0.1, gt=0)
     phase_shift_z: float = Field(default=4.0, gt=0)
     memorised_min_evals: int = Field(default=4, ge=4)

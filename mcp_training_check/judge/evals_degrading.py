@@ -38,7 +38,7 @@ class EvalDegradingTests(EvalBase):
         if shift is None or any(s.severity is Severity.CRITICAL for s in self._degrading_since(ctx, series, d, shift)):
             return found
         tail = (
-            f"; but the last {self.close_mosaic_epochs} epochs, from step {fmt_step(shift)}, train on other data (a "
+            f"; but the last {self.close_mosaic_steps} steps, from step {fmt_step(shift)}, train on other data (a "
             "train loss stepped there: Ultralytics' close_mosaic) and the evals since do not show it: a warning."
         )
         return [
@@ -136,14 +136,14 @@ class EvalDegradingTests(EvalBase):
         ]
 
     def _final_phase_start(self, ctx: JudgeContext) -> int | None:
-        """The first step of a final phase of ``close_mosaic_epochs`` before a known total (Ultralytics turns
+        """The first step of a final phase of ``close_mosaic_steps`` before a known total (Ultralytics turns
         mosaic augmentation off there), when one of the run's train losses shows it: a step of ≥
         ``phase_shift_change`` (ln) at its first point, ≥ ``phase_shift_z`` × the robust σ of the loss's last
         ≤ 20 point-to-point changes before it; else None."""
         total, last = ctx.config.total_steps, ctx.last_step
-        if self.close_mosaic_epochs is None or not total or last is None:
+        if self.close_mosaic_steps is None or not total or last is None:
             return None
-        start = total - self.close_mosaic_epochs + 1
+        start = total - self.close_mosaic_steps + 1
         if start <= 1 or last < start:
             return None
         losses = [ctx.history.metrics[n] for n, i in ctx.roles.items() if i.role is MetricRole.TRAIN_LOSS]
