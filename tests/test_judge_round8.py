@@ -169,12 +169,13 @@ R2C_VAL_LOSS = np.array([1.386, 1.386, 1.386, 1.386])
 R2C_VAL_ACC = np.array([0.249, 0.249, 0.249, 0.249])
 
 
-def test_a_train_loss_at_ln_n_beside_an_eval_unchanged_from_its_first_is_stopped_at_once():
+def test_a_train_loss_at_ln_n_beside_an_eval_frozen_from_its_first_is_stopped_at_once():
     """issue-r2c-43: its train loss at 1.3864 = ln 4 from epoch 1 and its val loss 1.386 at every epoch from the
     first were each 'not learning ... critical if the next check still sees it' at the check with their 3rd
     point, and stopped a check later: two checks after the fault showed. Two readings of the same stall, one on
     each side of the model, at one check are critical at once. Controls: the train loss alone at ln N still
-    waits a check; beside an eval loss that falls well below ln 4 it is not stopped at that check."""
+    waits a check, and so it does beside an eval loss near ln 4 that moves; beside an eval loss that falls well
+    below ln 4 it is not stopped at that check."""
     config = {"num_classes": 4}
     train = {"train/loss": (R2C_STEPS, R2C_TRAIN_LOSS)}
     evals = {"eval/loss": (R2C_STEPS[:4], R2C_VAL_LOSS), "eval/accuracy": (R2C_STEPS[:4], R2C_VAL_ACC)}
@@ -182,5 +183,7 @@ def test_a_train_loss_at_ln_n_beside_an_eval_unchanged_from_its_first_is_stopped
     assert decisions(verdicts) == ".S", [v.summary for v in verdicts]
     assert "both sides say so" in verdicts[-1].spelled_out()
     assert decisions(replay_cuts(train, [1, 2], run_config=config)) == ".u"
+    moving = {"eval/loss": (R2C_STEPS[:4], np.array([1.3861, 1.3857, 1.3866, 1.3859]))}
+    assert decisions(replay_cuts(train | moving, [1, 2], run_config=config)) == ".u"
     learning = {"eval/loss": (R2C_STEPS[:4], np.array([1.3, 1.1, 0.9, 0.8]))}
     assert decisions(replay_cuts(train | learning, [1, 2], run_config=config))[-1] != "S"

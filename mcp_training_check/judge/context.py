@@ -110,8 +110,9 @@ a finding that the metric does not learn, so it confirms no not-learning stop (`
 
 
 UNCHANGED_EVIDENCE = "unchanged_output"
-"""The evidence key of an eval's not-learning finding that the model's output does not change (frozen from its
-first eval, an eval loss at ln N): a witness, beside a train loss at ln N, of the same stall (`policy`)."""
+"""The evidence key of an eval's not-learning finding that the model's output does not change: identical to the
+last digit at every eval from its first (4+ significant digits): a witness, beside a train loss at ln N, of the
+same stall (`policy.witnessed_stall`)."""
 
 
 def train_start(ctx: JudgeContext) -> int | None:
