@@ -152,6 +152,12 @@ class EvalBase(Detector):
       confirmed like any collapse, at the next check. Ultralytics warms up over ``warmup_epochs`` = 3 by
       default: a YOLOv8m-seg's mask mAP50 at 0.0005 after 0.568, its val cls_loss Inf, at epoch 3, the LR's
       peak, and 0.68 at epoch 4, 0.96 later (log-seg-gabigr67-1, healthy, was stopped at its first check).
+      Nor is a collapse from a best that is the eval's first eval, inside the warmup, critical while the
+      warmup lasts (a warning), and once it has ended collapses are measured from the evals since: that level
+      is a fine-tune's pretrained model, which the warmup's climbing LR knocks down on purpose. A YOLOv8-pose
+      fine-tune's keypoint mAP50-95 0.43 at its first eval, 0.05-0.25 while its LR climbs over epochs 2-4 and
+      0.21 two epochs after, 0.58 at its end (log-pose-nichamond143-1, healthy, was stopped at epochs 4-6). A
+      collapse from a level the run reached itself, or under an LR without a warmup, is judged as before.
     - ``collapse_zero_max_samples`` / ``collapse_zero_chance_fraction``: unless sampling reaches that zero: an accuracy
       whose every value is a fraction k/n of a small eval set (n ≤ 100, the fewest n that fits) scores 0 by
       chance with probability (1 − best)ⁿ (binomial, each sample right with the best's accuracy); from 1 %
