@@ -14,7 +14,7 @@ from mcp_training_check.models import SignalKind
 from tests.test_judge_helpers import decay_loss, kinds, make_series, run_judge
 
 UNITS = re.compile(
-    r"_(points|ratio|z|fraction|margin|change|evals|checks|share|sigma|signals|spikes|episodes|samples)$"
+    r"_(points|steps|ratio|z|fraction|margin|change|evals|checks|share|sigma|signals|spikes|episodes|samples)$"
 )
 
 

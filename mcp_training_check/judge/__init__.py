@@ -33,7 +33,15 @@ from .evaltrend import EvalTrendDetector
 from .gradnorm import GradNormDetector
 from .lr import LrDetector
 from .nonfinite import NonFiniteDetector
-from .policy import combine, compact, data_signals, decide, exact_evidence_only, unchanged_evidence
+from .policy import (
+    combine,
+    compact,
+    data_signals,
+    decide,
+    exact_evidence_only,
+    unchanged_evidence,
+    witnessed_stall,
+)
 from .runconfig import RunConfig, judged_facts, parse_run_config
 from .scale import log_scale_view
 from .settings import JudgeSettings, PolicySettings, judge_settings
@@ -94,5 +102,7 @@ def _judge(ctx: JudgeContext, settings: JudgeSettings) -> Verdict:
     if any(s.values.size for s in history.metrics.values()):
         for detector in settings.detectors():
             signals += detector.check(ctx)
-    signals = unchanged_evidence(exact_evidence_only(combine(signals, primary_train_loss(ctx.roles)), history))
+    train_loss = primary_train_loss(ctx.roles)
+    signals = witnessed_stall(combine(signals, train_loss), train_loss)
+    signals = unchanged_evidence(exact_evidence_only(signals, history))
     return decide(compact(signals, settings.policy.max_signals), ctx, settings.policy)

@@ -109,6 +109,12 @@ PLATEAU_EVIDENCE = "plateau_fall_bound"
 a finding that the metric does not learn, so it confirms no not-learning stop (`not_learning_before`)."""
 
 
+UNCHANGED_EVIDENCE = "unchanged_output"
+"""The evidence key of an eval's not-learning finding that the model's output does not change: identical to the
+last digit at every eval from its first (4+ significant digits): a witness, beside a train loss at ln N, of the
+same stall (`policy.witnessed_stall`)."""
+
+
 def train_start(ctx: JudgeContext) -> int | None:
     """First step the trend detectors look at: after warmup and after the latest expected LR restart."""
     starts = [s for s in (ctx.lr_events.warmup_end, *ctx.lr_events.restarts[-1:]) if s is not None]
@@ -135,3 +141,12 @@ def signal(
     """A Signal whose evidence keeps only finite numbers (None and NaN are dropped)."""
     clean = {k: float(v) for k, v in evidence.items() if v is not None and np.isfinite(v)}
     return Signal(kind=kind, severity=severity, metric=metric, step=step, message=message, evidence=clean)
+
+
+def warming_up_at(ctx: JudgeContext, step: int | None) -> bool:
+    """The LR's warmup is still under way at ``step``: the step is at or before the warmup's end, configured
+    (``warmup_steps``) or inferred (`lr._inferred_warmup_end`: an LR rising from its start, at least doubled;
+    its last point when it rose at every logged point)."""
+    end = ctx.lr_events.warmup_end
+    return step is not None and end is not None and step <= end
+

@@ -12,7 +12,7 @@ from ..models import Direction, Severity, Signal, SignalKind
 from ..roles import tokenize
 from ..state import MetricSeries
 from .chance import ACCURACY_TOKENS
-from .context import JudgeContext, signal
+from .context import JudgeContext, signal, warming_up_at
 from .evalkinds import (
     has_quality_eval,
     is_quality_eval,
@@ -256,6 +256,14 @@ class EvalDetector(EvalDegradingTests):
         if values.size < 2:
             return None
         best, best_step = self._best(series, values, steps, d)
+        knocked = self._knocked_by_warmup(ctx, steps, best_step)
+        if knocked and not warming_up_at(ctx, int(steps[-1])):
+            keep = steps > (ctx.lr_events.warmup_end or 0)  # judged from the evals since the warmup
+            steps, values = steps[keep], values[keep]
+            if values.size < 2:
+                return None
+            i = int(np.argmin(values) if d is Direction.LOWER else np.argmax(values))
+            best, best_step, knocked = float(values[i]), int(steps[i]), False
         if best <= 0:
             return None
         held = values.size - trailing_run(self._collapsed(values, best, d))
@@ -276,7 +284,7 @@ class EvalDetector(EvalDegradingTests):
         rule_text = f"{self.confirm_evals} evals over two checks, or {self.collapse_sustain_evals} in a row"
         how = f"confirmed ({rule_text})" if confirmed else f"critical at {rule_text}"
         at_zero = d is Direction.HIGHER and values[-1] <= self.collapse_zero_fraction * best
-        if at_zero and self._zero_is_broken(values, best):
+        if at_zero and self._zero_is_broken(values, best) and not warming_up_at(ctx, int(steps[-1])):
             confirmed, how = (
                 True,
                 (f"at zero (≤ {self.collapse_zero_fraction:g}× its best): the model is broken, critical at once"),
@@ -286,6 +294,9 @@ class EvalDetector(EvalDegradingTests):
             f"(step {fmt_step(best_step)}) for {count} eval(s); {how}."
         )
         severity = self._collapse_severity(ctx, confirmed, count)
+        if knocked and severity is Severity.CRITICAL:
+            severity = Severity.WARNING
+            msg = msg[:-1] + "; but its best is its first eval and the LR still warms up: a warning."
         return signal(
             SignalKind.EVAL_DEGRADING,
             severity,
@@ -296,6 +307,12 @@ class EvalDetector(EvalDegradingTests):
             best=best,
             collapsed_evals=count,
         )
+
+    @staticmethod
+    def _knocked_by_warmup(ctx: JudgeContext, steps: np.ndarray, best_step: int) -> bool:
+        """The eval's best is its first eval, inside the LR's warmup: a fine-tune's pretrained level, which the
+        warmup's climbing LR knocks down on purpose (see ``collapse_zero_fraction``'s note in `EvalBase`)."""
+        return best_step == int(steps[0]) and warming_up_at(ctx, best_step)
 
     def _collapse_severity(self, ctx: JudgeContext, confirmed: bool, count: int) -> Severity:
         """Critical when confirmed; a single collapsed eval (fewer than ``confirm_evals``) in a run still going is

@@ -146,7 +146,18 @@ class EvalBase(Detector):
       worse than its best 0.0415' at epoch 21 (unsure). Measured blind on the holdout it cost one bad run its stop.
     - ``collapse_zero_fraction``: a higher-is-better eval at ≤ 0.1 % of its best is at zero (a Dice of
       1e-10, an mAP of 0: the model outputs nothing), which no eval noise reaches — critical at once, as a
-      NaN is. The deepest healthy dip among the MLPerf runs of issue 9 is to 40 % of the best.
+      NaN is. The deepest healthy dip among the MLPerf runs of issue 9 is to 40 % of the best. Not inside the
+      LR's warmup (`context.warming_up_at`: the eval's step at or before the warmup's end, configured or read
+      from an LR still rising): a warmup's climbing LR knocks a model back on purpose, so there a zero is
+      confirmed like any collapse, at the next check. Ultralytics warms up over ``warmup_epochs`` = 3 by
+      default: a YOLOv8m-seg's mask mAP50 at 0.0005 after 0.568, its val cls_loss Inf, at epoch 3, the LR's
+      peak, and 0.68 at epoch 4, 0.96 later (log-seg-gabigr67-1, healthy, was stopped at its first check).
+      Nor is a collapse from a best that is the eval's first eval, inside the warmup, critical while the
+      warmup lasts (a warning), and once it has ended collapses are measured from the evals since: that level
+      is a fine-tune's pretrained model, which the warmup's climbing LR knocks down on purpose. A YOLOv8-pose
+      fine-tune's keypoint mAP50-95 0.43 at its first eval, 0.05-0.25 while its LR climbs over epochs 2-4 and
+      0.21 two epochs after, 0.58 at its end (log-pose-nichamond143-1, healthy, was stopped at epochs 4-6). A
+      collapse from a level the run reached itself, or under an LR without a warmup, is judged as before.
     - ``collapse_zero_max_samples`` / ``collapse_zero_chance_fraction``: unless sampling reaches that zero: an accuracy
       whose every value is a fraction k/n of a small eval set (n ≤ 100, the fewest n that fits) scores 0 by
       chance with probability (1 − best)ⁿ (binomial, each sample right with the best's accuracy); from 1 %
@@ -195,6 +206,16 @@ class EvalBase(Detector):
       accuracies end within 0.01 of each other; a CIFAR ResNet ends at 1.00 against 0.95, an ImageNet one
       at 0.80 against 0.76: 0.2 is four times those gaps. (An RNN text classifier at 0.99 train and 0.64–0.70
       held-out for ten epochs.)
+    - ``close_mosaic_steps`` / ``phase_shift_change`` / ``phase_shift_z``: a run that trains its last 10 steps
+      on other data (Ultralytics' ``close_mosaic`` = 10 by default turns mosaic augmentation off for the last
+      10 epochs; its logs step by epoch) shows it in a train loss stepping at the first of them: by ≥ 0.1 in
+      ln (10 %) and ≥ 4× the robust σ of its last ≤ 20 point-to-point changes (the YOLO runs of
+      corpus_real/'s train split that step there at all do so by 0.14-1.3 in ln, at 4-210 σ; a DETR's 0.02 is
+      no step). Its evals are then judged since that step, as after an SGDR restart: a critical decay or
+      overfit that the evals since do not show too is a warning. A YOLO26n-seg's mask mAP50-95 14 % under its
+      best and falling at epoch 43 of 50 was stopped; the new phase moves every eval (its mask mAP50 0.98
+      best, 0.87 last: log-seg-abdullah-2027-1, healthy, stopped at its last 4 checks). For a log stepping by
+      iterations the window is its last 10 steps; ``None`` turns it off.
     - ``overfit_gap_ratio``: an eval loss ≥ 3× the train loss at its step (median of the train loss's last 5
       points up to it) and worse than the eval before, while that train level fell between the two evals, is a
       deep, growing overfit → warning (a flag, never a stop; it needs only two evals, so it sees a run that
@@ -240,6 +261,9 @@ class EvalBase(Detector):
     overfit_stop_margin: float = Field(default=0.5, gt=0)
     memorised_accuracy_fraction: float = Field(default=0.95, gt=0, le=1)
     memorised_gap_fraction: float = Field(default=0.2, gt=0, le=1)
+    close_mosaic_steps: int | None = Field(default=10, ge=1)
+    phase_shift_change: float = Field(default=0.1, gt=0)
+    phase_shift_z: float = Field(default=4.0, gt=0)
     memorised_min_evals: int = Field(default=4, ge=4)
     overfit_gap_ratio: float = Field(default=3.0, gt=1)
     overfit_rising_evals: int = Field(default=2, ge=1)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..models import Direction, Severity, Signal, SignalKind
+from ..models import Direction, MetricRole, Severity, Signal, SignalKind
 from ..roles import tokenize
 from ..state import MetricSeries
 from .context import JudgeContext, finite_after, signal
@@ -19,6 +19,7 @@ from .stats import (
     fmt_ratio,
     fmt_step,
     positive_log,
+    robust_sigma,
     rolling_median,
     theil_sen,
 )
@@ -28,10 +29,35 @@ class EvalDegradingTests(EvalBase):
     """The degrading-eval tests of ``EvalDetector`` (its thresholds: ``EvalBase``)."""
 
     def _degrading(self, ctx: JudgeContext, series: MetricSeries, d: Direction) -> list[Signal]:
+        """The eval's degrading findings; inside a final phase of other training data (`_final_phase_start`)
+        a critical one stays critical only when the evals since the phase began show it too, else a warning."""
+        found = self._degrading_since(ctx, series, d, None)
+        if not any(s.severity is Severity.CRITICAL for s in found):
+            return found
+        shift = self._final_phase_start(ctx)
+        if shift is None or any(s.severity is Severity.CRITICAL for s in self._degrading_since(ctx, series, d, shift)):
+            return found
+        tail = (
+            f"; but the last {self.close_mosaic_steps} steps, from step {fmt_step(shift)}, train on other data (a "
+            "train loss stepped there: Ultralytics' close_mosaic) and the evals since do not show it: a warning."
+        )
+        return [
+            s.model_copy(update={"severity": Severity.WARNING, "message": s.message.rstrip(".") + tail})
+            if s.severity is Severity.CRITICAL
+            else s
+            for s in found
+        ]
+
+    def _degrading_since(
+        self, ctx: JudgeContext, series: MetricSeries, d: Direction, phase: int | None
+    ) -> list[Signal]:
         steps, values = finite_xy(series.steps, series.values)
         restart = ctx.lr_events.restarts[-1] if ctx.lr_events.restarts else None
         if restart is not None:  # an SGDR restart worsens evals on purpose: judge only the evals since
             keep = steps > restart
+            steps, values = steps[keep], values[keep]
+        if phase is not None:
+            keep = steps >= phase
             steps, values = steps[keep], values[keep]
         if values.size <= self.patience_evals:
             return []
@@ -108,6 +134,30 @@ class EvalDegradingTests(EvalBase):
                 train_change=train,
             )
         ]
+
+    def _final_phase_start(self, ctx: JudgeContext) -> int | None:
+        """The first step of a final phase of ``close_mosaic_steps`` before a known total (Ultralytics turns
+        mosaic augmentation off there), when one of the run's train losses shows it: a step of ≥
+        ``phase_shift_change`` (ln) at its first point, ≥ ``phase_shift_z`` × the robust σ of the loss's last
+        ≤ 20 point-to-point changes before it; else None."""
+        total, last = ctx.config.total_steps, ctx.last_step
+        if self.close_mosaic_steps is None or not total or last is None:
+            return None
+        start = total - self.close_mosaic_steps + 1
+        if start <= 1 or last < start:
+            return None
+        losses = [ctx.history.metrics[n] for n, i in ctx.roles.items() if i.role is MetricRole.TRAIN_LOSS]
+        return start if any(self._shifted_at(series, start) for series in losses if series is not None) else None
+
+    def _shifted_at(self, series: MetricSeries, start: int) -> bool:
+        """A positive loss steps at ``start`` from its point just before (see `_final_phase_start`)."""
+        steps, values = finite_xy(series.steps, series.values)
+        i = int(np.searchsorted(steps, start))
+        if i < 7 or i >= steps.size or steps[i] != start or steps[i - 1] != start - 1 or values[: i + 1].min() <= 0:
+            return False
+        changes = np.diff(np.log(values[: i + 1]))
+        jump, sigma = abs(float(changes[-1])), robust_sigma(changes[:-1][-20:])
+        return jump >= self.phase_shift_change and jump >= self.phase_shift_z * sigma
 
     def _mild_overfit(self, ctx: JudgeContext, since: SinceBest) -> list[Signal]:
         """An eval worsening too little for the degrade margin but steadily (a significant trend since its

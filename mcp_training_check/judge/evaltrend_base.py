@@ -105,7 +105,11 @@ class EvalTrendBase(Detector):
       learning model's eval never repeats itself exactly. Without a baseline, a hopeless eval (below)
       frozen from its first eval is judged stuck from its 3rd (``stuck_baseline_min_evals``), not its
       6th: a BERT classifier's validation accuracy at 3.6058 % at every epoch predicts one class. (A
-      healthy RNN-T's WER repeats 0.977391 while it outputs blanks, but not from its first eval on.)
+      healthy RNN-T's WER repeats 0.977391 while it outputs blanks, but not from its first eval on.) So is an
+      accuracy (not an mAP: a detector's slow start sits at 0) exactly 0 at every eval from its first, which has
+      no digits to be frozen to: below chance (1/N) at every eval, no held-out prediction is ever right (a
+      YOLOv8n-cls's val top-1 and top-5 at 0 for all 22 epochs while its train loss falls 2.52 → 0.05:
+      log-cls-ahmed-ashraf-khalil-1, bad, was flagged at its 6th eval and stopped four checks late).
     - A word or character error rate above 1 (`EMPTY_OUTPUT_RATE`) at every eval, for at least 3 evals
       (``stuck_baseline_min_evals``) is worse than an empty output and judged stuck from its 3rd eval, as a
       frozen hopeless eval is (progress measured against its first value).
@@ -142,6 +146,13 @@ class EvalTrendBase(Detector):
       by medians of 3, so the keypoint mAP50-95 at 0.06-0.085 stopped the run at epoch 11, five epochs before
       its overfit (log-pose-ignaher12-1, bad). A keypoint head exactly 0 from its first eval beside it waits for
       ``zero_head_run_fraction`` (log-pose-sinyukkirill-1, bad, stopped at 25 of 100 epochs, not 5).
+    - ``stuck_min_run_fraction``: without a baseline, a stuck eval that still moves (its evals not one value
+      repeated: a frozen or all-zero eval is an output that does not change, and is stopped as before) is a
+      warning, not a stop, before a quarter of a known total: the train loss's ``stuck_min_run_fraction``,
+      a slow start that a schedule's later steps may undo. A YOLOv8n-seg's mask mAP50 at 0.04-0.12 over its
+      first 8 of 50 epochs, its LR still in Ultralytics' warmup (at least 100 iterations, half the run on its
+      small data set), was stopped at epoch 8; it climbs to 0.34 by its last epoch (log-seg-ferogama-1,
+      healthy). No bad run of the train split was stopped later for it.
     - ``zero_head_run_fraction``: but not once the hopeless eval has been exactly 0 at every eval up to a
       quarter of a known total (the train loss's ``stuck_min_run_fraction``): one head of a two-headed
       model (box and keypoints) that has scored nothing for a quarter of the run while the other learns is
@@ -246,6 +257,7 @@ class EvalTrendBase(Detector):
     frozen_tail_evals: int = Field(default=10, ge=3)
     frozen_dead_lr_ratio: float = Field(default=1e-3, gt=0, lt=1)
     zero_head_run_fraction: float = Field(default=0.25, gt=0, le=1)
+    stuck_min_run_fraction: float = Field(default=0.25, ge=0, lt=1)
 
     def _real_fall(self, steps: np.ndarray, y: np.ndarray) -> float | None:
         """How far a log-scale series that falls (`_falling`) falls over its steps, when that is at least

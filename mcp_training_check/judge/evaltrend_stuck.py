@@ -8,6 +8,7 @@ import numpy as np
 from ..models import Direction, Severity, Signal, SignalKind
 from ..roles import tokenize
 from ..state import MetricSeries
+from .chance import ACCURACY_TOKENS
 from .context import JudgeContext, signal
 from .evalkinds import is_quality_eval
 from .evaltrend_base import EDIT_RATE_TOKENS, EMPTY_OUTPUT_RATE, EvalTrendBase, hopeless_progress, progress
@@ -42,6 +43,29 @@ class EvalStuckTests(EvalTrendBase):
         """Without a baseline: hopeless and identical to the last digit at every eval from the first, for
         ``stuck_baseline_min_evals`` evals (a classifier predicting one class, eval after eval)."""
         return values.size >= self.stuck_baseline_min_evals and is_frozen(values) and self._hopeless(values, d)
+
+    def _accuracy_zero_from_first(self, series: MetricSeries, values: np.ndarray, d: Direction) -> bool:
+        """Without a baseline: an accuracy (`chance.ACCURACY_TOKENS`, not an mAP, whose slow starts sit at 0)
+        exactly 0 at every eval from the first, for ``stuck_baseline_min_evals`` evals: below chance (1/N for N
+        classes) at every eval, so no prediction on the held-out set is ever right; judged stuck from its 3rd
+        eval, as a frozen hopeless eval is (`_frozen_hopeless`: a 0 carries no digits to be frozen to)."""
+        return (
+            d is Direction.HIGHER
+            and bool(ACCURACY_TOKENS.intersection(tokenize(series.name)))
+            and values.size >= self.stuck_baseline_min_evals
+            and not bool(np.any(values))
+        )
+
+    def _moving_early(
+        self, ctx: JudgeContext, series: MetricSeries, values: np.ndarray, d: Direction, last: int
+    ) -> bool:
+        """An eval judged without a baseline that moves (not one value repeated at every eval: a frozen or an
+        all-zero eval is the model's output not changing) and is not worse than an empty output, before
+        ``stuck_min_run_fraction`` of a known total: a slow start the stop waits on."""
+        done = ctx.config.progress(last)
+        if done is None or done >= self.stuck_min_run_fraction:
+            return False
+        return bool(np.ptp(values) > 0) and not self._beyond_empty(series, values, d)
 
     def _far_below(self, values: np.ndarray, d: Direction, baseline: float) -> bool:
         """The best eval is ≥ ``stuck_far_fraction`` worse than the baseline (relative to it)."""
@@ -92,7 +116,9 @@ class EvalStuckTests(EvalTrendBase):
             if not enough or not self._far_below(values, d, baseline):
                 return []
         elif values.size < self.stuck_min_evals and not (
-            self._frozen_hopeless(values, d) or self._beyond_empty(series, values, d)
+            self._frozen_hopeless(values, d)
+            or self._beyond_empty(series, values, d)
+            or self._accuracy_zero_from_first(series, values, d)
         ):
             return []
         gained = progress(values, d, baseline)
@@ -105,6 +131,8 @@ class EvalStuckTests(EvalTrendBase):
         persists = ctx.not_learning_before(series.name, int(steps[-1]), new_points=False)
         robust = hopeless_progress(values, d) if self._judged_as_hopeless(ctx, series, values, d) else None
         critical = persists and (gained if robust is None else robust) < self.stuck_stop_fraction
+        waiting = critical and baseline is None and self._moving_early(ctx, series, values, d, int(steps[-1]))
+        critical = critical and not waiting
         sibling = self._learning_quality_eval(ctx, series.name) if robust is not None else None
         zero_head = self._zero_head_why(ctx, steps, values) if sibling is not None else None
         outvoted = sibling is not None and zero_head is None
@@ -115,6 +143,11 @@ class EvalStuckTests(EvalTrendBase):
             critical, tail = False, f"but {sibling}: the run is learning, which outvotes a hopeless eval: information"
         elif critical:
             tail = f"still so at a second check (critical below {fmt_pct(self.stuck_stop_fraction)})"
+        elif waiting:
+            tail = (
+                f"still so at a second check, but it moves and the run is short of "
+                f"{fmt_pct(self.stuck_min_run_fraction)} of its total: a slow start, critical from then"
+            )
         else:
             tail = f"critical below {fmt_pct(self.stuck_stop_fraction)} when the next check still sees it"
         best = float(values.max() if d is Direction.HIGHER else values.min())

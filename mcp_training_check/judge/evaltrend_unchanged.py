@@ -10,7 +10,7 @@ from ..models import Direction, Severity, Signal, SignalKind
 from ..roles import tokenize
 from ..state import MetricSeries
 from .chance import ACCURACY_TOKENS, implied_class_count
-from .context import JudgeContext, signal
+from .context import UNCHANGED_EVIDENCE, JudgeContext, signal
 from .evalkinds import is_quality_eval, train_accuracy
 from .evaltrend_base import EvalTrendBase, headroom
 from .stats import finite_xy, fmt, fmt_pct, fmt_step, is_frozen, positive_log, rolling_median, trailing_run
@@ -30,6 +30,7 @@ class EvalUnchangedTests(EvalTrendBase):
         loss_steps, loss = finite_xy(ctx.train_loss.steps, ctx.train_loss.values)
         loss_still = loss.size > 0 and not self._falling(loss_steps, positive_log(loss))
         why = self._frozen_why(values) if loss_still else None
+        frozen = why is not None
         moving = self._moving_eval(ctx, series, steps) if why else None
         if why and moving:
             why += f", though {moving}"
@@ -53,7 +54,7 @@ class EvalUnchangedTests(EvalTrendBase):
         severity = Severity.CRITICAL if critical else Severity.WARNING
         return [
             signal(SignalKind.FLAT, severity, msg, metric=series.name, step=int(steps[-1]), points=values.size,
-                   since_step=int(steps[0]))
+                   since_step=int(steps[0]), **({UNCHANGED_EVIDENCE: 1.0} if frozen and not flag_only else {}))
         ]  # fmt: skip
 
     def _moving_eval(self, ctx: JudgeContext, series: MetricSeries, steps: np.ndarray) -> str | None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from ..models import Decision, RunStatus, Severity, Signal, SignalKind, Verdict
 from ..state import RunHistory
-from .context import JudgeContext, signal
+from .context import UNCHANGED_EVIDENCE, JudgeContext, signal
 from .settings import PolicySettings
 from .stats import fmt_step
 
@@ -169,6 +169,28 @@ def combine(signals: list[Signal], train_loss: str | None) -> list[Signal]:
                 s = _upgrade(s, cause, _WHY[cause.kind] if s.kind is SignalKind.DIVERGENCE else _AFTER[cause.kind])
         out.append(s)
     return out
+
+
+def witnessed_stall(signals: list[Signal], train_loss: str | None) -> list[Signal]:
+    """A train loss at ln N (a not-learning warning with its ``class_count``) and, at the same check, an eval
+    whose output does not change (`context.UNCHANGED_EVIDENCE`: identical to the last digit from its first
+    eval) are one stall read on both sides of the model: critical at once, not at the next check. Each alone
+    waits a check (a loss near ln N over a log's first 3 points may yet fall), and so does a train loss at ln
+    N beside an eval loss near ln N that still moves (an AdamW at LR 1e-6, corpus/ a02). An R2C on 4-way VCR: train loss
+    1.386393, 1.386381, 1.386379 = ln 4 and a val loss 1.386 at every epoch from its first, val accuracy 0.249
+    (issue-r2c-43, bad, was stopped two checks after its fault showed)."""
+    flat = [s for s in signals if s.kind is SignalKind.FLAT]
+    chance = [s for s in flat if s.metric == train_loss and "class_count" in s.evidence]
+    held = [s for s in flat if UNCHANGED_EVIDENCE in s.evidence]
+    if not chance or not held or all(s.severity is Severity.CRITICAL for s in chance + held):
+        return signals
+    why = f"both sides say so ({chance[0].metric} at ln N, {held[0].metric} frozen from its first eval)"
+    return [
+        s.model_copy(update={"severity": Severity.CRITICAL, "message": f"{s.message.rstrip('.')}; {why}: critical."})
+        if (s in chance or s in held) and s.severity is Severity.WARNING
+        else s
+        for s in signals
+    ]
 
 
 def exact_evidence_only(signals: list[Signal], history: RunHistory) -> list[Signal]:
