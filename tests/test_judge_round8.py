@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from mcp_training_check.models import Decision, RunStatus
 from tests.test_judge_classes import decisions, replay_cuts
+from tests.test_judge_helpers import make_series, run_judge
 
 # log-seg-gabigr67-1 (corpus_real train, healthy; runs/segment/train/results.csv of the round-8 unbiased walk):
 # YOLOv8m-seg, epochs 1-6 of 50. Its LR climbs through epoch 3 (Ultralytics' warmup_epochs = 3), where every val
@@ -102,6 +104,22 @@ def test_a_moving_hopeless_eval_early_in_a_known_total_is_a_slow_start():
     assert decisions(replay_cuts(metrics, cuts, run_config={"total_steps": 20}))[-1] == "S"
     zero = {"train/box_loss": metrics["train/box_loss"], "eval/mAP50-95(M)": (SLOW_STEPS, np.zeros(SLOW_STEPS.size))}
     assert decisions(replay_cuts(zero, cuts, run_config={"total_steps": 50}))[-1] == "S"
+
+
+def test_a_slow_start_is_not_waited_on_once_the_run_has_ended():
+    """The same evals of log-seg-ferogama-1 at epoch 8 of 50, but the run has finished there: it will never
+    reach a quarter of its total, so its record is judged as it stands (issue-enet-6, bad, ended at step 62 of a
+    long total, was unsure at every check after its stop instead of stopped). Control: still running, the same
+    second check waits (the slow start above)."""
+    series = [
+        make_series(name, np.array(values), SLOW_STEPS, new_points=SLOW_STEPS.size - 6) for name, values in SLOW.items()
+    ]
+    first = replay_cuts({n: (SLOW_STEPS, np.array(v)) for n, v in SLOW.items()}, [6], run_config={"total_steps": 50})
+    config = {"total_steps": 50}
+    ended = run_judge(*series, status=RunStatus.FINISHED, previous=first, run_config=config)
+    running = run_judge(*series, status=RunStatus.RUNNING, previous=first, run_config=config)
+    assert ended.decision is Decision.STOP and "not learning" in ended.summary, ended.summary
+    assert running.decision is Decision.UNSURE and "a slow start" in running.spelled_out()
 
 
 # log-seg-abdullah-2027-1 (corpus_real train, healthy; runs/segment/train/results.csv of the round-8 unbiased

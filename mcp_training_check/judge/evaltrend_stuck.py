@@ -61,9 +61,11 @@ class EvalStuckTests(EvalTrendBase):
     ) -> bool:
         """An eval judged without a baseline that moves (not one value repeated at every eval: a frozen or an
         all-zero eval is the model's output not changing) and is not worse than an empty output, before
-        ``stuck_min_run_fraction`` of a known total: a slow start the stop waits on."""
+        ``stuck_min_run_fraction`` of a known total: a slow start the stop waits on. Not once the run has ended
+        (its status says so): it will never reach that share, and its record is judged as it stands (a run
+        ended at step 62 of a long total was unsure at every check after its stop, not stopped)."""
         done = ctx.config.progress(last)
-        if done is None or done >= self.stuck_min_run_fraction:
+        if done is None or done >= self.stuck_min_run_fraction or ctx.history.info.status.has_ended:
             return False
         return bool(np.ptp(values) > 0) and not self._beyond_empty(series, values, d)
 
