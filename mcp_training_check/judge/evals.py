@@ -201,8 +201,7 @@ class EvalDetector(EvalDegradingTests):
             return series.min_value, series.min_step
         if d is Direction.HIGHER and series.max_value is not None and series.max_step is not None:
             return series.max_value, series.max_step
-        i = int(np.argmin(values) if d is Direction.LOWER else np.argmax(values))
-        return float(values[i]), int(steps[i])
+        return _best_of(values, steps, d)
 
     def _collapsed(self, values: np.ndarray, best: float, d: Direction) -> np.ndarray:
         if d is Direction.LOWER:
@@ -262,8 +261,7 @@ class EvalDetector(EvalDegradingTests):
             steps, values = steps[keep], values[keep]
             if values.size < 2:
                 return None
-            i = int(np.argmin(values) if d is Direction.LOWER else np.argmax(values))
-            best, best_step, knocked = float(values[i]), int(steps[i]), False
+            (best, best_step), knocked = _best_of(values, steps, d), False
         if best <= 0:
             return None
         held = values.size - trailing_run(self._collapsed(values, best, d))
@@ -399,3 +397,9 @@ class EvalDetector(EvalDegradingTests):
                 value=float(values[-1]),
             )
         ]
+
+
+def _best_of(values: np.ndarray, steps: np.ndarray, d: Direction) -> tuple[float, int]:
+    """The best of ``values`` (finite) and its step."""
+    i = int(np.argmin(values) if d is Direction.LOWER else np.argmax(values))
+    return float(values[i]), int(steps[i])

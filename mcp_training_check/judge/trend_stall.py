@@ -9,7 +9,7 @@ from ..models import Direction, MetricRole, Severity, Signal, SignalKind
 from ..roles import tokenize
 from ..state import MetricSeries
 from .chance import implied_class_count
-from .context import PLATEAU_EVIDENCE, JudgeContext, signal
+from .context import PLATEAU_EVIDENCE, JudgeContext, signal, warming_up_at
 from .stats import (
     end_thirds,
     finite_xy,
@@ -90,8 +90,7 @@ class LossStallTests(LossTrendBase):
         so no point is past it. The flat test then reads the points after the first, from
         ``flat_start_min_points`` on: a loss flat for that long while its LR keeps growing is flat just the same
         (the warmup is where a loss falls fastest), and the no-gain reading needs that many points."""
-        warmup_end = ctx.lr_events.warmup_end
-        return ctx.learning_rate is not None and warmup_end is not None and warmup_end >= last_step
+        return ctx.learning_rate is not None and warming_up_at(ctx, last_step)
 
     def _early_floor(self, ctx: JudgeContext, whole: np.ndarray, window: np.ndarray, last_step: int) -> bool:
         """A loss that learned from its first point (its window's median ≥ ``flat_min_drop_fraction`` below it)
