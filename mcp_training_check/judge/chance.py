@@ -16,6 +16,11 @@ from .stats import finite_xy
 
 ACCURACY_TOKENS = frozenset({"acc", "accuracy"})  # an accuracy logged beside the loss (``train/accuracy``)
 
+
+def names_accuracy(name: str) -> bool:
+    """Whether the metric's name says it is an accuracy (``val/acc``, ``metrics/accuracy_top1``)."""
+    return bool(ACCURACY_TOKENS.intersection(tokenize(name)))
+
 CHANCE_MIN_POINTS = 3
 """An accuracy is read from its 3rd point on, as the loss at chance is (the trend detector's
 ``chance_min_points``)."""
@@ -34,7 +39,7 @@ def implied_class_count(ctx: JudgeContext, loss_level: float) -> int | None:
     for name, info in ctx.roles.items():
         if info.direction is not Direction.HIGHER or info.role not in (MetricRole.OTHER, MetricRole.EVAL):
             continue
-        if not ACCURACY_TOKENS.intersection(tokenize(name)) or name not in ctx.history.metrics:
+        if not names_accuracy(name) or name not in ctx.history.metrics:
             continue
         series = ctx.history.metrics[name]
         _, values = finite_xy(series.steps, series.values)

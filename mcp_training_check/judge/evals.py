@@ -11,7 +11,7 @@ import numpy as np
 from ..models import Direction, Severity, Signal, SignalKind
 from ..roles import tokenize
 from ..state import MetricSeries
-from .chance import ACCURACY_TOKENS
+from .chance import names_accuracy
 from .context import JudgeContext, signal, warming_up_at
 from .evalkinds import (
     has_quality_eval,
@@ -166,7 +166,7 @@ class EvalDetector(EvalDegradingTests):
 
     def _memorised(self, ctx: JudgeContext, series: MetricSeries, d: Direction) -> list[Signal]:
         """An eval accuracy far below a memorised train accuracy, and not rising: overfitting (a warning)."""
-        if d is not Direction.HIGHER or not ACCURACY_TOKENS.intersection(tokenize(series.name)):
+        if d is not Direction.HIGHER or not names_accuracy(series.name):
             return []
         steps, values = finite_xy(series.steps, series.values)
         train = train_accuracy(ctx)

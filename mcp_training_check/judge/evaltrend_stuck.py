@@ -8,7 +8,7 @@ import numpy as np
 from ..models import Direction, Severity, Signal, SignalKind
 from ..roles import tokenize
 from ..state import MetricSeries
-from .chance import ACCURACY_TOKENS
+from .chance import names_accuracy
 from .context import JudgeContext, signal
 from .evalkinds import is_quality_eval
 from .evaltrend_base import EDIT_RATE_TOKENS, EMPTY_OUTPUT_RATE, EvalTrendBase, hopeless_progress, progress
@@ -45,13 +45,13 @@ class EvalStuckTests(EvalTrendBase):
         return values.size >= self.stuck_baseline_min_evals and is_frozen(values) and self._hopeless(values, d)
 
     def _accuracy_zero_from_first(self, series: MetricSeries, values: np.ndarray, d: Direction) -> bool:
-        """Without a baseline: an accuracy (`chance.ACCURACY_TOKENS`, not an mAP, whose slow starts sit at 0)
+        """Without a baseline: an accuracy (`chance.names_accuracy`, not an mAP, whose slow starts sit at 0)
         exactly 0 at every eval from the first, for ``stuck_baseline_min_evals`` evals: below chance (1/N for N
         classes) at every eval, so no prediction on the held-out set is ever right; judged stuck from its 3rd
         eval, as a frozen hopeless eval is (`_frozen_hopeless`: a 0 carries no digits to be frozen to)."""
         return (
             d is Direction.HIGHER
-            and bool(ACCURACY_TOKENS.intersection(tokenize(series.name)))
+            and names_accuracy(series.name)
             and values.size >= self.stuck_baseline_min_evals
             and not bool(np.any(values))
         )

@@ -9,7 +9,7 @@ import numpy as np
 from ..models import Direction, Severity, Signal, SignalKind
 from ..roles import tokenize
 from ..state import MetricSeries
-from .chance import ACCURACY_TOKENS, implied_class_count
+from .chance import implied_class_count, names_accuracy
 from .context import UNCHANGED_EVIDENCE, JudgeContext, signal
 from .evalkinds import is_quality_eval, train_accuracy
 from .evaltrend_base import EvalTrendBase, headroom
@@ -159,7 +159,7 @@ class EvalUnchangedTests(EvalTrendBase):
         (`is_frozen`) from its first point, both over ≥ ``stuck_baseline_min_evals`` points: the model predicts
         the same on both sets however its losses move."""
         train = train_accuracy(ctx)
-        if not ACCURACY_TOKENS.intersection(tokenize(series.name)) or train is None:
+        if not names_accuracy(series.name) or train is None:
             return None
         name, train_values = train
         values, train_values = self._settled(values), self._settled(train_values)

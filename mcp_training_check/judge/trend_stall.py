@@ -6,9 +6,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..models import Direction, MetricRole, Severity, Signal, SignalKind
-from ..roles import tokenize
 from ..state import MetricSeries
-from .chance import implied_class_count
+from .chance import implied_class_count, names_accuracy
 from .context import PLATEAU_EVIDENCE, JudgeContext, signal, warming_up_at
 from .stats import (
     end_thirds,
@@ -25,8 +24,6 @@ from .stats import (
     theil_sen,
 )
 from .trend_base import MEDIAN_SE, LossTrendBase, holds_start
-
-ACCURACY_TOKENS = frozenset({"acc", "accuracy"})  # an accuracy logged beside the loss (``train/mlm_accuracy``)
 
 
 class LossStallTests(LossTrendBase):
@@ -317,7 +314,7 @@ class LossStallTests(LossTrendBase):
         for name, info in ctx.roles.items():
             if info.role is not MetricRole.OTHER or info.direction is not Direction.HIGHER:
                 continue
-            if not ACCURACY_TOKENS.intersection(tokenize(name)) or name not in ctx.history.metrics:
+            if not names_accuracy(name) or name not in ctx.history.metrics:
                 continue
             series = ctx.history.metrics[name]
             _, values = finite_xy(series.steps, series.values)
