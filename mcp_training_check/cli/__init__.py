@@ -399,12 +399,7 @@ def _print(result: BaseModel, *, as_json: bool, stop_note: str | None = None) ->
     if as_json:
         print(json.dumps(result.model_dump(mode="json", exclude_none=True)))
         return
-    lines = render(result).split("\n")
-    if stop_note:
-        at = next((i for i, line in enumerate(lines) if "stop the run: " in line), len(lines) - 1)
-        lines.insert(at + 1, f"  ! {stop_note}")
-    print("\n".join(lines))
-
+    print(render(result, stop_note=stop_note))
 
 if __name__ == "__main__":
     raise SystemExit(main())

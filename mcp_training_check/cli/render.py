@@ -23,11 +23,13 @@ from ..models import (
 __all__ = ["render"]
 
 
-def render(result: BaseModel) -> str:
+def render(result: BaseModel, *, stop_note: str | None = None) -> str:
+    """``stop_note``: what must be configured before the suggested stop command can work; it is printed under
+    that command (a check's or a review's), and nowhere when no stop is suggested."""
     if isinstance(result, CheckReport):
         snap = result.snapshot
         empty = snap.data_source is not DataSource.UNREACHABLE and not snap.metrics
-        verdict = [render(snap), render_verdict(result.verdict, read_empty=empty), *_next_command(result)]
+        verdict = [render(snap), render_verdict(result.verdict, read_empty=empty), *_next_command(result, stop_note)]
         return "\n".join([*verdict, render(result.schedule)])
     if isinstance(result, MetricSnapshot):
         return render_snapshot(result)
@@ -40,20 +42,26 @@ def render(result: BaseModel) -> str:
     if isinstance(result, GroupReport):
         return render_group(result)
     if isinstance(result, ReviewResult):
-        return render_review(result)
+        return render_review(result, stop_note=stop_note)
     if isinstance(result, PlotResult):
         return f"plot     {result.summary}"
     return json.dumps(result.model_dump(mode="json"), indent=2)
 
 
-def _next_command(report: CheckReport) -> list[str]:
+def _next_command(report: CheckReport, stop_note: str | None = None) -> list[str]:
     """The command that acts on the check's `next_action`, which the MCP result carries and the readable
     output left out: a STOP verdict was printed with "next check in 10 min" and no word of stopping."""
     if report.next_action == "fix_source":
         return ["action   the source could not be read: fix what the warnings above name, then check again"]
     reason = report.verdict.summary if report.verdict is not None else report.summary
     action = action_command(report.run, report.next_action, reason)
-    return [f"action   {action}"] if action is not None else []
+    if action is None:
+        return []
+    return [f"action   {action}", *_stop_note_lines(report.next_action, stop_note)]
+
+
+def _stop_note_lines(next_action: str, stop_note: str | None) -> list[str]:
+    return [f"  ! {stop_note}"] if stop_note and next_action == "stop_run" else []
 
 
 def action_command(run: str, next_action: NextAction, reason: str) -> str | None:
@@ -83,7 +91,7 @@ def render_group(report: GroupReport) -> str:
     return "\n".join(lines)
 
 
-def render_review(review: ReviewResult) -> str:
+def render_review(review: ReviewResult, *, stop_note: str | None = None) -> str:
     who = f"{review.backend}: {review.model}" if review.model != review.backend else review.backend
     lines = [f"review   {review.decision} ({who}, {review.latency_seconds:.1f} s): {review.reason}"]
     if review.error:
@@ -91,6 +99,7 @@ def render_review(review: ReviewResult) -> str:
     if review.prompt:
         lines += ["", review.prompt, ""]
     lines.append(f"next     {_review_next_command(review)}")
+    lines.extend(_stop_note_lines(review.next_action, stop_note))
     return "\n".join(lines)
 
 
