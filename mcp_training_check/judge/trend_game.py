@@ -6,7 +6,7 @@ import numpy as np
 
 from ..models import Severity, Signal, SignalKind
 from ..roles import DISCRIMINATOR_TOKENS, adversarial_run, tokenize
-from .context import JudgeContext, signal
+from .context import PLATEAU_EVIDENCE, JudgeContext, signal
 from .stats import finite_xy, fmt, fmt_pct, fmt_step
 from .trend_base import LossTrendBase
 
@@ -24,7 +24,9 @@ class GameTests(LossTrendBase):
         90th percentile over the median's size) is a warning, never a stop: a discriminator whose output does not
         depend on its input has a fixed loss (an LSGAN's outputs held at one value, a BCE's at 0.5: 2 ln 2), and
         gives the generator no adversarial signal, whatever its other terms do. In a healthy GAN the
-        discriminator's loss swings from batch to batch as the two players trade. The first such metric only."""
+        discriminator's loss swings from batch to batch as the two players trade. The first such metric only. A
+        doubt for a reviewer (`PLATEAU_EVIDENCE`), not a not-learning finding: it confirms no stop of a train loss
+        that is the discriminator's."""
         if self.game_spread_fraction is None or not adversarial_run(ctx.roles):
             return []
         for name in ctx.roles:
@@ -48,6 +50,6 @@ class GameTests(LossTrendBase):
             )
             return [
                 signal(SignalKind.FLAT, Severity.WARNING, msg, metric=name, step=int(steps[-1]), spread=spread,
-                       points=values.size, since_step=int(steps[0]))
+                       points=values.size, since_step=int(steps[0]), **{PLATEAU_EVIDENCE: spread})
             ]  # fmt: skip
         return []
