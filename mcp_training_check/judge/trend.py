@@ -6,7 +6,8 @@ a run logged per step with tiny batches is held to the same false-alarm rate as 
 divergence tests look only at points after warmup and after the latest LR restart the schedule explains.
 
 The tests live by kind: `trend_rise` (going up), `trend_climb` (climbing back too slowly for the divergence
-rules: after its warmup, from its minimum), `trend_stall` (not going down), their thresholds and shared levels
+rules: after its warmup, from its minimum), `trend_stall` (not going down), `trend_game` (a GAN's
+discriminator holding one value), their thresholds and shared levels
 in `trend_base`; this module combines them per check.
 """
 
@@ -21,10 +22,11 @@ from .context import JudgeContext, finite_after, signal, train_start
 from .evalkinds import train_accuracy_series
 from .stats import end_thirds, finite_xy, fmt, fmt_pct, fmt_step, positive_log, theil_sen
 from .trend_climb import LossClimbTests
+from .trend_game import GameTests
 from .trend_stall import LossStallTests
 
 
-class TrendDetector(LossClimbTests, LossStallTests):
+class TrendDetector(LossClimbTests, LossStallTests, GameTests):
     """Divergence, blow-up, rising, not learning (flat) and improving train loss; thresholds in
     ``LossTrendBase``."""
 
@@ -32,7 +34,7 @@ class TrendDetector(LossClimbTests, LossStallTests):
         loss = self._loss_signals(ctx)
         if _in_play(ctx):
             loss = [_in_a_game(s) if s.kind is SignalKind.FLAT else s for s in loss]
-        return loss + self._train_accuracy_falling(ctx)
+        return loss + self._train_accuracy_falling(ctx) + self._frozen_game(ctx)
 
     def _train_accuracy_falling(self, ctx: JudgeContext) -> list[Signal]:
         """An accuracy on the training set (`train_accuracy_series`) falling over all its ≥ ``plateau_min_points``

@@ -324,6 +324,15 @@ class LossTrendBase(Detector):
     - A loss lower at every logged point than at the one before is never flat: the autocorrelation correction
       reads a smooth curve's residuals as correlated and leaves a fall at every one of 8 logs at z -1.9 (issue
       9: healthy issue-mmpretrain-742, 6.704 → 6.618 in its warm-up). No threshold: a strict fall at each point.
+    - ``game_min_points`` / ``game_spread_fraction`` (`trend_game`): in a GAN, a discriminator loss whose ≥ 20
+      prints (``flat_start_min_points``: the prints a loss flat from its start is judged on) all sit within 10 %
+      of its median level (10th to 90th percentile) is a flag, never a stop: the discriminator's output does not
+      depend on its input, so the adversarial game is not being played. On the train split of corpus_real/ the
+      discriminator losses of the 13 healthy GAN logs (CycleGAN, pix2pix, pix2pixHD, ComboGAN, an inpainting
+      GAN) spread 38 % of their level or more at every check from their 20th print (log-CycleGAN-yunhsuanwu-1's
+      D_A), while log-conditional-style-transfer-1 (ambiguous: its disc and gen losses at 1.00 from the first
+      print to the 1.2M-th iteration while its other terms fall slowly) spreads 1 %: 10 % is four times below
+      the first and ten times above the second. ``None`` turns the flag off.
     """
 
     min_points: int = Field(default=10, ge=4)
@@ -367,6 +376,8 @@ class LossTrendBase(Detector):
     climb_rising_share: float = Field(default=0.8, gt=0.5, le=1)
     climb_min_change: float = Field(default=0.01, gt=0)
     warmup_eval_worse_fraction: float = Field(default=0.1, gt=0)
+    game_min_points: int = Field(default=20, ge=4)
+    game_spread_fraction: float | None = Field(default=0.1, gt=0)
 
     def _early_points(self, n: int) -> int:
         """The run's first ``early_window_points``, but no more than its first third: in a log of 40
