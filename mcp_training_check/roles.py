@@ -362,15 +362,22 @@ def _is_reconstruction_loss(info: RoleInfo, tokens: tuple[str, ...]) -> bool:
     return bool(RECONSTRUCTION_TOKENS.intersection(tokens)) and not MODIFIER_TOKENS.intersection(tokens)
 
 
-def _train_loss_rank(name: str, position: int) -> tuple[int, int, int, int, int]:
-    """Sort key: plain losses before components, per-step before per-epoch, short and common first; a metric
-    read on the log scale ranks as logged (its ``ln(...)`` adds no word)."""
+def _train_loss_rank(name: str, position: int) -> tuple[int, int, int, int, int, int]:
+    """Sort key: a discriminator's loss last, plain losses before components, per-step before per-epoch,
+    short and common first; a metric read on the log scale ranks as logged (its ``ln(...)`` adds no word).
+
+    A discriminator's loss (``d_loss``, ``loss_D``) is the one term of a GAN that a healthy run drives *up*:
+    it starts near 0 while the generator's output is easy to tell apart and rises to a contested level as the
+    generator improves (an image-colourisation GAN's ``d_loss`` 0.002 → 0.02 over 60,000 healthy iterations,
+    a molecule GAN's 0.0004 → 0.02: corpus_real log-ls-yggyatsso-1, log-ls-zechariabarriga-1), so followed as
+    the run's loss its rise reads as a blow-up. The generator's loss beside it is followed instead."""
     tokens = tokenize(logged_name(name))
     rest = [t for t in tokens if t not in PLAIN_LOSS_QUALIFIERS]
     plain = 0 if rest == ["loss"] else 1
     known = PREFERRED_TRAIN_LOSS
     preferred = known.index(name) if name in known else len(known)
-    return (plain, int("epoch" in tokens), len(tokens), preferred, position)
+    discriminator = int(bool(DISCRIMINATOR_TOKENS.intersection(tokens)))
+    return (discriminator, plain, int("epoch" in tokens), len(tokens), preferred, position)
 
 
 def primary_train_loss(roles: Mapping[str, RoleInfo]) -> str | None:
