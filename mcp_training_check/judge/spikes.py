@@ -49,6 +49,17 @@ def score(
     return Scored(steps[start:], values[start:], med, sigma, (y[start:] - med) / sigma, before)
 
 
+def _goes_below_zero(loss: MetricSeries) -> bool:
+    """A loss that goes below zero (a WGAN's or a hinge GAN's adversarial loss, a log-likelihood) has no
+    spikes in this sense: every test here reads log(loss) and ratios to a median, and its negative points all
+    clamp to one floor, so a generator's loss swinging around 0 (a molecule GAN's -1.1 to 1.6, median 0.02:
+    corpus_real log-ls-zechariabarriga-1, healthy) read as "exploded 14 times, 155× the median". The trend
+    detector reads such a loss on its own scale (`TrendDetector._signed_loss`); a NaN or Inf in it is the
+    non-finite detector's."""
+    values = np.asarray(loss.raw_values, dtype=float)
+    return bool((values[np.isfinite(values)] < 0).any())
+
+
 class SpikeDetector(Detector):
     """Single-point and short loss spikes on log(loss) against a rolling median and MAD.
 
@@ -94,7 +105,7 @@ class SpikeDetector(Detector):
 
     def check(self, ctx: JudgeContext) -> list[Signal]:
         loss = ctx.train_loss
-        if loss is None:
+        if loss is None or _goes_below_zero(loss):
             return []
         scored = score(loss, self.window_points, self.min_log_sigma, self.scan_points, self.min_history_points)
         if scored is None:
