@@ -50,7 +50,9 @@ TRAIN_SPLIT_TOKENS = frozenset({"train", "training", "trn"})
 # rate, lower like WER; ``hit``/``hits`` a recommender's hit rate (``hit_rate``, ``HR@10``'s ``hits@10``),
 # the share of users whose item is in the top k, higher like recall. ``psnr`` and ``ssim`` score an image
 # against its target (dB, a similarity in [0, 1]): higher is better, as a text-guided inpainting GAN's
-# ``psnr_img_rec`` beside its losses (28 dB, corpus_real log-Inpainting-Evaluation-1).
+# ``psnr_img_rec`` beside its losses (28 dB, corpus_real log-Inpainting-Evaluation-1). ``dice`` and ``jaccard``
+# are a segmentation's overlap scores in [0, 1] (MONAI's validation ``dice``): higher is better; ``dice_loss``
+# is 1 − Dice, a loss by its rightmost word.
 LOWER_TOKENS = frozenset(
     {
         "loss", "ppl", "perplexity", "wer", "cer", "ter", "error", "err", "mse", "mae", "rmse", "nll", "bpb",
@@ -61,7 +63,7 @@ HIGHER_TOKENS = frozenset(
     {
         "acc", "accuracy", "bleu", "rouge", "rougel", "rougelsum", "f1", "map", "ap", "auc", "auroc",
         "precision", "recall", "exact", "em", "top", "score", "reward", "iou", "miou", "ndcg", "mrr", "pass",
-        "hit", "hits", "psnr", "ssim",
+        "hit", "hits", "psnr", "ssim", "dice", "jaccard",
     }
 )  # fmt: skip
 # Words that turn a quality metric into a setting or a count of something else: ``loss_scale``,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from mcp_training_check.models import SignalKind
+from mcp_training_check.models import Decision, SignalKind
 from tests.test_judge_classes import decisions, replay_cuts
 from tests.test_judge_helpers import make_series, run_judge
 
@@ -101,3 +101,15 @@ def test_a_loss_that_goes_below_zero_has_no_ratio_spikes():
 
     clipped = run_judge(make_series("train/g_loss", np.clip(ZB_G, 1e-3, None), ZB_STEPS))
     assert any(s.kind is SignalKind.SPIKE for s in clipped.signals), "the same swings kept above zero are scored"
+
+
+def test_a_validation_dice_is_read_as_the_eval_it_is():
+    """issue-monai-2722 (corpus_real train, healthy; Project-MONAI/MONAI#2722): a spleen segmentation whose log
+    starts with its validation mean Dice 0.909 at epoch 12, its per-batch train loss after it. ``eval/dice`` was
+    no metric the judge knew (a quality word missing): unsure at its first 8 checks for want of anything to
+    judge. Dice (and Jaccard) are overlap scores, higher is better; ``dice_loss`` stays a loss by its last word.
+    Control: the same value under a name with no quality word is still nothing to judge."""
+    dice = run_judge(make_series("eval/dice", [0.9092], np.array([192])))
+    assert dice.decision is Decision.CONTINUE, dice.summary
+    unknown = run_judge(make_series("eval/overlap", [0.9092], np.array([192])))
+    assert unknown.decision is Decision.UNSURE, unknown.summary

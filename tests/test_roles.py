@@ -59,6 +59,8 @@ HIGHER = Direction.HIGHER
         ("eval_accuracy", EVAL, HIGHER),
         ("val/psnr", EVAL, HIGHER),  # an image's PSNR / SSIM against its target: higher is better
         ("val_ssim", EVAL, HIGHER),
+        ("eval/dice", EVAL, HIGHER),  # a segmentation's overlap scores (MONAI's validation Dice)
+        ("val_jaccard", EVAL, HIGHER),
         ("val_acc", EVAL, HIGHER),
         ("val/acc@1", EVAL, HIGHER),
         ("val/top-5", EVAL, HIGHER),

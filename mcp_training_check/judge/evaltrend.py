@@ -97,7 +97,8 @@ class EvalTrendDetector(EvalStuckTests, EvalUnchangedTests):
         if stuck:
             return stuck
         if values.size < self.min_evals:
-            msg = f"only {values.size} finite {series.name} evals (need {self.min_evals} to judge its trend)."
+            noun = "eval" if values.size == 1 else "evals"
+            msg = f"only {values.size} finite {series.name} {noun} (need {self.min_evals} to judge its trend)."
             return [signal(SignalKind.TOO_FEW_POINTS, Severity.INFO, msg, metric=series.name, points=values.size)]
         return self._trend(series, d, steps, values)
 
