@@ -113,3 +113,42 @@ def test_a_validation_dice_is_read_as_the_eval_it_is():
     assert dice.decision is Decision.CONTINUE, dice.summary
     unknown = run_judge(make_series("eval/overlap", [0.9092], np.array([192])))
     assert unknown.decision is Decision.UNSURE, unknown.summary
+
+
+# log-th-marlonselvi-1 (corpus_real train, healthy; MarlonSelvi/debris-detection training_history.csv at b0956ad): a
+# debris detector, 34 epochs. Its mAP50 sits at the 11-point VOC AP's ceiling 10/11 = 0.909 from epoch 2 while its
+# mAP75 and mAP90 still climb and its LR steps down at epochs 18 and 33.
+VOC_STEPS = np.arange(1, 35, dtype=np.int64)
+VOC = {
+    "train/loss": [
+        0.579, 0.3452, 0.2843, 0.2619, 0.246, 0.2416, 0.2331, 0.2303, 0.2295, 0.2295, 0.2208, 0.2221, 0.2206, 0.2204,
+        0.221, 0.2155, 0.2156, 0.2123, 0.2062, 0.2045, 0.2064, 0.2086, 0.2046, 0.2068, 0.208, 0.2065, 0.2058, 0.2087,
+        0.2102, 0.2065, 0.2089, 0.2088, 0.2085, 0.2064,
+    ],
+    "eval/map50": [0.904] + [0.909] * 33,
+    "eval/map75": [
+        0.399, 0.758, 0.779, 0.869, 0.877, 0.878, 0.882, 0.884, 0.884, 0.881, 0.886, 0.89, 0.889, 0.888, 0.883, 0.891,
+        0.889, 0.893, 0.891, 0.893, 0.892, 0.892, 0.892, 0.892, 0.893, 0.892, 0.893, 0.894, 0.893, 0.893, 0.894, 0.893,
+        0.892, 0.893,
+    ],
+    "eval/map90": [
+        0.023, 0.111, 0.088, 0.139, 0.083, 0.11, 0.099, 0.107, 0.15, 0.134, 0.145, 0.109, 0.15, 0.149, 0.114, 0.151,
+        0.111, 0.155, 0.152, 0.156, 0.156, 0.157, 0.153, 0.155, 0.156, 0.156, 0.155, 0.157, 0.153, 0.153, 0.158, 0.156,
+        0.156, 0.158,
+    ],
+    "train/lr": [0.0034, 0.0067] + [0.01] * 15 + [0.001] * 15 + [0.0001] * 2,
+}  # fmt: skip
+
+
+def _frozen_tail_flags(names: tuple[str, ...]) -> list[str]:
+    verdict = run_judge(*(make_series(name, VOC[name], VOC_STEPS) for name in names))
+    return [s.message for s in verdict.signals if s.metric == "eval/map50" and "repeats" in s.message]
+
+
+def test_a_score_repeated_at_its_ceiling_is_not_frozen_while_another_eval_improves():
+    """log-th-marlonselvi-1 was unsure at 11 of its 20 checks: "eval/map50 repeats 0.909 exactly over its last 33
+    evals ... the held-out predictions stopped changing and nothing else moves". The mAP75 of the same
+    predictions rises significantly over those evals, so they do change: no flag while another eval improves.
+    Control: without the evals that improve, the repeated mAP50 is flagged as before."""
+    assert _frozen_tail_flags(tuple(VOC)) == []
+    assert len(_frozen_tail_flags(("train/loss", "eval/map50", "train/lr"))) == 1
