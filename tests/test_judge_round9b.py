@@ -1,0 +1,55 @@
+"""Failure classes of corpus_real/'s ninth round (train split): YOLO oriented-box `results.csv` runs, Keras-style
+`training_history.csv` logs and issue excerpts; one test per class on values copied from a real train-split run,
+each with a control."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from mcp_training_check.judge.evaltrend import EvalTrendDetector
+from mcp_training_check.models import Direction
+from tests.test_judge_classes import decisions, replay_cuts
+
+# log-obb-schnilchmitte-1 (corpus_real train, healthy; runs/obb/train/results.csv of the round-9 unbiased walk):
+# YOLOv8n-obb trained from scratch (yaml) for 20 epochs, epochs 1-17. Every loss falls; the mAPs rise at every
+# epoch but one and are at their best at the last epoch (mAP50-95 0.0525 at epoch 20).
+OBB_STEPS = np.arange(1, 18, dtype=np.int64)
+OBB = {
+    "train/box_loss": [5.2124, 4.7397, 4.2673, 3.9181, 3.7498, 3.6038, 3.4796, 3.3847, 3.2807, 3.2455, 3.1346,
+                       3.0461, 2.9628, 2.9426, 2.8914, 2.8639, 2.7837],
+    "eval/mAP50(B)": [0.0, 0.00111, 0.00558, 0.00939, 0.01934, 0.02934, 0.03944, 0.05225, 0.06033, 0.06612,
+                      0.07415, 0.0768, 0.0764, 0.08548, 0.08818, 0.0931, 0.09818],
+    "eval/mAP50-95(B)": [0.0, 0.00023, 0.00133, 0.00264, 0.00744, 0.01307, 0.01821, 0.02429, 0.02883, 0.03203,
+                         0.03572, 0.03842, 0.03808, 0.04202, 0.04372, 0.04632, 0.04983],
+    "eval/recall(B)": [0.0, 0.01038, 0.02742, 0.03354, 0.03873, 0.05675, 0.06432, 0.08149, 0.08435, 0.08846,
+                       0.10256, 0.09703, 0.09701, 0.10378, 0.1064, 0.11297, 0.11984],
+}  # fmt: skip
+OBB_CUTS = [13, 14, 15, 16, 17]
+
+
+def test_an_eval_better_eval_after_eval_is_learning_however_little_it_gained():
+    """log-obb-schnilchmitte-1: its mAP50-95 climbs 0 → 0.044 over its first 15 epochs, better at every epoch
+    but one, yet had gained under 5 % of its headroom: 'not learning ... still so at a second check', stopped at
+    4 checks (epochs 15-18). The autocorrelation correction of the Theil–Sen band read the curvature of the climb
+    as noise (z 1.9 on 2.2 effective points). An eval with ≥ 95 % of its pairs in its good order is learning.
+    Control: the same values out of order (a stuck eval's noise, no trend) are still stopped."""
+    metrics = {name: (OBB_STEPS, np.array(values)) for name, values in OBB.items()}
+    config = {"total_steps": 20}
+    verdicts = replay_cuts(metrics, OBB_CUTS, run_config=config)
+    assert decisions(verdicts) == "." * len(OBB_CUTS), [v.summary for v in verdicts]
+    order = np.random.default_rng(9).permutation(OBB_STEPS.size)
+    noise = {name: (steps, values if name.startswith("train") else values[order]) for name, (steps, values) in
+             metrics.items()}  # fmt: skip
+    assert "S" in decisions(replay_cuts(noise, OBB_CUTS, run_config=config))
+
+
+def test_a_steady_climb_of_rounding_digits_is_not_learning():
+    """The measure itself, on a stuck MLPerf BERT's eval loss (mlperf-v1.0-bert-supermicro-as-2124gq-nart-r6,
+    corpus_real train, bad: 8.0031 → 7.9732 over its first 18 evals, falling in 86 % of its pairs): a steady fall
+    of 0.4 % of its level is not a steady improvement, a falling order of a larger fall is."""
+    detector = EvalTrendDetector()
+    tiny = np.linspace(8.0031, 7.9732, 10)
+    assert not detector._steady(tiny, Direction.LOWER)
+    assert detector._steady(np.linspace(8.0, 7.0, 10), Direction.LOWER)
+    assert detector._steady(np.array(OBB["eval/mAP50-95(B)"]), Direction.HIGHER)
+    assert not detector._steady(np.array(OBB["eval/mAP50-95(B)"]), Direction.LOWER)
