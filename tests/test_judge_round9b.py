@@ -88,3 +88,32 @@ def test_a_held_out_accuracy_that_learned_is_at_its_plateau_not_overfitting():
     excerpt = {name: (steps[late], values[late]) for name, (steps, values) in metrics.items()}
     flagged = replay_cuts(excerpt, PLATEAU_CUTS)
     assert decisions(flagged)[-1] == "u" and "the training set is memorised" in flagged[-1].spelled_out()
+
+
+# log-th-jayshenoy-1 (corpus_real train, bad; a training_history.csv of the round-9 unbiased walk): a contrastive
+# CLIP-style fine-tune, epochs 1-14 of 50. Val retrieval top-1 among 87 pairs (chance 1/87 = 0.0115) peaks at
+# 0.080 at epoch 6 and falls back; the val loss never improves on its epoch-2 best while the train loss falls 94 %.
+CLIP_STEPS = np.arange(1, 15, dtype=np.int64)
+CLIP = {
+    "train/loss": [4.3955, 3.2869, 2.3596, 1.6705, 1.2171, 0.92921, 0.72179, 0.60369, 0.50657, 0.41649, 0.39295,
+                   0.33178, 0.31375, 0.26735],
+    "eval/loss": [4.0655, 4.0204, 4.0903, 4.0473, 4.0559, 4.1101, 4.0733, 4.1736, 4.1836, 4.2177, 4.1969, 4.2584,
+                  4.2659, 4.305],
+    "eval/accuracy_top1": [0.011494, 0.022988, 0.034483, 0.063218, 0.068965, 0.08046, 0.057471, 0.074713, 0.057471,
+                           0.063218, 0.045977, 0.068965, 0.063218, 0.063218],
+}  # fmt: skip
+CLIP_CUTS = [11, 13, 14]
+
+
+def test_a_hopeless_eval_beside_an_overfitting_eval_loss_is_stopped():
+    """log-th-jayshenoy-1: its top-1 had gained 5.3 % of its headroom (medians of 3), just above the 5 % under which
+    a hopeless eval is stopped, so it was 'not learning' as a warning at 18 checks while its val loss sat 5-6 %
+    above its best and the train loss fell to 0.09: never stopped. A stuck hopeless eval beside an eval loss
+    overfitting (≥ 5 % worse than its best while the train loss falls) is stopped at the second check that sees it.
+    Control: the same top-1 beside a val loss at its best at its last evals is still only a warning."""
+    metrics = {name: (CLIP_STEPS, np.array(values)) for name, values in CLIP.items()}
+    verdicts = replay_cuts(metrics, CLIP_CUTS)
+    assert decisions(verdicts)[-2:] == "SS", [v.summary for v in verdicts]
+    assert "the training set is memorised, nothing generalises" in verdicts[-1].spelled_out()
+    improving = metrics | {"eval/loss": (CLIP_STEPS, np.linspace(4.0655, 3.8, CLIP_STEPS.size))}
+    assert "S" not in decisions(replay_cuts(improving, CLIP_CUTS))

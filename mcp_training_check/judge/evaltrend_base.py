@@ -100,6 +100,18 @@ class EvalTrendBase(Detector):
       train split's bad and ambiguous runs, at the checks the stuck rule flags them, have at most 86 % of their
       pairs in order (a stuck MLPerf BERT's eval loss 8.003 → 7.973 over 20 evals, 0.4 %: the 1 % is the
       ``chance_min_fall_fraction`` of an eval loss at ln N, under which a fall is rounding digits, not learning).
+    - ``overfit_witness_margin``: a hopeless eval judged stuck (above: under ``stuck_progress_fraction`` of its
+      headroom, by medians of 3) is also critical at the second check that sees it, whatever share of its
+      headroom under that it gained, while an eval loss of the run overfits: the median of its last 3 evals
+      ≥ 5 % worse than its best eval (≥ 3 evals before its last, over ≥ 6 evals), with the train loss (median
+      of 5 points) ≥ 5 % lower than at that best (`_overfit_witness`). 5 % and 3 evals are the eval detector's
+      ``degrade_margin`` and ``patience_evals``, its overfitting warning. The two are one failure read twice: the
+      model memorises its training set while the held-out side never learned and is losing what little it
+      had. A CLIP-style fine-tune whose val retrieval top-1 rose from chance (1/87) to 0.08 at epoch 6 and fell
+      back to 0.04 (5.3 % of its headroom, just above ``stuck_stop_fraction``) while its val loss never improved
+      on its epoch-2 best and the train loss fell 4.4 → 0.09 was unsure at 18 checks and never stopped
+      (log-th-jayshenoy-1, round 9, bad). No other run of corpus_real/'s train split changed a decision for it;
+      its one healthy run with both at one check (a YOLOv8-pose at its first check) has no check before.
     - ``stuck_stop_fraction``: below 5 % (the metric sits at its initial value: chance accuracy, a WER
       near 1) and seen by the previous check too → critical: a run stuck for a large share of its steps
       does not start learning later. The previous check need not have had fewer evals: evals can be hours
@@ -272,6 +284,7 @@ class EvalTrendBase(Detector):
     stuck_min_run_fraction: float = Field(default=0.25, ge=0, lt=1)
     steady_pairs_share: float = Field(default=0.95, gt=0.5, le=1)
     steady_min_change_fraction: float = Field(default=0.01, ge=0, lt=1)
+    overfit_witness_margin: float = Field(default=0.05, gt=0, lt=1)
 
     def _real_fall(self, steps: np.ndarray, y: np.ndarray) -> float | None:
         """How far a log-scale series that falls (`_falling`) falls over its steps, when that is at least
