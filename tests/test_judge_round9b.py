@@ -117,3 +117,32 @@ def test_a_hopeless_eval_beside_an_overfitting_eval_loss_is_stopped():
     assert "the training set is memorised, nothing generalises" in verdicts[-1].spelled_out()
     improving = metrics | {"eval/loss": (CLIP_STEPS, np.linspace(4.0655, 3.8, CLIP_STEPS.size))}
     assert "S" not in decisions(replay_cuts(improving, CLIP_CUTS))
+
+
+# log-obb-slavikovics-1 (corpus_real train, healthy; runs/obb/train/results.csv of the round-9 unbiased walk): a
+# YOLO11n-obb fine-tune, epochs 1-11 of 100; its val box loss falls slowly to 0.91 by epoch 100, its mAP50-95 to
+# 0.48.
+FINETUNE_STEPS = np.arange(1, 12, dtype=np.int64)
+FINETUNE = {
+    "train/box_loss": [0.99641, 0.9851, 0.98887, 0.97518, 0.95866, 0.97163, 0.96077, 0.96232, 0.9604, 0.96124,
+                       0.94681],
+    "eval/box_loss": [0.95735, 0.97681, 0.98714, 0.97627, 0.97626, 0.97285, 0.96377, 0.95566, 0.96799, 0.95959,
+                      0.95978],
+    "eval/mAP50-95(B)": [0.4635, 0.45421, 0.4442, 0.44567, 0.44645, 0.45101, 0.44679, 0.46191, 0.4491, 0.45918,
+                         0.46271],
+    "eval/mAP50(B)": [0.60797, 0.60358, 0.59168, 0.59731, 0.60035, 0.59882, 0.59883, 0.61795, 0.59721, 0.60762,
+                      0.61248],
+}  # fmt: skip
+FINETUNE_CUTS = [6, 11]  # the replay's first two checks of this run
+
+
+def test_a_loss_between_0_85_and_1_is_not_a_hopeless_error_rate():
+    """log-obb-slavikovics-1: its val box loss at 0.96-0.99 over the first epochs was read as a bounded metric near
+    its worst end (a WER ≥ 0.85) and flagged 'not learning' at its first 3 checks. A loss has no worst end at 1.
+    Control: the same values logged as a word error rate are still judged hopeless and flagged."""
+    metrics = {name: (FINETUNE_STEPS, np.array(values)) for name, values in FINETUNE.items()}
+    verdicts = replay_cuts(metrics, FINETUNE_CUTS, run_config={"total_steps": 100})
+    assert decisions(verdicts) == "..", [v.summary for v in verdicts]
+    as_wer = {("eval/wer" if name == "eval/box_loss" else name): series for name, series in metrics.items()}
+    flagged = replay_cuts(as_wer, FINETUNE_CUTS, run_config={"total_steps": 100})
+    assert "eval/wer is not learning" in flagged[0].spelled_out()

@@ -8,6 +8,7 @@ import numpy as np
 from pydantic import Field
 
 from ..models import Direction
+from ..roles import tokenize
 from ..state import MetricSeries
 from .context import Detector, JudgeContext
 from .evalkinds import is_quality_eval
@@ -304,10 +305,15 @@ class EvalTrendBase(Detector):
         trend = theil_sen(steps, y, confidence_z=self.slope_confidence_z)
         return trend is not None and trend.falling
 
-    def _hopeless(self, values: np.ndarray, d: Direction) -> bool:
+    def _hopeless(self, name: str, values: np.ndarray, d: Direction) -> bool:
         """A metric bounded in [0, 1] whose best is within ``hopeless_fraction`` of its worst end (an accuracy
-        ≤ 0.15, a WER ≥ 0.85): with a train loss to judge the run by, only such an eval is judged stuck."""
+        ≤ 0.15, a WER ≥ 0.85): with a train loss to judge the run by, only such an eval is judged stuck. Not a
+        loss (its name says so) whose values happen to lie in [0, 1]: a loss has no worst end at 1, and a
+        YOLO11n-obb fine-tune's val box loss at 0.96 from its first epoch (falling to 0.91 by its 100th) was
+        read as a WER near 1 and flagged not learning at its first 3 checks (log-obb-slavikovics-1, healthy)."""
         if values.size == 0 or values.min() < 0 or values.max() > 1:
+            return False
+        if d is Direction.LOWER and "loss" in tokenize(name):
             return False
         if d is Direction.HIGHER:
             return float(values.max()) <= self.hopeless_fraction

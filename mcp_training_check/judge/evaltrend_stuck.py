@@ -36,13 +36,13 @@ class EvalStuckTests(EvalTrendBase):
             ctx.train_loss is not None
             and series.name not in ctx.baselines
             and values.size >= 3
-            and self._hopeless(values, d)
+            and self._hopeless(series.name, values, d)
         )
 
-    def _frozen_hopeless(self, values: np.ndarray, d: Direction) -> bool:
+    def _frozen_hopeless(self, name: str, values: np.ndarray, d: Direction) -> bool:
         """Without a baseline: hopeless and identical to the last digit at every eval from the first, for
         ``stuck_baseline_min_evals`` evals (a classifier predicting one class, eval after eval)."""
-        return values.size >= self.stuck_baseline_min_evals and is_frozen(values) and self._hopeless(values, d)
+        return values.size >= self.stuck_baseline_min_evals and is_frozen(values) and self._hopeless(name, values, d)
 
     def _accuracy_zero_from_first(self, series: MetricSeries, values: np.ndarray, d: Direction) -> bool:
         """Without a baseline: an accuracy (`chance.names_accuracy`, not an mAP, whose slow starts sit at 0)
@@ -147,7 +147,7 @@ class EvalStuckTests(EvalTrendBase):
             if not enough or not self._far_below(values, d, baseline):
                 return []
         elif values.size < self.stuck_min_evals and not (
-            self._frozen_hopeless(values, d)
+            self._frozen_hopeless(series.name, values, d)
             or self._beyond_empty(series, values, d)
             or self._accuracy_zero_from_first(series, values, d)
         ):
