@@ -146,3 +146,29 @@ def test_a_loss_between_0_85_and_1_is_not_a_hopeless_error_rate():
     as_wer = {("eval/wer" if name == "eval/box_loss" else name): series for name, series in metrics.items()}
     flagged = replay_cuts(as_wer, FINETUNE_CUTS, run_config={"total_steps": 100})
     assert "eval/wer is not learning" in flagged[0].spelled_out()
+
+
+# issue-flair-213 (corpus_real train, ambiguous; a flair issue thread of the round-9 targeted search): a flair
+# SequenceTagger's first epoch, its running train loss every 107 iterations, then its one DEV evaluation.
+FLAIR_STEPS = np.array([0, 107, 214, 321, 428, 535, 642, 749, 856, 963, 1070], dtype=np.int64)
+FLAIR_LOSS = np.array([45.758, 8.6674, 7.9455, 7.7503, 7.5794, 7.3857, 7.3616, 7.2974, 7.2624, 7.2544, 7.2372])
+FLAIR_EVAL_STEPS = np.array([1076], dtype=np.int64)
+
+
+def test_an_accuracy_exactly_zero_at_its_first_eval_is_flagged():
+    """issue-flair-213: the DEV accuracy and F1 after the first epoch are exactly 0 (no entity predicted) while the
+    train loss falls 45.8 → 7.24: continue at every check. An accuracy exactly 0 is below chance (1/N): no
+    held-out prediction is right. Every train run of corpus_real/ with an eval accuracy exactly 0 at its first eval
+    is bad or ambiguous. A warning from its first eval; a stop only from its 3rd, as before. Controls: a second
+    check on the same single eval is still a warning, not a stop; an mAP exactly 0 at its first eval (a
+    detector's slow start) is not flagged."""
+    metrics = {
+        "train/loss": (FLAIR_STEPS, FLAIR_LOSS),
+        "eval/accuracy": (FLAIR_EVAL_STEPS, np.zeros(1)),
+        "eval/f1": (FLAIR_EVAL_STEPS, np.zeros(1)),
+    }
+    verdicts = replay_cuts(metrics, [1070, 1076, 1076])
+    assert decisions(verdicts) == ".uu", [v.summary for v in verdicts]
+    assert "no held-out prediction is right" in verdicts[-1].spelled_out()
+    detector = {"train/loss": (FLAIR_STEPS, FLAIR_LOSS), "eval/mAP50": (FLAIR_EVAL_STEPS, np.zeros(1))}
+    assert decisions(replay_cuts(detector, [1070, 1076])) == ".."

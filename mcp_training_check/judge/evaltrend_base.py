@@ -135,6 +135,12 @@ class EvalTrendBase(Detector):
       no digits to be frozen to: below chance (1/N) at every eval, no held-out prediction is ever right (a
       YOLOv8n-cls's val top-1 and top-5 at 0 for all 22 epochs while its train loss falls 2.52 → 0.05:
       log-cls-ahmed-ashraf-khalil-1, bad, was flagged at its 6th eval and stopped four checks late).
+    - ``zero_accuracy_flag_evals``: such an accuracy exactly 0 is a warning from its first eval (1), before its
+      3rd: below chance at its first eval, no held-out prediction is right, whatever the train loss does. Every
+      train run of corpus_real/ with an eval accuracy exactly 0 at its first eval is bad or ambiguous (8 runs; a
+      flair tagger's DEV accuracy and F1 at 0 after its one epoch, issue-flair-213, ambiguous, was continue at
+      every check). Its stop still waits for the 3rd eval (a warning at the next check on the same evals); seen
+      at the check before, it is critical at its 3rd eval (log-cls-ahmed-ashraf-khalil-1, bad: a check sooner).
     - A word or character error rate above 1 (`EMPTY_OUTPUT_RATE`) at every eval, for at least 3 evals
       (``stuck_baseline_min_evals``) is worse than an empty output and judged stuck from its 3rd eval, as a
       frozen hopeless eval is (progress measured against its first value).
@@ -286,6 +292,7 @@ class EvalTrendBase(Detector):
     steady_pairs_share: float = Field(default=0.95, gt=0.5, le=1)
     steady_min_change_fraction: float = Field(default=0.01, ge=0, lt=1)
     overfit_witness_margin: float = Field(default=0.05, gt=0, lt=1)
+    zero_accuracy_flag_evals: int = Field(default=1, ge=1)
 
     def _real_fall(self, steps: np.ndarray, y: np.ndarray) -> float | None:
         """How far a log-scale series that falls (`_falling`) falls over its steps, when that is at least

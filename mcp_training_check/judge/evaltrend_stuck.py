@@ -49,10 +49,15 @@ class EvalStuckTests(EvalTrendBase):
         exactly 0 at every eval from the first, for ``stuck_baseline_min_evals`` evals: below chance (1/N for N
         classes) at every eval, so no prediction on the held-out set is ever right; judged stuck from its 3rd
         eval, as a frozen hopeless eval is (`_frozen_hopeless`: a 0 carries no digits to be frozen to)."""
+        return values.size >= self.stuck_baseline_min_evals and self._accuracy_all_zero(series, values, d)
+
+    def _accuracy_all_zero(self, series: MetricSeries, values: np.ndarray, d: Direction) -> bool:
+        """An accuracy (`chance.names_accuracy`) exactly 0 at every one of its ≥ ``zero_accuracy_flag_evals``
+        evals: flagged from its first (a warning), judged stuck from its 3rd (`_accuracy_zero_from_first`)."""
         return (
             d is Direction.HIGHER
             and names_accuracy(series.name)
-            and values.size >= self.stuck_baseline_min_evals
+            and values.size >= self.zero_accuracy_flag_evals
             and not bool(np.any(values))
         )
 
@@ -149,9 +154,14 @@ class EvalStuckTests(EvalTrendBase):
         elif values.size < self.stuck_min_evals and not (
             self._frozen_hopeless(series.name, values, d)
             or self._beyond_empty(series, values, d)
-            or self._accuracy_zero_from_first(series, values, d)
+            or self._accuracy_all_zero(series, values, d)
         ):
             return []
+        early_zero = baseline is None and values.size < self.stuck_min_evals and not (
+            self._frozen_hopeless(series.name, values, d)
+            or self._beyond_empty(series, values, d)
+            or self._accuracy_zero_from_first(series, values, d)
+        )
         gained = progress(values, d, baseline)
         # against a baseline the way is known: only a run that has not started on it is stuck (a BERT MLM
         # accuracy climbing 0.37 → 0.40 in its first 3 evals is 9 % of the way to 0.72, and healthy)
@@ -163,7 +173,7 @@ class EvalStuckTests(EvalTrendBase):
         robust = hopeless_progress(values, d) if self._judged_as_hopeless(ctx, series, values, d) else None
         overfit = self._overfit_witness(ctx, series.name) if persists and robust is not None else None
         unmoved = (gained if robust is None else robust) < self.stuck_stop_fraction
-        critical = persists and (unmoved or overfit is not None)
+        critical = persists and (unmoved or overfit is not None) and not early_zero
         waiting = critical and baseline is None and self._moving_early(ctx, series, values, d, int(steps[-1]))
         critical = critical and not waiting
         sibling = self._learning_quality_eval(ctx, series.name) if robust is not None else None
@@ -183,6 +193,8 @@ class EvalStuckTests(EvalTrendBase):
                 f"still so at a second check, but it moves and the run is short of "
                 f"{fmt_pct(self.stuck_min_run_fraction)} of its total: a slow start, critical from then"
             )
+        elif early_zero:
+            tail = f"no held-out prediction is right; judged stuck from its {self.stuck_baseline_min_evals}rd eval"
         else:
             tail = f"critical below {fmt_pct(self.stuck_stop_fraction)} when the next check still sees it"
         best = float(values.max() if d is Direction.HIGHER else values.min())
