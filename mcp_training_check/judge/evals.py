@@ -24,6 +24,7 @@ from .evalkinds import (
     worse_by,
 )
 from .evals_degrading import EvalDegradingTests
+from .evaltrend_base import hopeless_progress
 from .stats import (
     eval_set_size,
     finite_xy,
@@ -165,7 +166,8 @@ class EvalDetector(EvalDegradingTests):
         return level if level > 0 else None
 
     def _memorised(self, ctx: JudgeContext, series: MetricSeries, d: Direction) -> list[Signal]:
-        """An eval accuracy far below a memorised train accuracy, and not rising: overfitting (a warning)."""
+        """An eval accuracy far below a memorised train accuracy, and not rising: overfitting (a warning); not one
+        that has learned ``memorised_learned_fraction`` of its headroom since its first eval (a plateau)."""
         if d is not Direction.HIGHER or not names_accuracy(series.name):
             return []
         steps, values = finite_xy(series.steps, series.values)
@@ -176,7 +178,7 @@ class EvalDetector(EvalDegradingTests):
         if train_level < self.memorised_accuracy_fraction or train_level - level < self.memorised_gap_fraction:
             return []
         trend = theil_sen(steps, values)
-        if trend is None or trend.rising:
+        if trend is None or trend.rising or hopeless_progress(values, d) >= self.memorised_learned_fraction:
             return []
         msg = (
             f"{series.name} {fmt(level)} (median of the last 3 evals, step {fmt_step(int(steps[-1]))}) is "

@@ -39,7 +39,7 @@ class EvalTrendDetector(EvalStuckTests, EvalUnchangedTests):
             if primary is not None and series.name == primary[0].name:
                 out += self._primary(ctx, series, direction, steps, values)
             elif (
-                self._hopeless(values, direction)
+                self._hopeless(series.name, values, direction)
                 or self._beyond_empty(series, values, direction)
                 or series.name in ctx.baselines
             ):

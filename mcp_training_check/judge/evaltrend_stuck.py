@@ -36,23 +36,28 @@ class EvalStuckTests(EvalTrendBase):
             ctx.train_loss is not None
             and series.name not in ctx.baselines
             and values.size >= 3
-            and self._hopeless(values, d)
+            and self._hopeless(series.name, values, d)
         )
 
-    def _frozen_hopeless(self, values: np.ndarray, d: Direction) -> bool:
+    def _frozen_hopeless(self, name: str, values: np.ndarray, d: Direction) -> bool:
         """Without a baseline: hopeless and identical to the last digit at every eval from the first, for
         ``stuck_baseline_min_evals`` evals (a classifier predicting one class, eval after eval)."""
-        return values.size >= self.stuck_baseline_min_evals and is_frozen(values) and self._hopeless(values, d)
+        return values.size >= self.stuck_baseline_min_evals and is_frozen(values) and self._hopeless(name, values, d)
 
     def _accuracy_zero_from_first(self, series: MetricSeries, values: np.ndarray, d: Direction) -> bool:
         """Without a baseline: an accuracy (`chance.names_accuracy`, not an mAP, whose slow starts sit at 0)
         exactly 0 at every eval from the first, for ``stuck_baseline_min_evals`` evals: below chance (1/N for N
         classes) at every eval, so no prediction on the held-out set is ever right; judged stuck from its 3rd
         eval, as a frozen hopeless eval is (`_frozen_hopeless`: a 0 carries no digits to be frozen to)."""
+        return values.size >= self.stuck_baseline_min_evals and self._accuracy_all_zero(series, values, d)
+
+    def _accuracy_all_zero(self, series: MetricSeries, values: np.ndarray, d: Direction) -> bool:
+        """An accuracy (`chance.names_accuracy`) exactly 0 at every one of its ≥ ``zero_accuracy_flag_evals``
+        evals: flagged from its first (a warning), judged stuck from its 3rd (`_accuracy_zero_from_first`)."""
         return (
             d is Direction.HIGHER
             and names_accuracy(series.name)
-            and values.size >= self.stuck_baseline_min_evals
+            and values.size >= self.zero_accuracy_flag_evals
             and not bool(np.any(values))
         )
 
@@ -99,6 +104,35 @@ class EvalStuckTests(EvalTrendBase):
                 return f"{series.name} is near the top of its scale ({fmt(level)}, median of its last 3 evals)"
         return None
 
+    def _overfit_witness(self, ctx: JudgeContext, name: str) -> str | None:
+        """An eval loss of the run (lower is better, positive) whose median of its last 3 evals is
+        ≥ ``overfit_witness_margin`` worse than its best eval, ≥ 3 evals before its last, while the train loss
+        (median of its last 5 points) fell ≥ ``overfit_witness_margin`` since that best: overfitting, said as a
+        phrase; else None. Beside a hopeless eval that gained under ``stuck_progress_fraction`` it is the same
+        failure read twice: the held-out side never learned and is losing what little it had."""
+        if ctx.train_loss is None:
+            return None
+        loss_steps, loss = finite_xy(ctx.train_loss.steps, ctx.train_loss.values)
+        for series, d in ctx.evals:
+            steps, values = finite_xy(series.steps, series.values)
+            if series.name == name or d is not Direction.LOWER or values.size < 6 or values.min() <= 0:
+                continue
+            at = int(np.argmin(values))
+            level, best = float(np.median(values[-3:])), float(values[at])
+            if at > values.size - 4 or level < best * (1 + self.overfit_witness_margin):
+                continue
+            before = loss[loss_steps <= steps[at]][-5:]
+            then = float(np.median(before)) if before.size else 0.0
+            now = float(np.median(loss[-5:]))
+            if then <= 0 or now > then * (1 - self.overfit_witness_margin):
+                continue
+            return (
+                f"{series.name} is {fmt_pct(level / best - 1)} worse than its best {fmt(best)} at step "
+                f"{fmt_step(int(steps[at]))} (median of its last 3 evals) and {ctx.train_loss.name} fell "
+                f"{fmt_pct(1 - now / then)} since"
+            )
+        return None
+
     def _zero_head_why(self, ctx: JudgeContext, steps: np.ndarray, values: np.ndarray) -> str | None:
         """An eval exactly 0 at every eval up to ≥ ``zero_head_run_fraction`` of a known total, said as a
         phrase; else None (an unknown total: never)."""
@@ -118,11 +152,16 @@ class EvalStuckTests(EvalTrendBase):
             if not enough or not self._far_below(values, d, baseline):
                 return []
         elif values.size < self.stuck_min_evals and not (
-            self._frozen_hopeless(values, d)
+            self._frozen_hopeless(series.name, values, d)
             or self._beyond_empty(series, values, d)
-            or self._accuracy_zero_from_first(series, values, d)
+            or self._accuracy_all_zero(series, values, d)
         ):
             return []
+        early_zero = baseline is None and values.size < self.stuck_min_evals and not (
+            self._frozen_hopeless(series.name, values, d)
+            or self._beyond_empty(series, values, d)
+            or self._accuracy_zero_from_first(series, values, d)
+        )
         gained = progress(values, d, baseline)
         # against a baseline the way is known: only a run that has not started on it is stuck (a BERT MLM
         # accuracy climbing 0.37 → 0.40 in its first 3 evals is 9 % of the way to 0.72, and healthy)
@@ -132,7 +171,9 @@ class EvalStuckTests(EvalTrendBase):
         # seen at the previous check too, new evals or not: evals can be hours apart, a stuck run is not transient
         persists = ctx.not_learning_before(series.name, int(steps[-1]), new_points=False)
         robust = hopeless_progress(values, d) if self._judged_as_hopeless(ctx, series, values, d) else None
-        critical = persists and (gained if robust is None else robust) < self.stuck_stop_fraction
+        overfit = self._overfit_witness(ctx, series.name) if persists and robust is not None else None
+        unmoved = (gained if robust is None else robust) < self.stuck_stop_fraction
+        critical = persists and (unmoved or overfit is not None) and not early_zero
         waiting = critical and baseline is None and self._moving_early(ctx, series, values, d, int(steps[-1]))
         critical = critical and not waiting
         sibling = self._learning_quality_eval(ctx, series.name) if robust is not None else None
@@ -143,6 +184,8 @@ class EvalStuckTests(EvalTrendBase):
             tail += "; still so at a second check" if critical else "; critical if the next check still sees it"
         elif outvoted:
             critical, tail = False, f"but {sibling}: the run is learning, which outvotes a hopeless eval: information"
+        elif critical and overfit is not None:
+            tail = f"still so at a second check, while {overfit}: the training set is memorised, nothing generalises"
         elif critical:
             tail = f"still so at a second check (critical below {fmt_pct(self.stuck_stop_fraction)})"
         elif waiting:
@@ -150,6 +193,8 @@ class EvalStuckTests(EvalTrendBase):
                 f"still so at a second check, but it moves and the run is short of "
                 f"{fmt_pct(self.stuck_min_run_fraction)} of its total: a slow start, critical from then"
             )
+        elif early_zero:
+            tail = f"no held-out prediction is right; judged stuck from its {self.stuck_baseline_min_evals}rd eval"
         else:
             tail = f"critical below {fmt_pct(self.stuck_stop_fraction)} when the next check still sees it"
         best = float(values.max() if d is Direction.HIGHER else values.min())
