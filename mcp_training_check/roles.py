@@ -25,6 +25,7 @@ __all__ = [
     "adversarial_run",
     "assign_roles",
     "infer_role",
+    "is_discriminator",
     "is_raw_perplexity",
     "log_scale_name",
     "logged_name",
@@ -338,10 +339,15 @@ def _unnamed(tokens: tuple[str, ...]) -> bool:
     return bool(rest) and not _ROLE_WORDS.intersection(rest) and _direction(tokens) is None
 
 
+def is_discriminator(name: str) -> bool:
+    """Whether a metric's name says it is a GAN discriminator's (``D_A``, ``D_real``, ``loss_D``, ``disc``)."""
+    return bool(DISCRIMINATOR_TOKENS.intersection(tokenize(name)))
+
+
 def adversarial_run(names: Iterable[str]) -> bool:
-    """Whether the run logs a discriminator metric (``D_A``, ``D_real``, ``loss_D``): a GAN, whose every
-    other term is read beside an adversarial game (see RECONSTRUCTION_TOKENS)."""
-    return any(DISCRIMINATOR_TOKENS.intersection(tokenize(name)) for name in names)
+    """Whether the run logs a discriminator metric (`is_discriminator`): a GAN, whose every other term is read
+    beside an adversarial game (see RECONSTRUCTION_TOKENS)."""
+    return any(is_discriminator(name) for name in names)
 
 
 def reconstruction_term(name: str) -> bool:
@@ -378,8 +384,7 @@ def _train_loss_rank(name: str, position: int) -> tuple[int, int, int, int, int,
     plain = 0 if rest == ["loss"] else 1
     known = PREFERRED_TRAIN_LOSS
     preferred = known.index(name) if name in known else len(known)
-    discriminator = int(bool(DISCRIMINATOR_TOKENS.intersection(tokens)))
-    return (discriminator, plain, int("epoch" in tokens), len(tokens), preferred, position)
+    return (int(is_discriminator(logged_name(name))), plain, int("epoch" in tokens), len(tokens), preferred, position)
 
 
 def primary_train_loss(roles: Mapping[str, RoleInfo]) -> str | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..models import Severity, Signal, SignalKind
-from ..roles import DISCRIMINATOR_TOKENS, adversarial_run, tokenize
+from ..roles import is_discriminator
 from .context import PLATEAU_EVIDENCE, JudgeContext, signal
 from .stats import finite_xy, fmt, fmt_pct, fmt_step
 from .trend_base import LossTrendBase
@@ -19,7 +19,7 @@ class GameTests(LossTrendBase):
     """A discriminator loss frozen at one value (`_frozen_game`); thresholds in ``LossTrendBase``."""
 
     def _frozen_game(self, ctx: JudgeContext) -> list[Signal]:
-        """In a GAN (`roles.adversarial_run`), a discriminator metric (``disc``, ``D_A``, ``loss_D``) whose prints,
+        """In a GAN, a discriminator metric (`roles.is_discriminator`: ``disc``, ``D_A``, ``loss_D``) whose prints,
         ≥ ``game_min_points`` of them, all sit within ``game_spread_fraction`` of its median level (the 10th to
         90th percentile over the median's size) is a warning, never a stop: a discriminator whose output does not
         depend on its input has a fixed loss (an LSGAN's outputs held at one value, a BCE's at 0.5: 2 ln 2), and
@@ -27,11 +27,11 @@ class GameTests(LossTrendBase):
         discriminator's loss swings from batch to batch as the two players trade. The first such metric only. A
         doubt for a reviewer (`PLATEAU_EVIDENCE`), not a not-learning finding: it confirms no stop of a train loss
         that is the discriminator's."""
-        if self.game_spread_fraction is None or not adversarial_run(ctx.roles):
+        if self.game_spread_fraction is None:
             return []
         for name in ctx.roles:
             series = ctx.history.metrics.get(name)
-            if series is None or not DISCRIMINATOR_TOKENS.intersection(tokenize(name)):
+            if series is None or not is_discriminator(name):
                 continue
             steps, values = finite_xy(series.steps, series.values)
             if values.size < self.game_min_points:
