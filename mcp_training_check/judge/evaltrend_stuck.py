@@ -146,22 +146,17 @@ class EvalStuckTests(EvalTrendBase):
         self, ctx: JudgeContext, series: MetricSeries, d: Direction, steps: np.ndarray, values: np.ndarray
     ) -> list[Signal]:
         baseline = ctx.baselines.get(series.name)
+        early_zero = False  # an accuracy exactly 0 at too few evals to be judged stuck yet: a warning only
         if baseline is not None:
             frozen = values.size >= self.frozen_min_evals and is_frozen(values)
             enough = values.size >= self.stuck_baseline_min_evals or frozen
             if not enough or not self._far_below(values, d, baseline):
                 return []
-        elif values.size < self.stuck_min_evals and not (
-            self._frozen_hopeless(series.name, values, d)
-            or self._beyond_empty(series, values, d)
-            or self._accuracy_all_zero(series, values, d)
-        ):
-            return []
-        early_zero = baseline is None and values.size < self.stuck_min_evals and not (
-            self._frozen_hopeless(series.name, values, d)
-            or self._beyond_empty(series, values, d)
-            or self._accuracy_zero_from_first(series, values, d)
-        )
+        elif values.size < self.stuck_min_evals:
+            established = self._frozen_hopeless(series.name, values, d) or self._beyond_empty(series, values, d)
+            if not (established or self._accuracy_all_zero(series, values, d)):
+                return []
+            early_zero = not established and not self._accuracy_zero_from_first(series, values, d)
         gained = progress(values, d, baseline)
         # against a baseline the way is known: only a run that has not started on it is stuck (a BERT MLM
         # accuracy climbing 0.37 → 0.40 in its first 3 evals is 9 % of the way to 0.72, and healthy)
