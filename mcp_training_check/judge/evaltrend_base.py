@@ -330,9 +330,12 @@ class EvalTrendBase(Detector):
         """A significant trend in the good direction over all evals: learning, however slowly (an MLPerf
         BERT accuracy climbing from 0.70 to 0.72 gains little of its headroom but is on its way); or a steady
         one (`_steady`), which the autocorrelation correction cannot see."""
+        return self._significant(steps, values, d) or self._steady(values, d)
+
+    def _significant(self, steps: np.ndarray, values: np.ndarray, d: Direction) -> bool:
+        """A Theil–Sen trend in the good direction at ``slope_confidence_z``."""
         trend = theil_sen(steps, values, confidence_z=self.slope_confidence_z)
-        significant = trend is not None and (trend.rising if d is Direction.HIGHER else trend.falling)
-        return significant or self._steady(values, d)
+        return trend is not None and (trend.rising if d is Direction.HIGHER else trend.falling)
 
     def _steady(self, values: np.ndarray, d: Direction) -> bool:
         """At least ``stuck_min_evals`` evals with ≥ ``steady_pairs_share`` of their pairs (each eval against

@@ -114,7 +114,7 @@ class EvalUnchangedTests(EvalTrendBase):
 
     def _other_eval_improves(self, ctx: JudgeContext, series: MetricSeries, steps: np.ndarray) -> bool:
         """Whether another eval of the run improves in its own direction over ``steps`` (≥ 4 of its evals there,
-        Theil–Sen at ``slope_confidence_z``, as `_falling`): the held-out predictions then still get better,
+        `_significant`: Theil–Sen at ``slope_confidence_z``): the held-out predictions then still get better,
         whatever one score of them repeats. A detector's mAP50 at the 11-point VOC AP's ceiling 10/11 = 0.909 for
         33 epochs while its mAP75 climbs 0.87 → 0.89 (corpus_real log-th-marlonselvi-1, healthy) is a score that
         cannot rise, not a frozen model. An eval that only wobbles (an eval loss at 1.10-1.23 beside a top-1
@@ -124,8 +124,7 @@ class EvalUnchangedTests(EvalTrendBase):
                 continue
             o_steps, o_values = finite_xy(other.steps, other.values)
             keep = (o_steps >= steps[0]) & (o_steps <= steps[-1])
-            better = -1.0 if direction is Direction.HIGHER else 1.0  # falling `better * value` is improving
-            if int(keep.sum()) >= 4 and self._falling(o_steps[keep], better * o_values[keep]):
+            if int(keep.sum()) >= 4 and self._significant(o_steps[keep], o_values[keep], direction):
                 return True
         return False
 
