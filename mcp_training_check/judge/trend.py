@@ -34,7 +34,7 @@ class TrendDetector(LossClimbTests, LossStallTests, GameTests):
         loss = self._loss_signals(ctx)
         if _in_play(ctx):
             loss = [_in_a_game(s) if s.kind is SignalKind.FLAT else s for s in loss]
-        return loss + self._train_accuracy_falling(ctx) + self._frozen_game(ctx)
+        return loss + self._train_accuracy_falling(ctx) + (self._frozen_game(ctx) or self._won_game(ctx))
 
     def _train_accuracy_falling(self, ctx: JudgeContext) -> list[Signal]:
         """An accuracy on the training set (`train_accuracy_series`) falling over all its ≥ ``plateau_min_points``

@@ -333,6 +333,16 @@ class LossTrendBase(Detector):
       D_A), while log-conditional-style-transfer-1 (ambiguous: its disc and gen losses at 1.00 from the first
       print to the 1.2M-th iteration while its other terms fall slowly) spreads 1 %: 10 % is four times below
       the first and ten times above the second. ``None`` turns the flag off.
+    - ``game_won_level`` (`trend_game`): in a GAN, a discriminator loss (never negative) whose last 20 prints
+      have a median ≤ 0.01 while its generator's adversarial loss (``G_A`` beside ``D_A``) is no lower over its last
+      20 prints than over its first is a flag, never a stop: the discriminator has won (ganhacks: "D loss goes to
+      0: failure mode"). 0.01 is an LSGAN discriminator within 0.1 of both its targets (0.25 at the balance) or a
+      BCE one 99 % sure of each side. On the train split of corpus_real/ the CycleGAN-family discriminators of the
+      healthy logs keep a 20-print median ≥ 0.021 at every check (log-pix2pix-projet-ter-1's D_real, then
+      log-Juanki0396-TFG-1's D_A at 0.024 while G_A climbs 0.42 → 0.61), while the three ambiguous one-sided
+      collapses fall to 0.0055 (log-EE4115-1's D_A, G_A 0.38 → 0.82), 0.007 (log-Ganilla-Witness-Style-1) and
+      0 (log-CycleGAN-samcw-1, G_A at 0.999). A colourisation GAN's discriminator at 0.001-0.02 for stretches
+      (healthy log-ls-yggyatsso-1) is not flagged: its generator's loss falls 38 → 10. ``None`` turns it off.
     """
 
     min_points: int = Field(default=10, ge=4)
@@ -378,6 +388,7 @@ class LossTrendBase(Detector):
     warmup_eval_worse_fraction: float = Field(default=0.1, gt=0)
     game_min_points: int = Field(default=20, ge=4)
     game_spread_fraction: float | None = Field(default=0.1, gt=0)
+    game_won_level: float | None = Field(default=0.01, gt=0)
 
     def _early_points(self, n: int) -> int:
         """The run's first ``early_window_points``, but no more than its first third: in a log of 40

@@ -1,14 +1,22 @@
-"""A GAN's adversarial game that is not being played: a discriminator loss holding one value at every print."""
+"""A GAN's adversarial game that is not being played: a discriminator loss holding one value at every print, or
+one that has won (its loss near zero while its generator's adversarial loss does not fall)."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from ..models import Severity, Signal, SignalKind
-from ..roles import is_discriminator
+from ..roles import DISCRIMINATOR_TOKENS, is_discriminator, tokenize
 from .context import PLATEAU_EVIDENCE, JudgeContext, signal
 from .stats import finite_xy, fmt, fmt_pct, fmt_step
 from .trend_base import LossTrendBase
+
+GENERATOR_TOKENS = frozenset({"g", "gen", "generator"})
+"""The word that names a GAN generator's metric where a discriminator's has ``d`` (``G_A`` beside ``D_A``,
+``g_loss`` beside ``d_loss``)."""
+GENERATOR_ADVERSARIAL_TOKENS = frozenset({"gan", "adv", "adversarial"})
+"""With a generator word, the generator's adversarial term when no metric mirrors the discriminator's name
+(pix2pix logs ``D_real`` and ``D_fake`` beside ``G_GAN``)."""
 
 GAME_SPREAD_PERCENTILES = (10.0, 90.0)
 """A discriminator loss's spread is read between these percentiles of its prints: one outlier print (a
@@ -16,7 +24,8 @@ checkpoint's reload, a first batch) does not widen it."""
 
 
 class GameTests(LossTrendBase):
-    """A discriminator loss frozen at one value (`_frozen_game`); thresholds in ``LossTrendBase``."""
+    """A discriminator loss frozen at one value (`_frozen_game`) or won (`_won_game`); thresholds in
+    ``LossTrendBase``."""
 
     def _frozen_game(self, ctx: JudgeContext) -> list[Signal]:
         """In a GAN, a discriminator metric (`roles.is_discriminator`: ``disc``, ``D_A``, ``loss_D``) whose prints,
@@ -53,3 +62,75 @@ class GameTests(LossTrendBase):
                        points=values.size, since_step=int(steps[0]), **{PLATEAU_EVIDENCE: spread})
             ]  # fmt: skip
         return []
+
+    def _won_game(self, ctx: JudgeContext) -> list[Signal]:
+        """In a GAN, a discriminator loss (never below zero: a WGAN critic's signed estimate is no such loss)
+        whose last ``game_min_points`` prints have a median ≤ ``game_won_level``, while its generator's adversarial
+        loss (`_generator_of`, never below zero) is no lower over its last as many prints than over its first, is
+        a warning, never a stop: the discriminator tells real from fake almost every time and the generator,
+        whose adversarial loss does not fall, learns nothing from it (ganhacks, "D loss goes to 0: failure
+        mode"). A generator whose whole loss still falls (an L1 term's) is read by the trend detector as usual.
+        The first such metric only; a doubt for a reviewer (`PLATEAU_EVIDENCE`)."""
+        if self.game_won_level is None:
+            return []
+        for name in ctx.roles:
+            series = ctx.history.metrics.get(name)
+            if series is None or not is_discriminator(name):
+                continue
+            steps, values = finite_xy(series.steps, series.values)
+            window = self.game_min_points
+            if values.size < window or values.min() < 0:
+                continue
+            level = float(np.median(values[-window:]))
+            if level > self.game_won_level:
+                continue
+            generator = _generator_of(name, ctx)
+            rise = None if generator is None else _not_falling(ctx, generator, window)
+            if generator is None or rise is None:
+                continue
+            return [_won_signal(name, steps, level, self.game_won_level, generator, rise, window)]
+        return []
+
+
+def _generator_of(discriminator: str, ctx: JudgeContext) -> str | None:
+    """The generator metric that mirrors ``discriminator``'s name with a generator word in place of the
+    discriminator one (``G_A`` for ``D_A``), else the first named by a generator and an adversarial word."""
+    tokens = tokenize(discriminator)
+    mirrored = [tuple(g if t in DISCRIMINATOR_TOKENS else t for t in tokens) for g in sorted(GENERATOR_TOKENS)]
+    names = list(ctx.roles)
+    for name in names:
+        if tokenize(name) in mirrored:
+            return name
+    for name in names:
+        words = set(tokenize(name))
+        if GENERATOR_TOKENS & words and GENERATOR_ADVERSARIAL_TOKENS & words:
+            return name
+    return None
+
+
+def _not_falling(ctx: JudgeContext, name: str, window: int) -> tuple[float, float] | None:
+    """A generator loss's medians over its first and last ``window`` prints (apart: ≥ 2 × ``window`` of them)
+    when it is never below zero and the last is no lower than the first, else None."""
+    series = ctx.history.metrics.get(name)
+    if series is None:
+        return None
+    _, values = finite_xy(series.steps, series.values)
+    if values.size < 2 * window or values.min() < 0:
+        return None
+    first, last = float(np.median(values[:window])), float(np.median(values[-window:]))
+    return (first, last) if last >= first else None
+
+
+def _won_signal(
+    name: str, steps: np.ndarray, level: float, threshold: float, generator: str, rise: tuple[float, float],
+    window: int,
+) -> Signal:
+    first, last = rise
+    msg = (
+        f"{name} has won its game: the median of its last {window} prints (to step {fmt_step(int(steps[-1]))}) "
+        f"is {fmt(level)} (threshold {fmt(threshold)}), so the discriminator tells real from fake almost every "
+        f"time, while {generator} does not fall ({fmt(first)} → {fmt(last)}, medians of its first and last "
+        f"{window} prints): the generator gets little to learn from; worth a look."
+    )
+    return signal(SignalKind.FLAT, Severity.WARNING, msg, metric=name, step=int(steps[-1]), level=level,
+                  generator_first=first, generator_last=last, **{PLATEAU_EVIDENCE: level})  # fmt: skip
