@@ -106,3 +106,44 @@ def test_a_discriminator_that_has_won_is_flagged_never_stopped():
     assert _won_game_signals(contested)[1] == []
     falling = dict(won, **{"train/G_B": (WON_STEPS, np.sort(WON_G_B)[::-1])})
     assert _won_game_signals(falling)[1] == []
+
+
+# log-rt-qinggangwu-2 (corpus_real train, healthy; qinggangwu/yolov7-pose_Npoint_Ncla runs/train/exp/results.txt at
+# 057f4e0): a YOLOv7 keypoint fine-tune from a trained model, its first 6 epochs of 100.
+KNOCK_STEPS = np.arange(6, dtype=np.int64)
+KNOCK = {
+    "train/box_loss": [0.0136, 0.01429, 0.01479, 0.01636, 0.01849, 0.02215],
+    "train/obj_loss": [0.00357, 0.00362, 0.00371, 0.00378, 0.00387, 0.00418],
+    "train/kpt_loss": [0.02744, 0.02642, 0.02452, 0.02264, 0.02141, 0.02049],
+    "eval/precision": [0.9408, 0.9269, 0.9265, 0.8114, 0.8749, 0.7493],
+    "eval/recall": [0.8802, 0.8802, 0.8708, 0.8523, 0.871, 0.4839],
+    "eval/mAP_0.5": [0.9211, 0.9214, 0.9229, 0.8397, 0.9043, 0.4557],
+    "eval/mAP_0.5:0.95": [0.7429, 0.7317, 0.7364, 0.6591, 0.6889, 0.3733],
+    "eval/box_loss": [0.01278, 0.01337, 0.01322, 0.01518, 0.0187, 0.03187],
+    "eval/obj_loss": [0.00199, 0.00201, 0.00207, 0.00229, 0.00254, 0.00513],
+}
+KNOCK_CONFIG = {"total_steps": 100, "learning_rate": 0.01}
+
+
+def _knock_verdict(metrics: dict[str, list[float]]):
+    series = [make_series(name, values, KNOCK_STEPS) for name, values in metrics.items()]
+    return run_judge(*series, run_config=KNOCK_CONFIG)
+
+
+def test_a_fine_tunes_warm_up_knocking_its_loss_and_one_eval_is_no_witnessed_divergence():
+    """log-rt-qinggangwu-2: a fine-tune whose box loss climbs 0.0136 -> 0.0221 over its first 6 epochs (each of
+    the last 3 above every point before) while its mAP@0.5, 0.92 from its first epoch, dips to 0.46 at epoch 5
+    alone (back to 0.90 at epoch 6): the climb, 'witnessed' by that one collapsed eval, was a stop at the first
+    check. An eval that began at its best is a trained start the warm-up knocks: one cause seen twice, so the
+    climb is a warning. Controls: with the eval collapsed at two evals, or with an eval that learned its best
+    during the run (first mAP 0.30), the same climb is a witnessed divergence and a stop."""
+    verdict = _knock_verdict(KNOCK)
+    assert verdict.decision.value == "unsure", verdict.summary
+    assert any(s.kind.value == "divergence" and s.metric == "train/box_loss" for s in verdict.signals)
+
+    twice = {name: list(values) for name, values in KNOCK.items()}
+    twice["eval/mAP_0.5"][4] = 0.45
+    assert _knock_verdict(twice).decision.value == "stop"
+    learned = {name: list(values) for name, values in KNOCK.items()}
+    learned["eval/mAP_0.5"][0] = 0.30
+    assert _knock_verdict(learned).decision.value == "stop"

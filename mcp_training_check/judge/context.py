@@ -109,6 +109,12 @@ PLATEAU_EVIDENCE = "plateau_fall_bound"
 a finding that the metric does not learn, so it confirms no not-learning stop (`not_learning_before`)."""
 
 
+STARTED_AT_BEST = "started_at_best"
+"""The evidence key of an eval collapse whose eval began within a margin of its best (1.0) or not (0.0): a
+fine-tune's trained start, which its warm-up may knock for an eval without anything being broken
+(`policy._is_cause`)."""
+
+
 UNCHANGED_EVIDENCE = "unchanged_output"
 """The evidence key of an eval's not-learning finding that the model's output does not change: identical to the
 last digit at every eval from its first (4+ significant digits): a witness, beside a train loss at ln N, of the

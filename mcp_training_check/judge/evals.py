@@ -12,7 +12,7 @@ from ..models import Direction, Severity, Signal, SignalKind
 from ..roles import tokenize
 from ..state import MetricSeries
 from .chance import names_accuracy
-from .context import JudgeContext, signal, warming_up_at
+from .context import STARTED_AT_BEST, JudgeContext, signal, warming_up_at
 from .evalkinds import (
     has_quality_eval,
     is_quality_eval,
@@ -306,7 +306,14 @@ class EvalDetector(EvalDegradingTests):
             value=float(values[-1]),
             best=best,
             collapsed_evals=count,
+            **{STARTED_AT_BEST: float(self._started_at_best(values, best, d))},
         )
+
+    def _started_at_best(self, values: np.ndarray, best: float, d: Direction) -> bool:
+        """The eval's first value is within ``quality_near_best_margin`` of its best: the run started from a
+        trained model (a fine-tune), with nothing yet learned past its start."""
+        m = self.quality_near_best_margin
+        return bool(values[0] <= (1 + m) * best if d is Direction.LOWER else values[0] >= (1 - m) * best)
 
     @staticmethod
     def _knocked_by_warmup(ctx: JudgeContext, steps: np.ndarray, best_step: int) -> bool:

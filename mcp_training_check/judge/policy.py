@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from ..models import Decision, RunStatus, Severity, Signal, SignalKind, Verdict
 from ..state import RunHistory
-from .context import UNCHANGED_EVIDENCE, JudgeContext, signal
+from .context import STARTED_AT_BEST, UNCHANGED_EVIDENCE, JudgeContext, signal
 from .settings import PolicySettings
 from .stats import fmt_step
 
@@ -107,11 +107,17 @@ def _is_cause(s: Signal) -> bool:
     """A signal that explains a rising train loss: an LR jump or an LR above its configured peak, an
     exploding grad norm, or a collapsed eval (another detector seeing the same failure). A collapse seen at one
     eval is watched, not warned of, yet still a witness: the train loss diverging with it is one failure seen
-    twice."""
+    twice. Not so when the eval began at its best (`STARTED_AT_BEST`): a fine-tune's warm-up knocks a trained
+    model's train loss and its eval at once, one cause seen twice, and they recover (corpus_real
+    log-rt-qinggangwu-2, healthy: a YOLOv7 keypoint fine-tune whose box loss climbs 0.0136 → 0.0221 over its
+    first 6 epochs while its mAP@0.5, 0.92 from its first epoch, dips to 0.46 at epoch 5 alone and is back to 0.90
+    at epoch 6, was stopped at its first check). The climb alone is a warning, and the next check sees whether
+    it keeps growing; a second collapsed eval is a witness again."""
     if s.step is None or s.severity is Severity.INFO or not _votes(s):
         return False
     if s.kind is SignalKind.EVAL_DEGRADING:
-        return "collapsed_evals" in s.evidence
+        knocked_start = s.severity is Severity.WATCH and bool(s.evidence.get(STARTED_AT_BEST))
+        return "collapsed_evals" in s.evidence and not knocked_start
     if s.severity is Severity.WATCH:
         return False
     if s.kind is SignalKind.LR_ANOMALY:

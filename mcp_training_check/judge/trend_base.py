@@ -333,6 +333,13 @@ class LossTrendBase(Detector):
       D_A), while log-conditional-style-transfer-1 (ambiguous: its disc and gen losses at 1.00 from the first
       print to the 1.2M-th iteration while its other terms fall slowly) spreads 1 %: 10 % is four times below
       the first and ten times above the second. ``None`` turns the flag off.
+    - ``trained_start_fraction`` (`trend_stall`): no not-learning finding on a train loss while a quality eval of
+      the run (bounded in [0, 1], higher is better) sat at ≥ 0.95 at its first eval and still does over its last
+      3: a model fine-tuned from one already as good as its eval can tell has nothing to fall to, and its train
+      loss holding (or above) its first level is a converged model's. 0.95: the eval trend detector's
+      ``plateau_ceiling_fraction``, the level it calls an eval's ceiling. (corpus_real log-rt-ljt666666-1, healthy:
+      a 2,000-epoch YOLOv5 fine-tune whose mAP@0.5 is 0.996-0.998 from its first epoch while its box loss wanders
+      0.015 → 0.02-0.07 and back was stopped as stuck at 45 % of its run.) ``None`` turns it off.
     - ``game_won_level`` (`trend_game`): in a GAN, a discriminator loss (never negative) whose last 20 prints
       have a median ≤ 0.01 while its generator's adversarial loss (``G_A`` beside ``D_A``) is no lower over its last
       20 prints than over its first is a flag, never a stop: the discriminator has won (ganhacks: "D loss goes to
@@ -389,6 +396,7 @@ class LossTrendBase(Detector):
     game_min_points: int = Field(default=20, ge=4)
     game_spread_fraction: float | None = Field(default=0.1, gt=0)
     game_won_level: float | None = Field(default=0.01, gt=0)
+    trained_start_fraction: float | None = Field(default=0.95, gt=0, le=1)
 
     def _early_points(self, n: int) -> int:
         """The run's first ``early_window_points``, but no more than its first third: in a log of 40

@@ -9,6 +9,7 @@ from ..models import Direction, MetricRole, Severity, Signal, SignalKind
 from ..state import MetricSeries
 from .chance import implied_class_count, names_accuracy
 from .context import PLATEAU_EVIDENCE, JudgeContext, signal, warming_up_at
+from .evalkinds import is_quality_eval
 from .stats import (
     end_thirds,
     finite_xy,
@@ -117,6 +118,24 @@ class LossStallTests(LossTrendBase):
                 return True
         return False
 
+    def _trained_start(self, ctx: JudgeContext) -> bool:
+        """Whether a quality eval (`is_quality_eval`) bounded in [0, 1], higher is better, was at its ceiling
+        (≥ ``trained_start_fraction``) at its first eval and still is over its last ``chance_min_points``: the
+        run fine-tunes a model that was already as good as its eval can tell, so a train loss that holds its
+        first level is a converged model's, not a stuck one's."""
+        if self.trained_start_fraction is None:
+            return False
+        for series, direction in ctx.evals:
+            _, values = finite_xy(series.steps, series.values)
+            if direction is not Direction.HIGHER or values.size < self.chance_min_points:
+                continue
+            if not is_quality_eval(series.name) or values.min() < 0 or values.max() > 1:
+                continue
+            recent = float(np.median(values[-self.chance_min_points :]))
+            if min(float(values[0]), recent) >= self.trained_start_fraction:
+                return True
+        return False
+
     def _large_gain(self, signed: np.ndarray, direction: Direction) -> bool:
         """2-3 evals (signed so that higher is better) each above the one before, the last a share ≥
         ``eval_gain_fraction`` of what there was to gain from the first: to 1 for a bounded higher-is-better
@@ -154,6 +173,8 @@ class LossStallTests(LossTrendBase):
             return []
         eval_drop = self._eval_drop(ctx)
         if eval_drop is not None and eval_drop >= self.flat_min_drop_fraction:
+            return []
+        if self._trained_start(ctx):
             return []
         evals = f"; eval loss improved {fmt_pct(eval_drop)}" if eval_drop is not None else ""
         learning = self._learning_slowly(loss.name, steps, y, drop)
