@@ -4,9 +4,18 @@ copied from a real train-split run, each with a control."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
+from benchmarks.corpus_runs import Run, load_corpus
+from benchmarks.replay import checkpoints
 from mcp_training_check.models import Severity
+from tests.test_judge_classes import REAL, decisions, replay_cuts, replay_real
 from tests.test_judge_helpers import make_series, run_judge
+
+
+@pytest.fixture(scope="module")
+def real() -> dict[str, Run]:
+    return {run.id: run for run in load_corpus(REAL)}
 
 # log-Ganilla-Witness-Style-1 (corpus_real train, ambiguous; Arnaud58/Ganilla-Witness-Style loss_log.txt at
 # 83fea62): a GANILLA style transfer, prints 50-89 of its longest session (iterations 94,640-166,880). Its
@@ -147,3 +156,17 @@ def test_a_fine_tunes_warm_up_knocking_its_loss_and_one_eval_is_no_witnessed_div
     learned = {name: list(values) for name, values in KNOCK.items()}
     learned["eval/mAP_0.5"][0] = 0.30
     assert _knock_verdict(learned).decision.value == "stop"
+
+
+def test_a_fine_tune_whose_quality_eval_sat_at_its_ceiling_from_its_first_eval_is_not_stuck(real):
+    """log-rt-ljt666666-1 (train, healthy; LJT666666/polygon-yolov5 runs/train/exp/results.txt at 4055013): a
+    2,000-epoch fine-tune of a trained detector, its mAP@0.5 0.996-0.998 from its first epoch, while its box
+    loss wanders 0.015 -> 0.02-0.07 and back: 'not learning ... still at its initial level' stopped it at checks
+    8-11. A model already as good as its eval can tell has nothing to fall to: no not-learning finding. Control:
+    the same run with its mAP@0.5 a tenth lower (0.90, below the 0.95 ceiling) is still stopped."""
+    run = real["log-rt-ljt666666-1"]
+    code, _, _ = replay_real(run)
+    assert "S" not in code, code
+    steps, values = run.metrics["eval/mAP_0.5"]
+    lowered = dict(run.metrics) | {"eval/mAP_0.5": (steps, values - 0.1)}
+    assert "S" in decisions(replay_cuts(lowered, checkpoints(run), run_config=run.run_config("full")))
