@@ -68,6 +68,24 @@ def long_overfit_kept(s: Signal, z: float) -> Signal:
     return s.model_copy(update={"message": message, "evidence": s.evidence | {"long_overfit": z}})
 
 
+def long_overfit_outvoted(s: Signal, z: float) -> Signal:
+    """A secondary eval loss's critical finding — a collapse (≥ ``collapse_loss_ratio``× its best) or a large
+    overfit — in a long, steady overfit (`_long_overfit`, Mann–Kendall ``z``): the quality eval outvotes its
+    stop, not its flag, so it is a warning as a smaller long overfit is (`long_overfit_kept`), not information.
+    (corpus_real log-rt-thigiacmaytinh-1, ambiguous: a YOLOv7 val obj loss 0.09 → 0.35 over 250 epochs while its
+    mAP holds its best was information at every check, while another run's +29 % was flagged.)"""
+    overfit = "collapsed_evals" in s.evidence or (s.evidence.get("train_change") or 0.0) < 0
+    if s.kind is not SignalKind.EVAL_DEGRADING or s.severity is not Severity.CRITICAL or not overfit:
+        return s
+    message = (
+        f"{s.message.rstrip('.')}; rising steadily since its best over half the run and more (Mann–Kendall z "
+        f"{z:.1f}): a long overfit, a flag whatever the quality eval says, never a stop."
+    )
+    return s.model_copy(
+        update={"severity": Severity.WARNING, "message": message, "evidence": s.evidence | {"long_overfit": z}}
+    )
+
+
 class EvalDetector(EvalDegradingTests):
     """Each eval against a baseline, its own best (overfitting, decay) and a collapse; thresholds in
     ``EvalBase``."""
@@ -82,6 +100,7 @@ class EvalDetector(EvalDegradingTests):
             z = self._long_overfit(ctx, series, d)
             kept = found[series.name] if z is None else [long_overfit_kept(s, z) for s in found[series.name]]
             if why and is_secondary_eval(series.name, names):
+                kept = [long_overfit_outvoted(s, z) for s in kept] if z is not None else kept
                 kept = [s if "long_overfit" in s.evidence else outvoted(s, why) for s in kept]
             if at_best:
                 kept = [s if "long_overfit" in s.evidence else mild_overfit_outweighed(s, at_best) for s in kept]
