@@ -13,8 +13,9 @@ from mcp_training_check.judge.settings import judge_settings
 from mcp_training_check.models import SignalKind
 from tests.test_judge_helpers import decay_loss, kinds, make_series, run_judge
 
+# `loss`: a level in the loss's own units (a GAN discriminator's loss near zero, `game_won_loss`)
 UNITS = re.compile(
-    r"_(points|steps|ratio|z|fraction|margin|change|evals|checks|share|sigma|signals|spikes|episodes|samples)$"
+    r"_(points|steps|ratio|z|fraction|margin|change|evals|checks|share|sigma|signals|spikes|episodes|samples|loss)$"
 )
 
 

@@ -340,7 +340,7 @@ class LossTrendBase(Detector):
       ``plateau_ceiling_fraction``, the level it calls an eval's ceiling. (corpus_real log-rt-ljt666666-1, healthy:
       a 2,000-epoch YOLOv5 fine-tune whose mAP@0.5 is 0.996-0.998 from its first epoch while its box loss wanders
       0.015 → 0.02-0.07 and back was stopped as stuck at 45 % of its run.) ``None`` turns it off.
-    - ``game_won_level`` (`trend_game`): in a GAN, a discriminator loss (never negative) whose last 20 prints
+    - ``game_won_loss`` (`trend_game`): in a GAN, a discriminator loss (never negative) whose last 20 prints
       have a median ≤ 0.01 while its generator's adversarial loss (``G_A`` beside ``D_A``) is no lower over its last
       20 prints than over its first is a flag, never a stop: the discriminator has won (ganhacks: "D loss goes to
       0: failure mode"). 0.01 is an LSGAN discriminator within 0.1 of both its targets (0.25 at the balance) or a
@@ -395,7 +395,7 @@ class LossTrendBase(Detector):
     warmup_eval_worse_fraction: float = Field(default=0.1, gt=0)
     game_min_points: int = Field(default=20, ge=4)
     game_spread_fraction: float | None = Field(default=0.1, gt=0)
-    game_won_level: float | None = Field(default=0.01, gt=0)
+    game_won_loss: float | None = Field(default=0.01, gt=0)
     trained_start_fraction: float | None = Field(default=0.95, gt=0, le=1)
 
     def _early_points(self, n: int) -> int:

@@ -65,13 +65,13 @@ class GameTests(LossTrendBase):
 
     def _won_game(self, ctx: JudgeContext) -> list[Signal]:
         """In a GAN, a discriminator loss (never below zero: a WGAN critic's signed estimate is no such loss)
-        whose last ``game_min_points`` prints have a median ≤ ``game_won_level``, while its generator's adversarial
+        whose last ``game_min_points`` prints have a median ≤ ``game_won_loss``, while its generator's adversarial
         loss (`_generator_of`, never below zero) is no lower over its last as many prints than over its first, is
         a warning, never a stop: the discriminator tells real from fake almost every time and the generator,
         whose adversarial loss does not fall, learns nothing from it (ganhacks, "D loss goes to 0: failure
         mode"). A generator whose whole loss still falls (an L1 term's) is read by the trend detector as usual.
         The first such metric only; a doubt for a reviewer (`PLATEAU_EVIDENCE`)."""
-        if self.game_won_level is None:
+        if self.game_won_loss is None:
             return []
         for name in ctx.roles:
             series = ctx.history.metrics.get(name)
@@ -82,13 +82,13 @@ class GameTests(LossTrendBase):
             if values.size < window or values.min() < 0:
                 continue
             level = float(np.median(values[-window:]))
-            if level > self.game_won_level:
+            if level > self.game_won_loss:
                 continue
             generator = _generator_of(name, ctx)
             rise = None if generator is None else _not_falling(ctx, generator, window)
             if generator is None or rise is None:
                 continue
-            return [_won_signal(name, steps, level, self.game_won_level, generator, rise, window)]
+            return [_won_signal(name, steps, level, self.game_won_loss, generator, rise, window)]
         return []
 
 
