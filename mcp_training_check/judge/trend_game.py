@@ -3,6 +3,8 @@ one that has won (its loss near zero while its generator's adversarial loss does
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 
 from ..models import Severity, Signal, SignalKind
@@ -38,13 +40,7 @@ class GameTests(LossTrendBase):
         that is the discriminator's."""
         if self.game_spread_fraction is None:
             return []
-        for name in ctx.roles:
-            series = ctx.history.metrics.get(name)
-            if series is None or not is_discriminator(name):
-                continue
-            steps, values = finite_xy(series.steps, series.values)
-            if values.size < self.game_min_points:
-                continue
+        for name, steps, values in _discriminators(ctx, self.game_min_points):
             level = float(np.median(values))
             low, high = (float(v) for v in np.percentile(values, GAME_SPREAD_PERCENTILES))
             spread = (high - low) / abs(level) if level != 0 else np.inf
@@ -73,13 +69,9 @@ class GameTests(LossTrendBase):
         The first such metric only; a doubt for a reviewer (`PLATEAU_EVIDENCE`)."""
         if self.game_won_loss is None:
             return []
-        for name in ctx.roles:
-            series = ctx.history.metrics.get(name)
-            if series is None or not is_discriminator(name):
-                continue
-            steps, values = finite_xy(series.steps, series.values)
-            window = self.game_min_points
-            if values.size < window or values.min() < 0:
+        window = self.game_min_points
+        for name, steps, values in _discriminators(ctx, window):
+            if values.min() < 0:
                 continue
             level = float(np.median(values[-window:]))
             if level > self.game_won_loss:
@@ -90,6 +82,18 @@ class GameTests(LossTrendBase):
                 continue
             return [_won_signal(name, steps, level, self.game_won_loss, generator, rise, window)]
         return []
+
+
+def _discriminators(ctx: JudgeContext, min_points: int) -> Iterator[tuple[str, np.ndarray, np.ndarray]]:
+    """Each discriminator metric of the run (`roles.is_discriminator`) with ≥ ``min_points`` finite prints: its
+    name, steps and values."""
+    for name in ctx.roles:
+        series = ctx.history.metrics.get(name)
+        if series is None or not is_discriminator(name):
+            continue
+        steps, values = finite_xy(series.steps, series.values)
+        if values.size >= min_points:
+            yield name, steps, values
 
 
 def _generator_of(discriminator: str, ctx: JudgeContext) -> str | None:
