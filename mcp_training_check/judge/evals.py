@@ -331,8 +331,7 @@ class EvalDetector(EvalDegradingTests):
     def _started_at_best(self, values: np.ndarray, best: float, d: Direction) -> bool:
         """The eval's first value is within ``quality_near_best_margin`` of its best: the run started from a
         trained model (a fine-tune), with nothing yet learned past its start."""
-        m = self.quality_near_best_margin
-        return bool(values[0] <= (1 + m) * best if d is Direction.LOWER else values[0] >= (1 - m) * best)
+        return bool(worse_by(float(values[0]), best, d) <= self.quality_near_best_margin)
 
     @staticmethod
     def _knocked_by_warmup(ctx: JudgeContext, steps: np.ndarray, best_step: int) -> bool:

@@ -7,7 +7,7 @@ divergence tests look only at points after warmup and after the latest LR restar
 
 The tests live by kind: `trend_rise` (going up), `trend_climb` (climbing back too slowly for the divergence
 rules: after its warmup, from its minimum), `trend_stall` (not going down), `trend_game` (a GAN's
-discriminator holding one value), their thresholds and shared levels
+discriminator holding one value, or one that has won), their thresholds and shared levels
 in `trend_base`; this module combines them per check.
 """
 
