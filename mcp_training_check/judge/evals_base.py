@@ -185,6 +185,19 @@ class EvalBase(Detector):
       flagged); an obj_loss creeping up in a 20-epoch run whose mAPs end at 0.5 and 0.99
       (log-yolov5_model-1). With the quality eval flagged too, the secondary eval still warns beside it
       (issue-yolov3-1211's cls_loss, the check before its mAP's decay stops it).
+    - ``sole_overfit_stop_margin``: an eval loss in a run that logs no quality eval (`has_quality_eval`: no
+      accuracy, mAP, F1 to outvote it) is the run's only measure of generalisation. When it is in a long, steady
+      overfit — ≥ 20 % above its best (median of 3), the evals since rising in ≥ ``decay_falling_share`` of
+      their pairs over ≥ ``overfit_long_fraction`` of the steps the eval covers, ≥ ``decay_min_evals`` evals
+      after the best, the train loss lower than at it, degrading at the previous check too — it is critical
+      below the large overfit's 1.5×: nothing in the run says the model still improves, and the checkpoint to
+      keep is half a run behind (Keras' and Lightning's EarlyStopping would have ended it at their patience of
+      a few evals). 20 %: four ``degrade_margin``s, and the creep of an over-confident classifier's loss
+      (1.25×) is only spared by its accuracy, which such a run does not log. An LSTM chatbot's val loss climbing
+      from 4.66 at epoch 5 to 5.65 (1.21×) at epoch 54 and on to 6.86 at 90 while its train loss falls 6.8 →
+      0.1 (log-lc-jckuri-1, bad) was unsure at 15 checks and never stopped; the healthy runs without a quality
+      eval of corpus_real/'s train split never rise that long (log-ls-valeriedaash-1's val loss: 1.67× its
+      best for 17 evals over 19 % of its run).
     - ``overfit_long_z`` / ``overfit_long_fraction``: except a long, steady overfit of an eval loss, which
       stays a warning (a flag, never a stop) whatever the quality eval says: the evals since its best (median
       of 3), ≥ ``mild_overfit_evals`` of them, span ≥ half the steps the eval covers and rise at a Mann–Kendall
@@ -279,3 +292,4 @@ class EvalBase(Detector):
     overfit_rising_evals: int = Field(default=2, ge=1)
     overfit_long_z: float = Field(default=4.0, gt=0)
     overfit_long_fraction: float = Field(default=0.5, gt=0, le=1)
+    sole_overfit_stop_margin: float = Field(default=0.2, gt=0)

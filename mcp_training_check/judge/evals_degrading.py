@@ -9,7 +9,7 @@ from ..models import Direction, MetricRole, Severity, Signal, SignalKind
 from ..roles import tokenize
 from ..state import MetricSeries
 from .context import JudgeContext, finite_after, signal
-from .evalkinds import SinceBest, relative_noise, worse_by
+from .evalkinds import SinceBest, has_quality_eval, relative_noise, worse_by
 from .evals_base import EvalBase
 from .stats import (
     falling_pairs_share,
@@ -114,6 +114,14 @@ class EvalDegradingTests(EvalBase):
             msg = msg[:-1] + (
                 f"; a large overfit: ≥ {fmt_ratio(1 + self.overfit_stop_margin)} its best over ≥ "
                 f"{self.decay_min_evals} evals since, degrading at the previous check too, so critical."
+            )
+        elif self._sole_overfit(ctx, SinceBest(series, d, steps[i:], values[i:], gap, best, best_step), steps, train):
+            severity = Severity.CRITICAL
+            msg = msg[:-1] + (
+                f"; the run logs no quality eval, so this is its only measure of generalisation, and it has risen "
+                f"steadily since its best over ≥ {fmt_pct(self.overfit_long_fraction)} of the run, "
+                f"≥ {fmt_pct(self.sole_overfit_stop_margin)} above it and degrading at the previous check too: "
+                "a long overfit, critical."
             )
         elif still_down:
             severity = Severity.CRITICAL
@@ -317,6 +325,29 @@ class EvalDegradingTests(EvalBase):
             return False
         if gap < self.overfit_stop_margin or since_best < self.decay_min_evals:
             return False
+        return self._degrading_before(ctx, name, last)
+
+    def _sole_overfit(
+        self, ctx: JudgeContext, since: SinceBest, all_steps: np.ndarray, train: float | None
+    ) -> bool:
+        """An eval loss of a run without a quality eval ≥ ``sole_overfit_stop_margin`` above its best, rising
+        steadily (``decay_falling_share`` of the pairs of evals since) over ≥ ``overfit_long_fraction`` of the
+        steps the eval covers, ≥ ``decay_min_evals`` evals after it, while the train loss fell, and degrading at
+        the previous check too."""
+        series, d, _, values, gap, _, best_step = since
+        if d is not Direction.LOWER or has_quality_eval(ctx) or train is None or train >= 0:
+            return False
+        if gap < self.sole_overfit_stop_margin or values.size - 1 < self.decay_min_evals:
+            return False
+        covered = float(all_steps[-1] - all_steps[0])
+        if covered <= 0 or float(all_steps[-1]) - best_step < self.overfit_long_fraction * covered:
+            return False
+        steady = falling_pairs_share(-values) >= self.decay_falling_share
+        return steady and self._degrading_before(ctx, series.name, int(all_steps[-1]))
+
+    @staticmethod
+    def _degrading_before(ctx: JudgeContext, name: str, last: int) -> bool:
+        """The previous check, with evals since, found this eval degrading (a warning or critical, no collapse)."""
         prev = ctx.previous_signal(SignalKind.EVAL_DEGRADING, name)
         return (
             prev is not None
