@@ -8,7 +8,9 @@ import pytest
 
 from benchmarks.corpus_runs import Run, load_corpus
 from benchmarks.replay import checkpoints
+from mcp_training_check.models import SignalKind
 from tests.test_judge_classes import REAL, decisions, replay_cuts, replay_real
+from tests.test_judge_helpers import make_series, run_judge
 
 
 @pytest.fixture(scope="module")
@@ -37,3 +39,37 @@ def test_a_long_overfit_beside_a_quality_eval_or_under_a_fifth_is_not_stopped(re
     assert "S" not in decisions(replay_cuts(with_accuracy, cuts, run_config=run.run_config("full")))
     held = dict(run.metrics) | {"eval/loss": (steps, np.minimum(values, 1.15 * values.min()))}
     assert "S" not in decisions(replay_cuts(held, cuts, run_config=run.run_config("full")))
+
+
+def test_a_warmup_printed_to_six_decimals_is_neither_a_jump_nor_a_dead_lr(real):
+    """log-tg-belitk-1 (train, healthy; a darknet YOLOv3 train.log): its burn-in LR, 1e-3 x (i / 1000)^4 printed
+    as %f, is 0.000000 for 150 iterations while the loss falls 1958 -> 212, then 1e-06 for 12 prints, 2e-06, 3e-06
+    ...: 'nothing is being trained' at the first check and 'jumped 2.0x outside warmup' at every later one. A
+    loss that falls by half was trained, and a value repeated under 100 units of the last printed decimal is a
+    rise the print rounded away: continue at every check."""
+    run = real["log-tg-belitk-1"]
+    code, _, _ = replay_real(run)
+    assert code == "." * 20, code
+    zero = make_series("train/lr", np.zeros(21))
+    falling = make_series("train/loss", np.geomspace(1958, 200, 21))
+    assert not any(s.kind is SignalKind.LR_ANOMALY for s in run_judge(falling, zero).signals)
+
+
+def test_a_real_jump_or_a_zero_lr_with_a_flat_loss_is_still_found_at_six_decimals(real):
+    """Controls on log-tg-belitk-1: the same LR multiplied by 10 from iteration 1,600 (0.001000 -> 0.010000) is a
+    jump; an LR printed 0 while the loss stays flat trains nothing; a constant LR printed 0.01 for 20 points that
+    then prints 0.1 is a jump, not the end of a rounded warmup."""
+    run = real["log-tg-belitk-1"]
+    steps, lr = run.metrics["train/lr"]
+    jumped = dict(run.metrics) | {"train/lr": (steps, np.where(steps >= 1600, lr * 10, lr))}
+    verdicts = replay_cuts(jumped, checkpoints(run), run_config=run.run_config("full"))
+    assert any(s.kind is SignalKind.LR_ANOMALY and "jumped" in s.message for v in verdicts for s in v.signals)
+
+    flat = make_series("train/loss", np.full(21, 2.0) + np.random.default_rng(1).normal(0, 0.01, 21))
+    zero = make_series("train/lr", np.zeros(21))
+    assert any(s.kind is SignalKind.LR_ANOMALY for s in run_judge(flat, zero).signals)
+
+    coarse = make_series("train/lr", np.r_[np.full(20, 0.01), np.full(5, 0.1)])
+    loss = make_series("train/loss", np.geomspace(3.0, 1.0, 25))
+    found = [s for s in run_judge(loss, coarse).signals if s.kind is SignalKind.LR_ANOMALY]
+    assert any("jumped" in s.message for s in found), found

@@ -14,11 +14,21 @@ from ..models import MetricRole, Severity, Signal, SignalKind
 from ..state import MetricSeries
 from .context import Detector, JudgeContext, LrEvents, signal
 from .runconfig import RunConfig
-from .stats import finite_xy, fmt, fmt_pct, fmt_ratio, fmt_step, runs, strictly_falling, strictly_rising, trailing_run
+from .stats import (
+    finite_xy,
+    fmt,
+    fmt_pct,
+    fmt_ratio,
+    fmt_step,
+    runs,
+    strictly_falling,
+    strictly_rising,
+    trailing_run,
+)
 
 
 def _inferred_warmup_end(steps: np.ndarray, lr: np.ndarray) -> int | None:
-    """The step where an initial strictly rising LR first stops rising, if it at least doubled.
+    """The step where an initial rising LR first stops rising, if it at least doubled.
 
     From its second point on: a log whose LR doubled from its first point to its second has shown no
     schedule before that rise, so it is where a warmup would be, judged as the same log will be once a
@@ -27,16 +37,35 @@ def _inferred_warmup_end(steps: np.ndarray, lr: np.ndarray) -> int | None:
     A warmup from 0 may repeat its 0 first: the Trainer holds the scheduler on a step the loss scaler
     skipped, and fp16 runs skip their first steps while the scale settles (issue 9, a LoRA fine-tune
     logging LR 0, 0, 1e-4, 2e-4 with NaN grad norms at its first two steps), so the rise is looked
-    for from the last of those zeros.
+    for from the last of those zeros. The rise may repeat a value when it climbs on by exactly the smallest
+    step it has taken (`_rounded_rise`).
     """
     if lr.size < 2:
         return None
     base = max(int(np.argmax(lr != 0)) - 1, 0)
-    not_rising = np.flatnonzero(np.diff(lr[base:]) <= 0)
-    peak = base + (int(not_rising[0]) if not_rising.size else lr.size - 1 - base)
+    rises = np.diff(lr[base:])
+    peak = base + _rounded_rise(rises)
     if peak == base or lr[peak] < 2 * lr[base]:
         return None
     return int(steps[peak])
+
+
+def _rounded_rise(rises: np.ndarray) -> int:
+    """How many of ``rises`` (an LR's point-to-point changes from its start) belong to its initial climb: every
+    change a rise, or a repeat that the climb leaves by exactly one unit, its smallest rise so far. A smooth
+    ramp printed to a fixed number of decimals (darknet's burn-in, 1e-3 × (i / 1000)^4 as %f) rises by less
+    than the last decimal per print for a while, so it repeats a value and then moves by exactly one unit:
+    1e-06 for 12 prints, 2e-06, 3e-06… (log-tg-belitk-1, healthy, a "2× jump outside warmup" at every check). A
+    plateau left by any other step (a constant LR that jumps) ends the climb where the plateau began."""
+    unit, repeated, end = np.inf, False, 0
+    for i, change in enumerate(rises.tolist()):
+        if change > 0 and (not repeated or np.isclose(change, unit, rtol=1e-6, atol=0.0)):
+            unit, repeated, end = min(unit, change), False, i + 1
+        elif change == 0 and np.isfinite(unit):
+            repeated = True
+        else:
+            break
+    return end
 
 
 def _warming_down(lr: np.ndarray) -> bool:
@@ -97,6 +126,8 @@ class LrDetector(Detector):
     - ``zero_lr_points``: an LR of exactly 0 at every one of at least 3 logged points has no peak to be
       compared with and trains nothing (a scheduler stepped to its end before training, a torchvision
       run resumed past its schedule) → warning. 3 so that a warmup logged from 0 is never it.
+    - ``zero_lr_trained_ratio``: unless the train loss fell to half its start over those points: a loss that
+      halves was trained, so the printed 0 is an LR too small for the print's decimals (`_trained_meanwhile`).
     - ``dead_points`` / ``dead_share_fraction``: without a known total, a dead LR for this many logged
       points in a row, covering ≥ 10 % of the steps logged so far → warning. The share keeps a cosine
       schedule's own last 2 % (below ``dead_ratio`` by design) from being called dead at the end of a
@@ -119,6 +150,7 @@ class LrDetector(Detector):
     dead_points: int = Field(default=20, ge=1)
     dead_share_fraction: float = Field(default=0.1, ge=0, le=1)
     zero_lr_points: int = Field(default=3, ge=1)
+    zero_lr_trained_ratio: float = Field(default=0.5, gt=0, lt=1)
 
     def analyse(self, series: MetricSeries | None, config: RunConfig) -> LrEvents:
         if series is None:
@@ -272,6 +304,21 @@ class LrDetector(Detector):
             )
         ]
 
+    def _trained_meanwhile(self, ctx: JudgeContext, last_step: int) -> bool:
+        """The train loss, positive, fell to ≤ ``zero_lr_trained_ratio`` × its start (medians of its first and last
+        3 points up to ``last_step``) while the LR printed 0: weights that do not move cannot halve a loss, so the
+        0 is a small LR the print rounded (darknet's burn-in, 1e-3 × (i / 1000)^4 printed as %f, is 0.000000 for
+        its first 150 iterations, while its loss falls 1958 → 212: log-tg-belitk-1, healthy, unsure there for
+        "nothing is being trained")."""
+        loss = ctx.train_loss
+        if loss is None:
+            return False
+        steps, values = finite_xy(loss.steps, loss.values)
+        values = values[steps <= last_step]
+        if values.size < 6 or values.min() <= 0:
+            return False
+        return float(np.median(values[-3:])) <= self.zero_lr_trained_ratio * float(np.median(values[:3]))
+
     @staticmethod
     def _dead_share(steps: np.ndarray, dead_run: int) -> float:
         """The share of the logged steps that the trailing ``dead_run`` points span."""
@@ -284,7 +331,7 @@ class LrDetector(Detector):
         return max((end - start for start, end in runs(dead) if end < dead.size), default=0)
 
     def _dead(self, series: MetricSeries, ctx: JudgeContext, steps: np.ndarray, lr: np.ndarray) -> list[Signal]:
-        if lr.size >= self.zero_lr_points and not lr.any():
+        if lr.size >= self.zero_lr_points and not lr.any() and not self._trained_meanwhile(ctx, int(steps[-1])):
             msg = (
                 f"{series.name} is 0 at all {lr.size} logged points up to step {fmt_step(int(steps[-1]))} "
                 f"(threshold {self.zero_lr_points}): nothing is being trained."
