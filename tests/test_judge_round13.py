@@ -73,3 +73,22 @@ def test_a_real_jump_or_a_zero_lr_with_a_flat_loss_is_still_found_at_six_decimal
     loss = make_series("train/loss", np.geomspace(3.0, 1.0, 25))
     found = [s for s in run_judge(loss, coarse).signals if s.kind is SignalKind.LR_ANOMALY]
     assert any("jumped" in s.message for s in found), found
+
+
+def test_a_train_loss_climbing_steadily_for_half_the_run_is_flagged_without_an_eval(real):
+    """log-tx-aaaaaiden-1 (train, bad; AAAAAiden/IAE-implementation training_log.txt, an adversarial
+    autoencoder): its reconstruction loss climbs 0.00624 -> 0.0077 (+23 %) at every epoch from epoch 8 of 54,
+    while its latent critic's game runs away; no eval. It was continue at every check ('a schedule can do
+    this'). Over half the run by >= 10 %, seen at two checks, it is now a flag — never a stop."""
+    run = real["log-tx-aaaaaiden-1"]
+    code, visible, _ = replay_real(run)
+    assert "u" in code[visible:] and "S" not in code, code
+
+
+def test_a_train_loss_held_at_its_minimum_is_not_flagged(real):
+    """Control on log-tx-aaaaaiden-1: the same run with its reconstruction loss held within 1 % of its minimum
+    after epoch 8 is continue at every check."""
+    run = real["log-tx-aaaaaiden-1"]
+    steps, values = run.metrics["train/loss"]
+    held = dict(run.metrics) | {"train/loss": (steps, np.where(steps > 8, values.min() * 1.005, values))}
+    assert decisions(replay_cuts(held, checkpoints(run), run_config=run.run_config("full"))) == "." * 20

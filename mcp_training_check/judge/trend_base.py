@@ -293,6 +293,13 @@ class LossTrendBase(Detector):
       batches climbing a few per cent never reaches; a per-step loss's noise keeps its pairs near 50 % rising
       (issue 9: a GRU language model's train loss 0.7978 → 0.8271 at every epoch for 15 epochs with its val
       loss 0.907 → 0.94 was continue at every check). It adds no false STOP on either corpus (train and holdout).
+    - ``climb_flag_share`` / ``climb_flag_change``: without an eval loss to witness it, a climb over ≥ half the
+      judged steps (as a long overfit's ``overfit_long_fraction``) by ≥ 10 % (``slow_divergence_ratio``'s
+      margin), seen at the previous check too, is a warning — a look, never a stop: a loss that has risen that
+      steadily for that long is a slow divergence unless a schedule lifts it, which the log does not say. An
+      adversarial autoencoder's reconstruction loss climbing 0.00624 → 0.0077 (+23 %) at every epoch from epoch
+      8 of 54 while its latent critic's game runs away (log-tx-aaaaaiden-1, bad) was continue at every check;
+      the one healthy climb of corpus_real/'s train split (a cGAN's, +39 % over 30 % of its run) is short of it.
     - ``warmup_eval_worse_fraction``: a warmup that undid the run's progress. The trend rules judge the
       points after the warmup only, so a loss that fell during the warmup and climbed back as the LR rose to
       its peak has its damaged level as its "best". When the lowest median of ``sustain_points`` after the
@@ -392,6 +399,8 @@ class LossTrendBase(Detector):
     climb_min_points: int = Field(default=8, ge=3)
     climb_rising_share: float = Field(default=0.8, gt=0.5, le=1)
     climb_min_change: float = Field(default=0.01, gt=0)
+    climb_flag_share: float = Field(default=0.5, gt=0, le=1)
+    climb_flag_change: float = Field(default=0.1, gt=0)
     warmup_eval_worse_fraction: float = Field(default=0.1, gt=0)
     game_min_points: int = Field(default=20, ge=4)
     game_spread_fraction: float | None = Field(default=0.1, gt=0)

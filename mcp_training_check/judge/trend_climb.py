@@ -82,7 +82,8 @@ class LossClimbTests(LossRiseTests):
     def _climb_back(self, ctx: JudgeContext, loss: MetricSeries, steps: np.ndarray, y: np.ndarray) -> list[Signal]:
         """A loss climbing back from its minimum, steadily and for long: ≥ ``climb_min_points`` points after its
         lowest point, over ≥ ``confirm_share`` of the steps judged, ≥ ``climb_rising_share`` of their pairs in
-        rising order and the median of its last 3 points ≥ ``climb_min_change`` above the minimum. Watched;
+        rising order and the median of its last 3 points ≥ ``climb_min_change`` above the minimum. Watched; a
+        warning over ≥ ``climb_flag_share`` of the steps by ≥ ``climb_flag_change``, seen at the previous check too;
         critical when an eval loss of the run climbs back too (`_eval_loss_climb`) and the previous check (with
         points since) saw the climb: both losses getting worse for a quarter of the run is a slow divergence,
         not noise. The smoothed divergence rules need ≥ 10 % over the best, which a per-epoch loss climbing
@@ -112,6 +113,12 @@ class LossClimbTests(LossRiseTests):
             severity, tail_msg = Severity.CRITICAL, f"; {witness}, and the previous check saw the climb: critical."
         elif witness is not None:
             severity, tail_msg = Severity.WATCH, f"; {witness}: critical if the next check still sees both."
+        elif again and share >= self.climb_flag_share and change >= self.climb_flag_change:
+            severity, tail_msg = Severity.WARNING, (
+                f"; no eval loss climbs with it, but it has risen for ≥ {fmt_pct(self.climb_flag_share)} of the judged "
+                f"steps by ≥ {fmt_pct(self.climb_flag_change)}, and the previous check saw it: a slow divergence "
+                "unless a schedule lifts it (a growing regulariser weight), worth a look."
+            )
         else:
             severity, tail_msg = Severity.WATCH, "; no eval loss climbs with it: watched, a schedule can do this."
         return [
