@@ -92,3 +92,21 @@ def test_a_train_loss_held_at_its_minimum_is_not_flagged(real):
     steps, values = run.metrics["train/loss"]
     held = dict(run.metrics) | {"train/loss": (steps, np.where(steps > 8, values.min() * 1.005, values))}
     assert decisions(replay_cuts(held, checkpoints(run), run_config=run.run_config("full"))) == "." * 20
+
+
+def test_a_percent_accuracy_at_its_ceiling_is_not_a_plateau(real):
+    """log-lg-hjygotoplay-1 (train, healthy; a ChineseNER BiLSTM-CRF log/train.log): its dev accuracy, printed in
+    percent, sits at 98.2-98.8 for 55 evals while the train loss falls. Read as unbounded (98.7 of headroom), it was
+    "flat below its ceiling" at 12 checks; on the [0, 1] scale it is printed from, it is at its ceiling."""
+    run = real["log-lg-hjygotoplay-1"]
+    code, _, _ = replay_real(run)
+    assert "u" not in code, code
+
+
+def test_a_percent_accuracy_flat_well_below_its_ceiling_is_still_a_plateau(real):
+    """Control on log-lg-hjygotoplay-1: the same dev accuracy 20 points lower (78.2-78.8 %) is still flagged as
+    a plateau."""
+    run = real["log-lg-hjygotoplay-1"]
+    steps, values = run.metrics["eval/dev_accuracy"]
+    lowered = dict(run.metrics) | {"eval/dev_accuracy": (steps, values - 20)}
+    assert "u" in decisions(replay_cuts(lowered, checkpoints(run), run_config=run.run_config("full")))

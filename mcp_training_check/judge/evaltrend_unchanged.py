@@ -12,7 +12,7 @@ from ..state import MetricSeries
 from .chance import implied_class_count, names_accuracy
 from .context import UNCHANGED_EVIDENCE, JudgeContext, signal
 from .evalkinds import is_quality_eval, train_accuracy
-from .evaltrend_base import EvalTrendBase, headroom
+from .evaltrend_base import EvalTrendBase, ceiling_room
 from .stats import finite_xy, fmt, fmt_pct, fmt_step, is_frozen, positive_log, rolling_median, trailing_run
 
 
@@ -100,7 +100,7 @@ class EvalUnchangedTests(EvalTrendBase):
         repeats = trailing_run(values == values[-1])
         if d is not Direction.HIGHER or not is_quality_eval(series.name) or repeats < self.frozen_tail_evals:
             return None
-        if headroom(values[-repeats:], d) <= 1 - self.plateau_ceiling_fraction:
+        if ceiling_room(series.name, values[-repeats:], d) <= 1 - self.plateau_ceiling_fraction:
             return None
         if self._train_loss_moves_since(int(steps[-repeats]), loss_steps, loss):
             return None
