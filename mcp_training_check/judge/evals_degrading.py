@@ -221,12 +221,15 @@ class EvalDegradingTests(EvalBase):
         train = self._train_change(ctx, int(steps[i]))
         return trend.z if train is not None and train < 0 else None
 
-    def _long_steady(self, steps: np.ndarray, best_step: int, falling_share: float) -> bool:
+    def _long_steady(
+        self, steps: np.ndarray, best_step: int, falling_share: float, fraction: float | None = None
+    ) -> bool:
         """A decay confirmed over a real share of the run: the evals since the best fall steadily
-        (``falling_share``, their `falling_pairs_share`, ≥ ``decay_falling_share``) and span ≥
-        ``decay_min_run_fraction`` of the steps the eval covers (``steps``, all of them)."""
+        (``falling_share``, their `falling_pairs_share`, ≥ ``decay_falling_share``) and span ≥ ``fraction``
+        (``decay_min_run_fraction`` unless given) of the steps the eval covers (``steps``, all of them)."""
+        fraction = self.decay_min_run_fraction if fraction is None else fraction
         covered = float(steps[-1] - steps[0])
-        long = covered > 0 and float(steps[-1]) - best_step >= self.decay_min_run_fraction * covered
+        long = covered > 0 and float(steps[-1]) - best_step >= fraction * covered
         return long and falling_share >= self.decay_falling_share
 
     def _steady_decay(self, ctx: JudgeContext, since: SinceBest, all_steps: np.ndarray) -> list[Signal]:
@@ -339,11 +342,8 @@ class EvalDegradingTests(EvalBase):
             return False
         if gap < self.sole_overfit_stop_margin or values.size - 1 < self.decay_min_evals:
             return False
-        covered = float(all_steps[-1] - all_steps[0])
-        if covered <= 0 or float(all_steps[-1]) - best_step < self.overfit_long_fraction * covered:
-            return False
-        steady = falling_pairs_share(-values) >= self.decay_falling_share
-        return steady and self._degrading_before(ctx, series.name, int(all_steps[-1]))
+        long = self._long_steady(all_steps, best_step, falling_pairs_share(-values), self.overfit_long_fraction)
+        return long and self._degrading_before(ctx, series.name, int(all_steps[-1]))
 
     @staticmethod
     def _degrading_before(ctx: JudgeContext, name: str, last: int) -> bool:

@@ -63,7 +63,7 @@ def ceiling_room(name: str, values: np.ndarray, direction: Direction) -> float:
     """`headroom` for the ceiling tests, with a quality eval printed in percent (`is_quality_eval`, every value
     within [0, 100] and some above 1: a NER dev accuracy at 98.7) read on the [0, 1] scale it is printed from: at
     98.7 it has 1.3 % left to gain, not 98.7 (five healthy ChineseNER runs of corpus_real/'s train split, round 17,
-    were "flat below its ceiling" at 3-12 checks each with dev accuracies of 98.2-98.8)."""
+    were "flat below its ceiling" at 1-12 checks each with dev accuracies of 98.2-98.8)."""
     finite = values[np.isfinite(values)]
     percent = is_quality_eval(name) and finite.size > 0 and finite.min() >= 0 and 1 < finite.max() <= 100
     return headroom(values / 100 if percent else values, direction)
