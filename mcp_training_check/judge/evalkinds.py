@@ -62,6 +62,22 @@ def is_quality_eval(name: str) -> bool:
     return any(token.rstrip("0123456789") in QUALITY_TOKENS for token in tokenize(name))
 
 
+def percent_scale(name: str, values: np.ndarray) -> float:
+    """100 for a quality eval printed in percent (`is_quality_eval`, every finite value within [0, 100] and some
+    above 1: a NER dev accuracy at 98.7, a BLEU of 59.8), else 1: what its values are divided by to be read on
+    the [0, 1] scale that the tests of a bounded metric (its headroom, its floor, its ceiling) assume. Read as
+    they are, 98.7 has "98.7 left to gain" and a train accuracy of 93.4 counts as memorised (≥ 0.95)."""
+    finite = values[np.isfinite(values)]
+    percent = is_quality_eval(name) and finite.size > 0 and finite.min() >= 0 and 1 < finite.max() <= 100
+    return 100.0 if percent else 1.0
+
+
+def unit_scaled(name: str, values: np.ndarray) -> np.ndarray:
+    """An eval's values on the [0, 1] scale (`percent_scale`)."""
+    scale = percent_scale(name, values)
+    return values / scale if scale != 1 else values
+
+
 TRADE_OFF_TOKENS = frozenset({"precision", "recall"})
 """One side each of the trade-off a detector's or classifier's confidence threshold sets: one rises as the
 other falls while the quality eval (mAP, F1) holds."""

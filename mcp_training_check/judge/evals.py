@@ -18,9 +18,11 @@ from .evalkinds import (
     is_quality_eval,
     is_secondary_eval,
     outvoted,
+    percent_scale,
     relative_noise,
     secondary_at_most_warning,
     train_accuracy,
+    unit_scaled,
     worse_by,
 )
 from .evals_degrading import EvalDegradingTests
@@ -186,24 +188,27 @@ class EvalDetector(EvalDegradingTests):
 
     def _memorised(self, ctx: JudgeContext, series: MetricSeries, d: Direction) -> list[Signal]:
         """An eval accuracy far below a memorised train accuracy, and not rising: overfitting (a warning); not one
-        that has learned ``memorised_learned_fraction`` of its headroom since its first eval (a plateau)."""
+        that has learned ``memorised_learned_fraction`` of its headroom since its first eval (a plateau). Both
+        accuracies are compared on their [0, 1] scale (`unit_scaled`): a train accuracy printed at 93.4 (%) is not
+        memorised."""
         if d is not Direction.HIGHER or not names_accuracy(series.name):
             return []
         steps, values = finite_xy(series.steps, series.values)
         train = train_accuracy(ctx)
         if values.size < self.memorised_min_evals or train is None or train[1].size < 3:
             return []
-        train_level, level = float(np.median(train[1][-3:])), float(np.median(values[-3:]))
+        unit, train_unit = unit_scaled(series.name, values), unit_scaled(train[0], train[1])
+        train_level, level = float(np.median(train_unit[-3:])), float(np.median(unit[-3:]))
         if train_level < self.memorised_accuracy_fraction or train_level - level < self.memorised_gap_fraction:
             return []
         trend = theil_sen(steps, values)
-        if trend is None or trend.rising or hopeless_progress(values, d) >= self.memorised_learned_fraction:
+        if trend is None or trend.rising or hopeless_progress(unit, d) >= self.memorised_learned_fraction:
             return []
         msg = (
-            f"{series.name} {fmt(level)} (median of the last 3 evals, step {fmt_step(int(steps[-1]))}) is "
-            f"{fmt(train_level - level)} below {train[0]} {fmt(train_level)} and not rising over {values.size} evals: "
-            f"the training set is memorised (≥ {fmt(self.memorised_accuracy_fraction)}) while held-out accuracy "
-            f"stays ≥ {fmt(self.memorised_gap_fraction)} below it (overfitting; a flag, not a stop)."
+            f"{series.name} {fmt(level)} (median of the last 3 evals, step {fmt_step(int(steps[-1]))}, on a 0-1 "
+            f"scale) is {fmt(train_level - level)} below {train[0]} {fmt(train_level)} and not rising over "
+            f"{values.size} evals: the training set is memorised (≥ {fmt(self.memorised_accuracy_fraction)}) while "
+            f"held-out accuracy stays ≥ {fmt(self.memorised_gap_fraction)} below it (overfitting; a flag, not a stop)."
         )
         return [
             signal(SignalKind.EVAL_DEGRADING, Severity.WARNING, msg, metric=series.name, step=int(steps[-1]),
@@ -237,9 +242,11 @@ class EvalDetector(EvalDegradingTests):
         return float(level[i]), int(steps[i])
 
     def _on_floor(self, ctx: JudgeContext, name: str, values: np.ndarray, best: float, d: Direction) -> bool:
-        """A higher-is-better eval bounded in [0, 1] whose best level is under ``collapse_floor_fraction`` while
-        another quality eval of the run is above it (`_off_floor`): one head of the model that has not left
-        its floor beside one that has, so it has nothing to collapse from."""
+        """A higher-is-better eval bounded in [0, 1] (`unit_scaled`) whose best level is under
+        ``collapse_floor_fraction`` while another quality eval of the run is above it (`_off_floor`): one head
+        of the model that has not left its floor beside one that has, so it has nothing to collapse from."""
+        scale = percent_scale(name, values)
+        values, best = values / scale, best / scale
         bounded = bool(values.min() >= 0 and values.max() <= 1)
         on_floor = d is Direction.HIGHER and bounded and best < self.collapse_floor_fraction
         return on_floor and any(
@@ -250,6 +257,7 @@ class EvalDetector(EvalDegradingTests):
     def _off_floor(self, series: MetricSeries) -> bool:
         """The median of the eval's last ``collapse_level_evals`` evals is ≥ ``collapse_floor_fraction``."""
         _, values = finite_xy(series.steps, series.values)
+        values = unit_scaled(series.name, values)
         level = float(np.median(values[-self.collapse_level_evals :])) if values.size else 0.0
         return level >= self.collapse_floor_fraction
 

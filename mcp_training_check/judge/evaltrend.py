@@ -20,8 +20,8 @@ import numpy as np
 from ..models import Direction, Severity, Signal, SignalKind
 from ..state import MetricSeries
 from .context import PLATEAU_EVIDENCE, JudgeContext, signal
-from .evalkinds import secondary_at_most_warning
-from .evaltrend_base import ceiling_room, headroom, judging_eval, primary_eval
+from .evalkinds import percent_scale, secondary_at_most_warning
+from .evaltrend_base import ceiling_room, judging_eval, primary_eval
 from .evaltrend_stuck import EvalStuckTests
 from .evaltrend_unchanged import EvalUnchangedTests
 from .stats import end_thirds, finite_xy, fmt, fmt_pct, fmt_step, positive_log, theil_sen
@@ -63,7 +63,7 @@ class EvalTrendDetector(EvalStuckTests, EvalUnchangedTests):
             return []
         if ceiling_room(series.name, values, d) <= 1 - self.plateau_ceiling_fraction:
             return []  # an accuracy-like eval at its ceiling has nothing left to gain
-        room = headroom(values, d)
+        room = ceiling_room(series.name, values, d) * percent_scale(series.name, values)  # in the eval's units
         loss_steps, loss = finite_xy(ctx.train_loss.steps, ctx.train_loss.values)
         since = loss_steps >= steps[0]
         if not self._falling(loss_steps[since], positive_log(loss[since])):

@@ -11,7 +11,7 @@ from ..models import Direction
 from ..roles import tokenize
 from ..state import MetricSeries
 from .context import Detector, JudgeContext
-from .evalkinds import is_quality_eval
+from .evalkinds import is_quality_eval, unit_scaled
 from .stats import falling_pairs_share, rolling_median, strictly_falling, theil_sen
 
 EDIT_RATE_TOKENS = frozenset({"wer", "cer"})
@@ -60,13 +60,10 @@ def headroom(values: np.ndarray, direction: Direction) -> float:
 
 
 def ceiling_room(name: str, values: np.ndarray, direction: Direction) -> float:
-    """`headroom` for the ceiling tests, with a quality eval printed in percent (`is_quality_eval`, every value
-    within [0, 100] and some above 1: a NER dev accuracy at 98.7) read on the [0, 1] scale it is printed from: at
-    98.7 it has 1.3 % left to gain, not 98.7 (five healthy ChineseNER runs of corpus_real/'s train split, round 17,
-    were "flat below its ceiling" at 1-12 checks each with dev accuracies of 98.2-98.8)."""
-    finite = values[np.isfinite(values)]
-    percent = is_quality_eval(name) and finite.size > 0 and finite.min() >= 0 and 1 < finite.max() <= 100
-    return headroom(values / 100 if percent else values, direction)
+    """`headroom` on the eval's [0, 1] scale (`unit_scaled`): a dev accuracy printed at 98.7 has 1.3 % left to
+    gain, not 98.7 (five healthy ChineseNER runs of corpus_real/'s train split, round 17, were "flat below its
+    ceiling" at 1-12 checks each with dev accuracies of 98.2-98.8)."""
+    return headroom(unit_scaled(name, values), direction)
 
 
 def judging_eval(ctx: JudgeContext) -> tuple[MetricSeries, Direction] | None:
@@ -323,11 +320,12 @@ class EvalTrendBase(Detector):
         return trend is not None and trend.falling
 
     def _hopeless(self, name: str, values: np.ndarray, d: Direction) -> bool:
-        """A metric bounded in [0, 1] whose best is within ``hopeless_fraction`` of its worst end (an accuracy
-        ≤ 0.15, a WER ≥ 0.85): with a train loss to judge the run by, only such an eval is judged stuck. Not a
-        loss (its name says so) whose values happen to lie in [0, 1]: a loss has no worst end at 1, and a
-        YOLO11n-obb fine-tune's val box loss at 0.96 from its first epoch (falling to 0.91 by its 100th) was
-        read as a WER near 1 and flagged not learning at its first 3 checks (log-obb-slavikovics-1, healthy)."""
+        """A metric bounded in [0, 1] (`unit_scaled`) whose best is within ``hopeless_fraction`` of its worst end (an
+        accuracy ≤ 0.15, a WER ≥ 0.85): with a train loss to judge the run by, only such an eval is judged stuck. Not a
+        loss (its name says so) whose values happen to lie in [0, 1]: a loss has no worst end at 1, and a YOLO11n-obb
+        fine-tune's val box loss at 0.96 from its first epoch (falling to 0.91 by its 100th) was read as a WER near 1
+        and flagged not learning at its first 3 checks (log-obb-slavikovics-1, healthy)."""
+        values = unit_scaled(name, values)
         if values.size == 0 or values.min() < 0 or values.max() > 1:
             return False
         if d is Direction.LOWER and "loss" in tokenize(name):

@@ -10,7 +10,7 @@ from ..roles import tokenize
 from ..state import MetricSeries
 from .chance import names_accuracy
 from .context import JudgeContext, signal
-from .evalkinds import is_quality_eval
+from .evalkinds import is_quality_eval, percent_scale, unit_scaled
 from .evaltrend_base import EDIT_RATE_TOKENS, EMPTY_OUTPUT_RATE, EvalTrendBase, hopeless_progress, progress
 from .stats import finite_xy, fmt, fmt_pct, fmt_step, is_frozen
 
@@ -92,6 +92,7 @@ class EvalStuckTests(EvalTrendBase):
             if series.name == name or not is_quality_eval(series.name):
                 continue
             steps, values = finite_xy(series.steps, series.values)
+            values = unit_scaled(series.name, values)
             if values.size < 3 or values.min() < 0 or values.max() > 1:
                 continue
             gained = hopeless_progress(values, d)
@@ -157,7 +158,8 @@ class EvalStuckTests(EvalTrendBase):
             if not (established or self._accuracy_all_zero(series, values, d)):
                 return []
             early_zero = not established and not self._accuracy_zero_from_first(series, values, d)
-        gained = progress(values, d, baseline)
+        scale = percent_scale(series.name, values)
+        gained = progress(values / scale, d, None if baseline is None else baseline / scale)
         # against a baseline the way is known: only a run that has not started on it is stuck (a BERT MLM
         # accuracy climbing 0.37 → 0.40 in its first 3 evals is 9 % of the way to 0.72, and healthy)
         limit = self.stuck_stop_fraction if baseline is not None else self.stuck_progress_fraction
@@ -165,7 +167,8 @@ class EvalStuckTests(EvalTrendBase):
             return []
         # seen at the previous check too, new evals or not: evals can be hours apart, a stuck run is not transient
         persists = ctx.not_learning_before(series.name, int(steps[-1]), new_points=False)
-        robust = hopeless_progress(values, d) if self._judged_as_hopeless(ctx, series, values, d) else None
+        hopeless = self._judged_as_hopeless(ctx, series, values, d)
+        robust = hopeless_progress(values / scale, d) if hopeless else None
         overfit = self._overfit_witness(ctx, series.name) if persists and robust is not None else None
         unmoved = (gained if robust is None else robust) < self.stuck_stop_fraction
         critical = persists and (unmoved or overfit is not None) and not early_zero

@@ -9,7 +9,7 @@ from ..models import Direction, MetricRole, Severity, Signal, SignalKind
 from ..state import MetricSeries
 from .chance import implied_class_count, names_accuracy
 from .context import PLATEAU_EVIDENCE, JudgeContext, signal, warming_up_at
-from .evalkinds import is_quality_eval
+from .evalkinds import is_quality_eval, unit_scaled
 from .stats import (
     end_thirds,
     finite_xy,
@@ -110,7 +110,7 @@ class LossStallTests(LossTrendBase):
             keep = steps >= since
             better = -1.0 if direction is Direction.LOWER else 1.0
             if int(keep.sum()) < 4:
-                if self._large_gain(better * values[keep], direction):
+                if self._large_gain(better * unit_scaled(series.name, values)[keep], direction):
                     return True
                 continue
             trend = theil_sen(steps[keep], values[keep], confidence_z=self.confidence_z)
@@ -119,14 +119,15 @@ class LossStallTests(LossTrendBase):
         return False
 
     def _trained_start(self, ctx: JudgeContext) -> bool:
-        """Whether a quality eval (`is_quality_eval`) bounded in [0, 1], higher is better, was at its ceiling
-        (≥ ``trained_start_fraction``) at its first eval and still is over its last ``chance_min_points``: the
-        run fine-tunes a model that was already as good as its eval can tell, so a train loss that holds its
-        first level is a converged model's, not a stuck one's."""
+        """Whether a quality eval (`is_quality_eval`) bounded in [0, 1] (`unit_scaled`), higher is better, was at its
+        ceiling (≥ ``trained_start_fraction``) at its first eval and still is over its last ``chance_min_points``: the
+        run fine-tunes a model that was already as good as its eval can tell, so a train loss that holds its first level
+        is a converged model's, not a stuck one's."""
         if self.trained_start_fraction is None:
             return False
         for series, direction in ctx.evals:
             _, values = finite_xy(series.steps, series.values)
+            values = unit_scaled(series.name, values)
             if direction is not Direction.HIGHER or values.size < self.chance_min_points:
                 continue
             if not is_quality_eval(series.name) or values.min() < 0 or values.max() > 1:
