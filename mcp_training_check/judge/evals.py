@@ -30,6 +30,7 @@ from .evaltrend_base import hopeless_progress
 from .stats import (
     eval_set_size,
     finite_xy,
+    fisher_fewer,
     fmt,
     fmt_pct,
     fmt_ratio,
@@ -268,6 +269,18 @@ class EvalDetector(EvalDegradingTests):
         n = eval_set_size(values, self.collapse_zero_max_samples)
         return n is None or (1 - best) ** n < self.collapse_zero_chance_fraction
 
+    def _beyond_sampling(self, values: np.ndarray, best: float, count: int) -> bool:
+        """Whether the last ``count`` evals score fewer right than a model as good as ``best`` could by sampling
+        alone, when the eval's values are fractions k/n of a small eval set (`eval_set_size`): Fisher's exact
+        test of the best's k of n against the evals' pooled k of count·n, one-sided, under
+        ``collapse_zero_chance_fraction``. On no such set (a larger one, or values that are no such fractions):
+        always."""
+        n = eval_set_size(values, self.collapse_zero_max_samples)
+        if n is None:
+            return True
+        right, right_after = round(best * n), round(float(values[-count:].sum()) * n)
+        return fisher_fewer(right, n, right_after, n * count) < self.collapse_zero_chance_fraction
+
     def _beyond_noise(self, values: np.ndarray, best: float, count: int) -> np.ndarray:
         """Which evals lie ≥ ``collapse_noise_z`` × the eval's own noise from its best: the robust σ of the
         eval-to-eval differences before the ``count`` evals in question (a collapse must not inflate it)."""
@@ -304,7 +317,7 @@ class EvalDetector(EvalDegradingTests):
         else:
             rule = f"≤ {fmt_pct(1 - self.collapse_drop_fraction)} of its best {fmt(best)}"
         count = trailing_run(collapsed & self._beyond_noise(values, best, trailing_run(collapsed)))
-        if count == 0:
+        if count == 0 or (d is Direction.HIGHER and not self._beyond_sampling(values, best, count)):
             return None
         seen_before = self._collapsed_before(ctx, series.name, int(steps[-1]))
         confirmed = count >= self.collapse_sustain_evals or (count >= self.confirm_evals and seen_before)

@@ -8,6 +8,7 @@ so the naive band is far too narrow; Hamed–Rao's effective sample size widens 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -246,6 +247,16 @@ def eval_set_size(values: np.ndarray, max_samples: int) -> int | None:
         if np.all(np.abs(x * n - np.round(x * n)) <= 1e-6 * n):
             return n
     return None
+
+
+def fisher_fewer(right: int, n: int, right_after: int, n_after: int) -> float:
+    """One-sided Fisher exact test: the chance that ``n_after`` samples score as few right as ``right_after`` (or
+    fewer) when they and the ``n`` that scored ``right`` share one success rate (hypergeometric: of the
+    ``right + right_after`` right answers, ≥ ``right`` fall among the first ``n``)."""
+    total_right, total = right + right_after, n + n_after
+    ways = math.comb(total, total_right)
+    tail = sum(math.comb(n, k) * math.comb(n_after, total_right - k) for k in range(right, min(n, total_right) + 1))
+    return tail / ways if ways else 1.0
 
 
 def is_frozen(values: np.ndarray) -> bool:

@@ -1,0 +1,49 @@
+"""Failure classes found in corpus_real/'s train split of rounds 18-19 (stop 29); one test per rule on a real
+train-split run, each with a control."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from benchmarks.corpus_runs import Run, load_corpus
+from mcp_training_check.judge.stats import fisher_fewer
+from mcp_training_check.models import Decision, SignalKind
+from tests.test_judge_classes import REAL, replay_real
+from tests.test_judge_helpers import make_series, run_judge
+
+
+@pytest.fixture(scope="module")
+def real() -> dict[str, Run]:
+    return {run.id: run for run in load_corpus(REAL)}
+
+
+def test_a_collapse_within_the_sampling_noise_of_a_tiny_eval_set_is_not_stopped(real):
+    """log-ly-aparna534-1 (train, healthy; a baldness-stage classifier validated on 5 images): accuracy 0.4 at its
+    first eval, 0 at the next three, 0.4, then 0.6 from epoch 11. 2 right of 5 against 0 of 10 or 0 of 15 is
+    what sampling gives one time in ten or twenty (Fisher's exact test: 9.5 %, 5.3 %): it was 'collapsed ...
+    confirmed' and stopped at its 2nd and 3rd checks; no check stops it now."""
+    run = real["log-ly-aparna534-1"]
+    assert run.split == "train" and run.label == "healthy"
+    code, _, verdicts = replay_real(run)
+    assert "S" not in code, code
+    assert not any("collapsed" in s.message for v in verdicts for s in v.signals)
+
+
+def test_a_collapse_beyond_the_sampling_noise_of_a_tiny_eval_set_is_still_stopped():
+    """Control: the same 5-sample accuracy at 0.8 for four evals, then 0 for four (16 of 20 against 0 of 20:
+    p < 1e-6) is a collapse, as is 0.4 → 0 on a set too large for its values to be fractions of it."""
+    loss = make_series("train/loss", np.geomspace(2.0, 0.5, 40))
+    for values in ([0.2, 0.4, 0.8, 0.8, 0.8, 0.8, 0.0, 0.0, 0.0, 0.0], [0.3, 0.4123, 0.4, 0.0, 0.0, 0.0]):
+        acc = make_series("eval/accuracy", np.array(values), np.arange(1, len(values) + 1) * 4)
+        verdict = run_judge(loss, acc)
+        found = [s for s in verdict.signals if s.kind is SignalKind.EVAL_DEGRADING and "collapsed" in s.message]
+        assert found and verdict.decision is Decision.STOP, (values, [s.message for s in verdict.signals])
+
+
+def test_fisher_fewer_is_the_one_sided_hypergeometric_tail():
+    assert fisher_fewer(2, 5, 0, 15) == pytest.approx(10 / 190)  # C(5,2)/C(20,2)
+    assert fisher_fewer(2, 5, 0, 10) == pytest.approx(10 / 105)  # both right answers among the first 5: C(5,2)/C(15,2)
+    assert fisher_fewer(1, 5, 0, 5) == pytest.approx(0.5)
+    assert fisher_fewer(0, 5, 3, 5) == pytest.approx(1.0)  # no shortfall at all
+    assert fisher_fewer(4, 5, 0, 15) < 0.01
