@@ -44,13 +44,14 @@ def test_a_loss_eval_near_its_floor_is_measured_from_the_level_it_held_not_its_l
 def test_an_accuracy_at_zero_on_a_five_sample_eval_is_confirmed_not_stopped_at_once(real):
     """log-st-gcn-master-improved-1 (train, ambiguous only from epoch 29): its top-1 accuracy is measured on 5
     samples (0, 0.2, 0.4 only) and reads 0.2, 0.2, 0, 0.4: 'at zero: the model is broken' stopped it at its
-    third check. A model at 0.2 scores 0 on 5 samples a third of the time (0.8^5): a collapse to confirm,
-    watched at one eval, that the next check (0.4) clears. Control: the same eval falling from 0.8 to 0
-    (0.2^5 = 0.03 %) is still at zero at once."""
+    third check. A model at 0.2 scores 0 on 5 samples a third of the time (0.8^5), and 1 right of 5 against 0
+    of 5 is no shortfall sampling cannot explain (Fisher's exact test: p = 0.5, `_beyond_sampling`, stop 29):
+    no collapse at all (it was watched at one eval before that rule). Control: the same eval falling from 0.8
+    to 0 (0.2^5 = 0.03 %) is still at zero at once."""
     run = real["log-st-gcn-master-improved-1"]
     code, visible, verdicts = replay_real(run)
     assert "S" not in code[:visible] and code[2] == ".", code
-    assert any(s.severity.value == "watch" for s in verdicts[2].signals if "collapsed" in s.message), verdicts[2]
+    assert not any("collapsed" in s.message for s in verdicts[2].signals), verdicts[2]
     steps, values = run.metrics["eval/top1_accuracy"]
     fell = np.where(steps < 14, 0.8, values)
     metrics = dict(run.metrics) | {"eval/top1_accuracy": (steps, fell)}

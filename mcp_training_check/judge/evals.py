@@ -317,14 +317,15 @@ class EvalDetector(EvalDegradingTests):
         else:
             rule = f"≤ {fmt_pct(1 - self.collapse_drop_fraction)} of its best {fmt(best)}"
         count = trailing_run(collapsed & self._beyond_noise(values, best, trailing_run(collapsed)))
-        if count == 0 or (d is Direction.HIGHER and not self._beyond_sampling(values, best, count)):
+        at_zero = d is Direction.HIGHER and values[-1] <= self.collapse_zero_fraction * best
+        broken = at_zero and self._zero_is_broken(values, best)
+        if count == 0 or (d is Direction.HIGHER and not broken and not self._beyond_sampling(values, best, count)):
             return None
         seen_before = self._collapsed_before(ctx, series.name, int(steps[-1]))
         confirmed = count >= self.collapse_sustain_evals or (count >= self.confirm_evals and seen_before)
         rule_text = f"{self.confirm_evals} evals over two checks, or {self.collapse_sustain_evals} in a row"
         how = f"confirmed ({rule_text})" if confirmed else f"critical at {rule_text}"
-        at_zero = d is Direction.HIGHER and values[-1] <= self.collapse_zero_fraction * best
-        if at_zero and self._zero_is_broken(values, best) and not warming_up_at(ctx, int(steps[-1])):
+        if broken and not warming_up_at(ctx, int(steps[-1])):
             confirmed, how = (
                 True,
                 (f"at zero (≤ {self.collapse_zero_fraction:g}× its best): the model is broken, critical at once"),

@@ -165,7 +165,7 @@ class EvalBase(Detector):
       eval, 0.2 → 0 → 0.4 (0.8⁵ = 33 %; log-st-gcn-master-improved-1, stopped at its third check, long
       before its label's plateau). An accuracy of 0.9 on 20 samples (0.1²⁰) or any value not such a
       fraction (a Dice of 1e-10 after 0.83, an mAP of 0.0 after 0.4123) is still at zero at once. On such a
-      set a collapse at all (`_beyond_sampling`) needs the collapsed evals' pooled k of count·n to fall short
+      set any other collapse (`_beyond_sampling`) needs the collapsed evals' pooled k of count·n to fall short
       of the best's k of n at under the same 1 % (Fisher's exact test, one-sided): a baldness classifier's
       accuracy on 5 validation images, 0.4 at its first eval and 0 at the next three (2 of 5 against 0 of 10
       and 0 of 15: p = 9.5 % and 5.3 %), then 0.6 from epoch 11 (log-ly-aparna534-1, healthy, was stopped at
