@@ -47,3 +47,31 @@ def test_fisher_fewer_is_the_one_sided_hypergeometric_tail():
     assert fisher_fewer(1, 5, 0, 5) == pytest.approx(0.5)
     assert fisher_fewer(0, 5, 3, 5) == pytest.approx(1.0)  # no shortfall at all
     assert fisher_fewer(4, 5, 0, 15) < 0.01
+
+
+def test_a_linear_warmup_stepped_once_an_epoch_is_a_warmup_not_a_jump(real):
+    """log-lx-zhuanglii-1 (round 22, train, healthy; a NAIC 2020 re-ID baseline): its LR is held for an epoch at
+    each level of a linear warmup from 0.01 of its peak, 6e-05, 6.54e-04, 1.25e-03, 1.84e-03 …: 'jumped 10.9×
+    at step 643 outside warmup' at every check. Two or more rises of one size from the start are a warmup."""
+    run = real["log-lx-zhuanglii-1"]
+    assert run.split == "train" and run.label == "healthy"
+    code, _, verdicts = replay_real(run)
+    assert code == "." * 20, code
+    assert not any(s.kind is SignalKind.LR_ANOMALY for v in verdicts for s in v.signals)
+
+
+@pytest.mark.parametrize(
+    "levels",
+    [
+        [0.01, 0.1, 1.0],  # a constant LR that jumps x10 twice: rises of 0.09 and 0.9
+        [0.001, 0.002, 0.01],  # a staircase whose third step is 8x its first
+        [6e-5, 6.54e-4],  # one rise: no staircase yet
+    ],
+)
+def test_an_lr_staircase_of_unequal_steps_or_one_step_is_still_a_jump(levels):
+    per_level = 12
+    lr = np.repeat(levels, per_level).astype(float)
+    steps = np.arange(1, lr.size + 1, dtype=np.int64) * 50
+    loss = make_series("train/loss", np.geomspace(3.0, 1.0, lr.size), steps)
+    found = [s for s in run_judge(loss, make_series("train/lr", lr, steps)).signals if s.kind is SignalKind.LR_ANOMALY]
+    assert any("jumped" in s.message for s in found), (levels, [s.message for s in found])

@@ -38,13 +38,14 @@ def _inferred_warmup_end(steps: np.ndarray, lr: np.ndarray) -> int | None:
     skipped, and fp16 runs skip their first steps while the scale settles (issue 9, a LoRA fine-tune
     logging LR 0, 0, 1e-4, 2e-4 with NaN grad norms at its first two steps), so the rise is looked
     for from the last of those zeros. The rise may repeat a value when it climbs on by exactly the smallest
-    step it has taken (`_rounded_rise`).
+    step it has taken (`_rounded_rise`), or hold each level for a while and climb in steps of one size
+    (`_staircase_rise`).
     """
     if lr.size < 2:
         return None
     base = max(int(np.argmax(lr != 0)) - 1, 0)
     rises = np.diff(lr[base:])
-    peak = base + _rounded_rise(rises)
+    peak = base + (_rounded_rise(rises) or _staircase_rise(lr[base:]))
     if peak == base or lr[peak] < 2 * lr[base]:
         return None
     return int(steps[peak])
@@ -66,6 +67,26 @@ def _rounded_rise(rises: np.ndarray) -> int:
         else:
             break
     return end
+
+
+STAIRCASE_STEP_TOLERANCE = 0.1
+"""Two rises of an LR staircase are the same step within 10 % of the first: a linear warmup printed to three
+significant digits (5.94e-4, 5.96e-4, 5.90e-4) varies by under 1 %; a constant LR that jumps ×10 and again
+×10 rises by 0.09 and then 0.9."""
+
+
+def _staircase_rise(lr: np.ndarray) -> int:
+    """The index of the first point of the top level of an initial climb in held steps of one size, or 0: an LR
+    held at each level for a while (a warmup stepped once an epoch) that rises ≥ 2 times, each rise within
+    ``STAIRCASE_STEP_TOLERANCE`` of the first. A linear warmup from 0.01 of its peak, one level an epoch, logs
+    6e-05 for an epoch, then 6.54e-04, 1.25e-03, 1.84e-03… (log-lx-zhuanglii-1, healthy, a re-ID baseline: a
+    "10.9× jump outside warmup" at every check). One rise is no staircase yet: a constant LR that jumps."""
+    starts = np.flatnonzero(np.diff(lr) != 0) + 1
+    rises = np.diff(lr[np.r_[0, starts]])
+    count = 0
+    while count < rises.size and rises[count] > 0 and abs(rises[count] / rises[0] - 1) <= STAIRCASE_STEP_TOLERANCE:
+        count += 1
+    return int(starts[count - 1]) if count >= 2 else 0
 
 
 def _warming_down(lr: np.ndarray) -> bool:
