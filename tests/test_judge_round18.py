@@ -75,3 +75,27 @@ def test_an_lr_staircase_of_unequal_steps_or_one_step_is_still_a_jump(levels):
     loss = make_series("train/loss", np.geomspace(3.0, 1.0, lr.size), steps)
     found = [s for s in run_judge(loss, make_series("train/lr", lr, steps)).signals if s.kind is SignalKind.LR_ANOMALY]
     assert any("jumped" in s.message for s in found), (levels, [s.message for s in found])
+
+
+def test_a_run_whose_only_metric_is_nan_at_every_point_is_stopped(real):
+    """log-rl-robotsorcerer-1 (round 20, train, bad; a Torch7 optim.Logger file): the train-set class accuracy is
+    NaN at all 1,679 rows, the only metric the file holds: 'no train-loss or eval metric' and unsure at every
+    check. Every value the run logs being NaN/Inf is critical, as a NaN loss is: stopped at its first check."""
+    run = real["log-rl-robotsorcerer-1"]
+    assert run.split == "train" and run.label == "bad"
+    code, _, verdicts = replay_real(run)
+    assert code == "S" * 20, code
+    assert any(s.kind is SignalKind.NON_FINITE and "every value" in s.message for s in verdicts[0].signals)
+
+
+def test_a_nan_metric_beside_a_train_loss_or_a_finite_one_is_no_stop():
+    """Controls: a train Dice NaN at every epoch beside a falling train loss (log-th-dextergomez-1's shape), or a
+    NaN accuracy beside another metric that is finite, or only 2 NaN values so far, are no 'nothing is a
+    number' stop."""
+    steps = np.arange(1, 31, dtype=np.int64)
+    nan = make_series("train/dice", np.full(30, np.nan), steps)
+    loss = make_series("train/loss", np.geomspace(0.01, 0.001, 30), steps)
+    finite = make_series("train/throughput", np.full(30, 120.0), steps)
+    for series in ((loss, nan), (finite, nan), (make_series("train/accuracy", [np.nan, np.nan]),)):
+        found = [s for s in run_judge(*series).signals if "every value" in s.message]
+        assert not found, [s.message for s in found]

@@ -117,7 +117,28 @@ class NonFiniteDetector(Detector):
             out += self._zeros(loss, ctx)
         if grad is not None:
             out += self._grad(grad, loss, ctx.learning_rate)
+        if loss is None and not ctx.evals:
+            out += self._nothing_finite(ctx)
         return out
+
+    def _nothing_finite(self, ctx: JudgeContext) -> list[Signal]:
+        """A run with no train loss or eval to judge whose every metric has been non-finite at each of its
+        ≥ ``overflow_points`` values ever read: nothing it logs is a number, critical as a NaN loss is (a Torch7
+        logger's train-set class accuracy, NaN at all 1,679 rows and the file's only metric,
+        log-rl-robotsorcerer-1, bad, was 'no train-loss or eval metric' at every check). Beside a train loss or
+        an eval, a non-finite metric of another role is no verdict on the run (a U-Net's train Dice NaN at
+        every epoch while its loss falls, log-th-dextergomez-1, ambiguous): that is `check`'s train-loss test."""
+        series = list(ctx.history.metrics.values())
+        if not series or any(s.total_points < self.overflow_points or s.non_finite < s.total_points for s in series):
+            return []
+        names = ", ".join(sorted(s.name for s in series)[:6])
+        last = ctx.history.last_step
+        count = sum(s.total_points for s in series)
+        msg = (
+            f"every value the run has logged is NaN/Inf ({names}: {count} values, up to step "
+            f"{fmt_step(last or 0)}), and it logs no train loss or eval: nothing it reports is a number."
+        )
+        return [signal(SignalKind.NON_FINITE, Severity.CRITICAL, msg, step=last, non_finite_points=count)]
 
     def _series(self, series: MetricSeries) -> list[Signal]:
         raw, steps = series.raw_values, series.raw_steps
