@@ -7,9 +7,10 @@ import numpy as np
 import pytest
 
 from benchmarks.corpus_runs import Run, load_corpus
+from benchmarks.replay import checkpoints
 from mcp_training_check.judge.stats import fisher_fewer
 from mcp_training_check.models import Decision, SignalKind
-from tests.test_judge_classes import REAL, replay_real
+from tests.test_judge_classes import REAL, decisions, replay_cuts, replay_real
 from tests.test_judge_helpers import make_series, run_judge
 
 
@@ -99,3 +100,22 @@ def test_a_nan_metric_beside_a_train_loss_or_a_finite_one_is_no_stop():
     for series in ((loss, nan), (finite, nan), (make_series("train/accuracy", [np.nan, np.nan]),)):
         found = [s for s in run_judge(*series).signals if "every value" in s.message]
         assert not found, [s.message for s in found]
+
+
+def test_a_ranking_metric_low_on_its_scale_is_not_hopeless(real):
+    """log-ck-hmz76-1 (round 21, train, healthy; a SASRec recommender on Amazon Beauty): NDCG@10 0.008 -> 0.041 in
+    10 epochs, then a plateau. Read as an accuracy near 0 it had gained '3.3 % of what there was to gain' and was
+    stopped at 9 checks; a ranking metric's level is the catalogue's, so it is no longer judged hopeless."""
+    run = real["log-ck-hmz76-1"]
+    assert run.split == "train" and run.label == "healthy"
+    code, _, _ = replay_real(run)
+    assert "S" not in code, code
+
+
+def test_the_same_curve_named_as_an_accuracy_is_still_hopeless(real):
+    """Control: the same values logged as a classifier's accuracy (0.041 at best: within 15 % of its worst end)
+    are still a model that has learned nothing, stopped."""
+    run = real["log-ck-hmz76-1"]
+    metrics = {("eval/accuracy" if name == "eval/ndcg" else name): series for name, series in run.metrics.items()}
+    code = decisions(replay_cuts(metrics, checkpoints(run), run_config=run.run_config("full")))
+    assert "S" in code, code

@@ -17,6 +17,12 @@ from .stats import falling_pairs_share, rolling_median, strictly_falling, theil_
 EDIT_RATE_TOKENS = frozenset({"wer", "cer"})
 """Word and character error rates: edit distances over the reference length, the only evals that exceed 1."""
 
+RANKING_TOKENS = frozenset({"ndcg", "mrr", "hit", "hits", "hr"})
+"""Top-k ranking metrics of a recommender or a retriever (NDCG@10, MRR, hit rate, HR@10): their level is set by
+the catalogue's size and k, not by 1, so a low one is no sign of a hopeless model: a SASRec on Amazon Beauty
+(12,000 items) reaches an NDCG@10 of 0.04 (log-ck-hmz76-1, healthy: 0.008 → 0.041 in 10 epochs, then a plateau,
+was 'not learning: 3.3 % of what there was to gain' and stopped at 9 checks)."""
+
 EMPTY_OUTPUT_RATE = 1.0
 """An edit-distance error rate of an empty output (every reference word deleted). Above it the model does
 worse than saying nothing: it inserts garbage. A healthy MLPerf RNN-T's first eval is at 11.5 and its second
@@ -324,9 +330,10 @@ class EvalTrendBase(Detector):
         accuracy ≤ 0.15, a WER ≥ 0.85): with a train loss to judge the run by, only such an eval is judged stuck. Not a
         loss (its name says so) whose values happen to lie in [0, 1]: a loss has no worst end at 1, and a YOLO11n-obb
         fine-tune's val box loss at 0.96 from its first epoch (falling to 0.91 by its 100th) was read as a WER near 1
-        and flagged not learning at its first 3 checks (log-obb-slavikovics-1, healthy)."""
+        and flagged not learning at its first 3 checks (log-obb-slavikovics-1, healthy). Nor a ranking metric
+        (``RANKING_TOKENS``): its level is the catalogue's, not the model's distance from 1."""
         values = unit_scaled(name, values)
-        if values.size == 0 or values.min() < 0 or values.max() > 1:
+        if values.size == 0 or values.min() < 0 or values.max() > 1 or RANKING_TOKENS.intersection(tokenize(name)):
             return False
         if d is Direction.LOWER and "loss" in tokenize(name):
             return False
