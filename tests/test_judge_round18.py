@@ -119,3 +119,23 @@ def test_the_same_curve_named_as_an_accuracy_is_still_hopeless(real):
     metrics = {("eval/accuracy" if name == "eval/ndcg" else name): series for name, series in run.metrics.items()}
     code = decisions(replay_cuts(metrics, checkpoints(run), run_config=run.run_config("full")))
     assert "S" in code, code
+
+
+def test_a_loss_blown_up_by_its_first_updates_is_flagged(real):
+    """log-rl-jamie0725-1 (round 20, train, bad; an LSTM question classifier at SGD lr 0.1): 1.80 (ln 6) at
+    iteration 0, 18.3 at 10, 31.0 at 20 and 8-24 to its last print: nothing at any check. A loss whose every
+    later point sits >= 3x its first, never back below it, is now flagged (a warning, never a stop)."""
+    run = real["log-rl-jamie0725-1"]
+    assert run.split == "train" and run.label == "bad"
+    code, visible, verdicts = replay_real(run)
+    assert "u" in code[visible:] and "S" not in code, code
+    assert any("blew up at its first updates" in s.message for v in verdicts for s in v.signals)
+
+
+def test_a_blowup_that_recovers_or_a_loss_that_starts_high_is_not_flagged():
+    """Controls: a loss that blows up to 4x its start for 3 of its 12 points and falls back below its start, and a
+    loss that falls from its first point, are no 'blown up' flag."""
+    recovering = make_series("train/loss", [2.0, 8.0, 8.5, 7.9, 1.9, 1.8, 1.7, 1.7, 1.6, 1.5, 1.5, 1.4])
+    falling = make_series("train/loss", np.geomspace(20.0, 2.0, 12))
+    for loss in (recovering, falling):
+        assert not any("blew up" in s.message for s in run_judge(loss).signals)

@@ -97,6 +97,13 @@ class LossTrendBase(Detector):
       of a converged diffusion run would, which is why the start must be in the log); issue 9: a fairseq
       pointer-generator at 10.52–10.72 for 81 updates, never below its first 10.519 and its median 3.1
       errors above it, was continue; the synthetic slow decay of tests/test_judge_trend.py (9 points) is 1.7.
+    - ``start_blowup_ratio``: such a log whose loss, over ≥ ``start_min_points`` points, sits ≥ 3× its first
+      point at the median of every later point and of its last ``chance_min_points``, never back below it, was
+      blown up by its first updates and has not come back (`_blown_from_start`): a warning, never a stop. 3× is
+      the eval collapse's ``collapse_loss_ratio``; a blow-up that recovers (issue 9's recommendation model, 3×
+      its early median for a few dozen steps, then falling) has most of its points below it. An LSTM question
+      classifier at SGD lr 0.1 logs 1.80 (ln 6) at iteration 0, 18.3 at 10, 31.0 at 20 and 8–24 to its last
+      print at 200 (log-rl-jamie0725-1, bad, round 20: nothing at any check).
     - ``flat_start_min_points``: from this many points (20, ``early_window_points``: where the Theil–Sen
       band of the not-falling test has the power the 9-point start lacks) such a log is flagged the same
       way when it merely stayed within ``stuck_drop_fraction`` of its first value (its rolling median of 3
@@ -387,6 +394,7 @@ class LossTrendBase(Detector):
     slow_divergence_ratio: float = Field(default=1.10, gt=1)
     raw_climb_ratio: float = Field(default=1.5, gt=1)
     start_min_points: int = Field(default=8, ge=3)
+    start_blowup_ratio: float = Field(default=3.0, gt=1)
     flat_start_min_points: int = Field(default=20, ge=4)
     stuck_lr_spent_fraction: float = Field(default=0.5, gt=0, lt=1)
     witness_evals: int = Field(default=5, ge=1)

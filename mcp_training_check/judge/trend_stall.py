@@ -15,6 +15,7 @@ from .stats import (
     finite_xy,
     fmt,
     fmt_pct,
+    fmt_ratio,
     fmt_step,
     is_frozen,
     positive_log,
@@ -283,7 +284,7 @@ class LossStallTests(LossTrendBase):
         rest, first = y[1:], float(y[0])
         gap = float(np.median(rest)) - first
         if gap >= np.log1p(self.rising_min_change):
-            return []
+            return self._blown_from_start(loss, steps, values)
         spent = None
         if values.size >= self.flat_start_min_points:
             how = f"it stayed within {fmt_pct(self.stuck_drop_fraction)} of its first value"  # the caller's test
@@ -316,6 +317,29 @@ class LossStallTests(LossTrendBase):
         return [
             signal(SignalKind.FLAT, severity, msg, metric=loss.name, step=int(steps[-1]),
                    level=float(np.median(values)), points=values.size, since_step=int(steps[0]))
+        ]  # fmt: skip
+
+    def _blown_from_start(self, loss: MetricSeries, steps: np.ndarray, values: np.ndarray) -> list[Signal]:
+        """A start-holding log whose loss sits ≥ ``start_blowup_ratio`` × its first point at the median of every
+        later point and of its last ``chance_min_points``, never back below that first point: its first updates
+        blew the model up and it has not come back. A warning, never a stop: the first point is the only anchor,
+        and it may be a running mean's first batch (a house-price regressor's running mean 2.75 → 23 → 6-12,
+        single batches exploding over a flat median, log-tl-0xonaroll-1, ambiguous); as a stop, anchored on a
+        first point at ln N, it stopped the one bad run it was written for 7-11 checks late and flickering."""
+        first, later, recent = float(values[0]), values[1:], values[-self.chance_min_points :]
+        if first <= 0 or float(np.min(later)) < first:
+            return []
+        if min(np.median(later), np.median(recent)) < self.start_blowup_ratio * first:
+            return []
+        msg = (
+            f"{loss.name} blew up at its first updates and has not come back: {fmt(first)} at step "
+            f"{fmt_step(int(steps[0]))}, a median {fmt(float(np.median(later)))} over its {later.size} points since "
+            f"and {fmt(float(np.median(recent)))} over its last {recent.size} (≥ {fmt_ratio(self.start_blowup_ratio)} "
+            "its first, never back below it): worth a look (a flag, not a stop: its first point is its only anchor)."
+        )
+        return [
+            signal(SignalKind.FLAT, Severity.WARNING, msg, metric=loss.name, step=int(steps[-1]),
+                   level=float(np.median(later)), points=values.size, since_step=int(steps[0]))
         ]  # fmt: skip
 
     def _lr_spent(self, ctx: JudgeContext, last_step: int) -> tuple[str, float] | None:
