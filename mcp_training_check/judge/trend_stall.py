@@ -39,10 +39,14 @@ class LossStallTests(LossTrendBase):
         and its Theil–Sen band (``confidence_z``, log loss) rules out a fall of ``stuck_drop_fraction``, or,
         from ``flat_start_min_points``, its last third's median holds its first third's level (not below it,
         less than ``rising_min_change`` above). A warning (a reviewer's look, never a stop: a converged
-        plateau and a stuck run look the same in a window). Not while an eval of the run improves
+        plateau and a stuck run look the same in a window). A log blown up from its start is flagged as that
+        instead (`_blown_from_start`), only here, where no other finding speaks. Not while an eval of the run improves
         significantly over the same steps (`_eval_improving`): the model still gets better on held-out data."""
         least, warming = self.plateau_min_points, False
         whole_steps, whole = finite_xy(loss.steps, loss.values)
+        blown = self._blown_from_start(loss, whole_steps, whole) if holds_start(whole_steps) else []
+        if blown:
+            return blown
         if holds_start(whole_steps):  # the whole log after its first point and warmup, restarts or not
             warming = self._warming_throughout(ctx, int(whole_steps[-1]))
             after = int(whole_steps[0]) if warming else max(int(whole_steps[0]), ctx.lr_events.warmup_end or 0)
@@ -284,7 +288,7 @@ class LossStallTests(LossTrendBase):
         rest, first = y[1:], float(y[0])
         gap = float(np.median(rest)) - first
         if gap >= np.log1p(self.rising_min_change):
-            return self._blown_from_start(loss, steps, values)
+            return []
         spent = None
         if values.size >= self.flat_start_min_points:
             how = f"it stayed within {fmt_pct(self.stuck_drop_fraction)} of its first value"  # the caller's test
@@ -320,12 +324,14 @@ class LossStallTests(LossTrendBase):
         ]  # fmt: skip
 
     def _blown_from_start(self, loss: MetricSeries, steps: np.ndarray, values: np.ndarray) -> list[Signal]:
-        """A start-holding log whose loss sits ≥ ``start_blowup_ratio`` × its first point at the median of every
-        later point and of its last ``chance_min_points``, never back below that first point: its first updates
-        blew the model up and it has not come back. A warning, never a stop: the first point is the only anchor,
-        and it may be a running mean's first batch (a house-price regressor's running mean 2.75 → 23 → 6-12,
-        single batches exploding over a flat median, log-tl-0xonaroll-1, ambiguous); as a stop, anchored on a
-        first point at ln N, it stopped the one bad run it was written for 7-11 checks late and flickering."""
+        """A start-holding log (≥ ``start_min_points``) whose loss sits ≥ ``start_blowup_ratio`` × its first point at
+        the median of every later point and of its last ``chance_min_points``, never back below that first point: its
+        first updates blew the model up and it has not come back. A warning, never a stop: the first point is the only
+        anchor, and it may be a running mean's first batch (a house-price regressor's running mean 2.75 → 23 → 6-12,
+        single batches exploding over a flat median, log-tl-0xonaroll-1, ambiguous); as a stop, anchored on a first
+        point at ln N, it stopped the one bad run it was written for 7-11 checks late and flickering."""
+        if values.size < self.start_min_points:
+            return []
         first, later, recent = float(values[0]), values[1:], values[-self.chance_min_points :]
         if first <= 0 or float(np.min(later)) < first:
             return []
