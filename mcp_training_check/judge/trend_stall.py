@@ -44,10 +44,10 @@ class LossStallTests(LossTrendBase):
         significantly over the same steps (`_eval_improving`): the model still gets better on held-out data."""
         least, warming = self.plateau_min_points, False
         whole_steps, whole = finite_xy(loss.steps, loss.values)
-        blown = self._blown_from_start(loss, whole_steps, whole) if holds_start(whole_steps) else []
-        if blown:
-            return blown
         if holds_start(whole_steps):  # the whole log after its first point and warmup, restarts or not
+            blown = self._blown_from_start(loss, whole_steps, whole)
+            if blown:
+                return blown
             warming = self._warming_throughout(ctx, int(whole_steps[-1]))
             after = int(whole_steps[0]) if warming else max(int(whole_steps[0]), ctx.lr_events.warmup_end or 0)
             least = self.flat_start_min_points if warming else self.min_points
