@@ -178,6 +178,19 @@ class LossTrendBase(Detector):
       its run; its fall is significant from 25 %). A quarter: the stop still saves 3/4 of the run's budget,
       and no bad run of either corpus' train split is stopped by this test earlier. Without a known total
       the two checks stay the test (a classifier at ln N from its start).
+      The same quarter answers the flat start's other doubt (`_stuck_for_its_run`): a start-holding log of
+      ≥ ``start_min_points`` whose best rolling median of 3 is still within ``stuck_drop_fraction`` of its first
+      ``chance_min_points`` points' median at ≥ a quarter of a known total, and whose Theil–Sen band rules out a
+      fall of ``stuck_drop_fraction`` even projected from its first step to the total, will end its run where it
+      began: a warning, critical at the next check (with points since) that still sees it. Projecting the band to
+      the total, not to the window seen, keeps slow learners: a continued pretraining falling 5 % over its whole
+      run (log-tokalign-baseline-1) and a Keras regressor at lr 6.25e-6 (log-tg-asem000-1) hold a 5 % fall in
+      their band; a loss that fell in its warmup (a LoRA at 2.39 → 2.09 in 5 steps, log-rl-its-kumar-yash-1) left
+      its start. Short per-epoch logs never reached ``flat_min_points`` and had no stop at all: a stock-return
+      regressor within 0.1 % of 0.443 from its 3rd epoch to its 20th (log-lj-seavleu-1), a protein-interaction
+      model at 0.096-0.097 (log-lr-bibhuprasadbehera-1) and a binary scorer at ln 2 over 133 logs
+      (log-tl-adamhermes-1), bad, were unsure to their end; they are stopped at 35-60 % of their runs (train
+      split: recall 81.0 → 83.8 %, no healthy check moved).
     - ``slow_learner_z``: a loss less than 15 % below its first points that falls over the whole run with
       a Mann–Kendall z of at least 3 (the slope's ``rising_z``: the same evidence for a fall as a rise needs
       for a warning) is learning slowly, not "not learning" (info): continued pretraining and LLM

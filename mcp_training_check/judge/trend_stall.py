@@ -45,9 +45,9 @@ class LossStallTests(LossTrendBase):
         least, warming = self.plateau_min_points, False
         whole_steps, whole = finite_xy(loss.steps, loss.values)
         if holds_start(whole_steps):  # the whole log after its first point and warmup, restarts or not
-            blown = self._blown_from_start(loss, whole_steps, whole)
-            if blown:
-                return blown
+            stalled = self._blown_from_start(loss, whole_steps, whole) or self._stuck_for_its_run(ctx, loss)
+            if stalled:
+                return stalled
             warming = self._warming_throughout(ctx, int(whole_steps[-1]))
             after = int(whole_steps[0]) if warming else max(int(whole_steps[0]), ctx.lr_events.warmup_end or 0)
             least = self.flat_start_min_points if warming else self.min_points
@@ -256,7 +256,7 @@ class LossStallTests(LossTrendBase):
         else:
             zero = self._zero_accuracy(ctx)
             if zero is None:
-                return self._never_below_start(ctx, loss, steps, values, y)
+                return self._stuck_for_its_run(ctx, loss) or self._never_below_start(ctx, loss, steps, values, y)
             zero_at = fmt(self.zero_accuracy_fraction)
             why = f"sits there with {zero} ≤ {zero_at} at every point (never one prediction right)"
         critical = ctx.not_learning_before(loss.name, int(steps[-1]), new_points=False)
@@ -321,6 +321,47 @@ class LossStallTests(LossTrendBase):
         return [
             signal(SignalKind.FLAT, severity, msg, metric=loss.name, step=int(steps[-1]),
                    level=float(np.median(values)), points=values.size, since_step=int(steps[0]))
+        ]  # fmt: skip
+
+    def _stuck_for_its_run(self, ctx: JudgeContext, loss: MetricSeries) -> list[Signal]:
+        """A start-holding log (≥ ``start_min_points``) of a run with a known total, at ≥ ``stuck_min_run_fraction``
+        of it, whose loss is still within ``stuck_drop_fraction`` of its start (its best rolling median of 3 against
+        the median of its first ``chance_min_points``) and whose Theil–Sen band (``confidence_z``, log loss) rules
+        out a fall of ``stuck_drop_fraction`` even when projected from its first step to the run's total: at its
+        fastest plausible rate the loss ends its run where it began. Critical when the previous check, with points
+        since, found it too. Not while an eval improves over the same steps, nor for a trained start. It takes the
+        place of the weaker flags of the same stall (a flat window, a start never left)."""
+        steps, values = finite_xy(loss.steps, loss.values)
+        total = ctx.config.total_steps
+        progress = ctx.config.progress(int(steps[-1])) if steps.size else None
+        if not total or progress is None or progress < self.stuck_min_run_fraction or not holds_start(steps):
+            return []
+        if values.size < self.start_min_points or (values <= 0).any():
+            return []
+        y = np.log(values)
+        start = float(np.median(y[: self.chance_min_points]))
+        drop = float(-np.expm1(float(np.min(rolling_median(y, 3))) - start))
+        trend = theil_sen(steps, y, confidence_z=self.confidence_z)
+        if trend is None or drop >= self.stuck_drop_fraction:
+            return []
+        fall_ruled_out = float(-np.expm1(min(trend.low, 0.0) * (total - float(steps[0]))))
+        if fall_ruled_out >= self.stuck_drop_fraction:
+            return []
+        if self._eval_improving(ctx, int(steps[0])) or self._trained_start(ctx):
+            return []
+        critical = ctx.not_learning_before(loss.name, int(steps[-1]), new_points=True)
+        again = "still so at a second check, so critical" if critical else "critical if the next check still sees it"
+        msg = (
+            f"{loss.name} is not learning from its start: over its {values.size} points up to step "
+            f"{fmt_step(int(steps[-1]))}, {fmt_pct(progress)} of its {fmt_step(total)} steps, its best is "
+            f"{fmt_pct(drop)} below its first points' {fmt(float(np.exp(start)))}, and its slope's band rules out a "
+            f"fall of {fmt_pct(self.stuck_drop_fraction)} by the end of the run (at most {fmt_pct(fall_ruled_out)}): "
+            f"the rest of its steps will not make it learn; {again}."
+        )
+        severity = Severity.CRITICAL if critical else Severity.WARNING
+        return [
+            signal(SignalKind.FLAT, severity, msg, metric=loss.name, step=int(steps[-1]), drop=drop,
+                   fall_bound=fall_ruled_out, points=values.size, since_step=int(steps[0]))
         ]  # fmt: skip
 
     def _blown_from_start(self, loss: MetricSeries, steps: np.ndarray, values: np.ndarray) -> list[Signal]:

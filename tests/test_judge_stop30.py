@@ -1,0 +1,77 @@
+"""Failure classes found in corpus_real/'s train split at stop 30; one test per rule on real train-split runs, each
+with controls."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from benchmarks.corpus_runs import Run, load_corpus
+from mcp_training_check.models import Decision, SignalKind
+from tests.test_judge_classes import REAL, decisions, every, replay_cuts, replay_real
+
+RUN_END = "by the end of the run"  # the stuck-for-its-run finding (`LossStallTests._stuck_for_its_run`)
+
+
+@pytest.fixture(scope="module")
+def real() -> dict[str, Run]:
+    return {run.id: run for run in load_corpus(REAL)}
+
+
+@pytest.mark.parametrize(
+    ("run_id", "latest_stop"),
+    [
+        # a seq2seq stock-return regressor: MSE 0.4489 at epoch 1, within 0.1 % of 0.443 from epoch 3 to 20
+        ("log-lj-seavleu-1", 8),
+        # a protein-interaction predictor: 0.0982, 0.0971, then 0.0963-0.0968 for 17 of its 20 epochs
+        ("log-lr-bibhuprasadbehera-1", 12),
+        # an LLM knowledge-graph scorer: binary loss 0.696 -> 0.689 (ln 2 = 0.693) over all 133 logs of 1,330 steps
+        ("log-tl-adamhermes-1", 6),
+    ],
+)
+def test_a_loss_held_at_its_start_for_a_quarter_of_a_known_total_is_stopped(real, run_id, latest_stop):
+    """Train-split bad runs whose loss never leaves its first level: a flat-window flag ("a plateau or a stuck run,
+    worth a look") at every check from the 10th point on, never a stop, since a plateau's window looks the same. Past
+    a quarter of the run's known total, a slope whose band rules out a 5 % fall even projected to the run's last step
+    says the rest of the budget will not make it learn: a warning, critical at the next check that still sees it."""
+    run = real[run_id]
+    assert run.split == "train" and run.label == "bad"
+    code, _, verdicts = replay_real(run)
+    first = code.find("S")
+    assert 0 <= first <= latest_stop, code
+    assert any(RUN_END in s.message for s in verdicts[first].signals if s.kind is SignalKind.FLAT)
+
+
+@pytest.mark.parametrize(
+    "run_id",
+    [
+        "log-rl-its-kumar-yash-1",  # a LoRA fine-tune: 2.39 -> 2.09 in its 5-step warmup, then 2.10-2.19 to the end
+        "log-tokalign-baseline-1",  # continued pretraining: per-step 1.95-2.37, deciles 2.225 -> 2.115
+        "log-bangla_stt-1",  # a low first log (0.27), then 0.5-1.0, falling to 0.2
+        "log-tg-asem000-1",  # a Keras regressor at lr 6.25e-6: 0.0110 -> 0.0091, slow and steady
+    ],
+)
+def test_a_loss_that_learned_in_its_first_points_or_falls_slowly_is_not_stuck_for_its_run(real, run_id):
+    """Controls, healthy train runs: a loss that fell in its warmup and then holds its floor left its start; a slow
+    fall's band still holds a 5 % fall by the run's end; a first point below the next ones is no start level."""
+    run = real[run_id]
+    assert run.split == "train" and run.label == "healthy"
+    code, _, verdicts = replay_real(run)
+    assert "S" not in code, code
+    assert not any(RUN_END in s.message for v in verdicts for s in v.signals)
+
+
+def test_a_flat_start_without_a_known_total_or_before_a_quarter_of_it_is_no_stop():
+    """The same held start is a flag, not a stop, when the run's length is unknown (nothing says most of its budget
+    is spent) and before a quarter of a known one."""
+    rng = np.random.default_rng(7)
+    steps = every(1, 40)
+    loss = 0.444 * (1 + 0.002 * rng.standard_normal(steps.size))
+    metrics = {"train/loss": (steps, loss)}
+    cuts = [10, 15, 20, 25, 30, 35, 40]
+    unknown = replay_cuts(metrics, cuts)
+    assert "S" not in decisions(unknown), decisions(unknown)
+    long_run = replay_cuts(metrics, cuts, run_config={"total_steps": 200})  # 20 % of the run at the last cut
+    assert "S" not in decisions(long_run), decisions(long_run)
+    known = replay_cuts(metrics, cuts, run_config={"total_steps": 40})
+    assert decisions(known)[-1] == "S" and known[-1].decision is Decision.STOP, decisions(known)
