@@ -61,9 +61,10 @@ class EvalTrendDetector(EvalStuckTests, EvalUnchangedTests):
         steps, values = finite_xy(series.steps, series.values)
         if values.size < self.plateau_min_evals:
             return []
-        if ceiling_room(series.name, values, d) <= 1 - self.plateau_ceiling_fraction:
+        room_share = ceiling_room(series.name, values, d)
+        if room_share <= 1 - self.plateau_ceiling_fraction:
             return []  # an accuracy-like eval at its ceiling has nothing left to gain
-        room = ceiling_room(series.name, values, d) * percent_scale(series.name, values)  # in the eval's units
+        room = room_share * percent_scale(series.name, values)  # in the eval's units
         loss_steps, loss = finite_xy(ctx.train_loss.steps, ctx.train_loss.values)
         since = loss_steps >= steps[0]
         if not self._falling(loss_steps[since], positive_log(loss[since])):
