@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from benchmarks.corpus_runs import Run, load_corpus
-from mcp_training_check.models import Decision, SignalKind
+from mcp_training_check.models import Decision, Severity, SignalKind
 from tests.test_judge_classes import REAL, decisions, every, replay_cuts, replay_real
 
 RUN_END = "by the end of the run"  # the stuck-for-its-run finding (`LossStallTests._stuck_for_its_run`)
@@ -75,3 +75,29 @@ def test_a_flat_start_without_a_known_total_or_before_a_quarter_of_it_is_no_stop
     assert "S" not in decisions(long_run), decisions(long_run)
     known = replay_cuts(metrics, cuts, run_config={"total_steps": 40})
     assert decisions(known)[-1] == "S" and known[-1].decision is Decision.STOP, decisions(known)
+
+
+def test_a_gan_generator_loss_climbing_as_its_discriminator_learns_is_a_flag_not_a_stop(real):
+    """log-tt-plxiv-1 (round 25, train, healthy; a DCGAN on anime faces): the generator's adversarial loss
+    ``g_loss`` goes 0.38 -> 3-7 in its first prints, the discriminator learning to tell the fakes apart, while both
+    discriminator losses stay at 0.3-1.0. Judged as a plain train loss it 'blew up' and was stopped at 7 checks;
+    as one side of the game it is a flag."""
+    run = real["log-tt-plxiv-1"]
+    assert run.split == "train" and run.label == "healthy"
+    code, _, verdicts = replay_real(run)
+    assert "S" not in code and "u" in code, code
+    flagged = [s for v in verdicts for s in v.signals if s.kind is SignalKind.DIVERGENCE and s.metric == "train/g_loss"]
+    assert flagged and not any(s.severity is Severity.CRITICAL for s in flagged)
+    assert any("one side of a GAN's game" in s.message for s in flagged)
+
+
+def test_the_same_climb_without_a_discriminator_or_on_a_reconstruction_term_is_still_stopped(real):
+    """Controls: the same ``g_loss`` curve in a run that logs no discriminator is a train loss like any other, and
+    under a reconstruction term's name (pix2pix's ``G_L1``) beside the discriminator it is judged as any loss: both
+    are stopped."""
+    run = real["log-tt-plxiv-1"]
+    cuts = [int(c) for c in np.linspace(4, run.last_step, 20)]
+    alone = {"train/g_loss": run.metrics["train/g_loss"]}
+    assert "S" in decisions(replay_cuts(alone, cuts)), decisions(replay_cuts(alone, cuts))
+    renamed = {("train/G_L1" if name == "train/g_loss" else name): series for name, series in run.metrics.items()}
+    assert "S" in decisions(replay_cuts(renamed, cuts)), decisions(replay_cuts(renamed, cuts))

@@ -16,13 +16,13 @@ from __future__ import annotations
 import numpy as np
 
 from ..models import Severity, Signal, SignalKind
-from ..roles import adversarial_run, reconstruction_term
+from ..roles import adversarial_run, is_discriminator, reconstruction_term, tokenize
 from ..state import MetricSeries
 from .context import JudgeContext, finite_after, signal, train_start
 from .evalkinds import train_accuracy_series
 from .stats import end_thirds, finite_xy, fmt, fmt_pct, fmt_step, positive_log, theil_sen
 from .trend_climb import LossClimbTests
-from .trend_game import GameTests
+from .trend_game import GENERATOR_TOKENS, GameTests
 from .trend_stall import LossStallTests
 
 
@@ -34,6 +34,8 @@ class TrendDetector(LossClimbTests, LossStallTests, GameTests):
         loss = self._loss_signals(ctx)
         if _in_play(ctx):
             loss = [_in_a_game(s) if s.kind is SignalKind.FLAT else s for s in loss]
+        elif _a_side_of_the_game(ctx):
+            loss = [_game_moving(s) if s.kind is SignalKind.DIVERGENCE else s for s in loss]
         return loss + self._train_accuracy_falling(ctx) + (self._frozen_game(ctx) or self._won_game(ctx))
 
     def _train_accuracy_falling(self, ctx: JudgeContext) -> list[Signal]:
@@ -222,3 +224,40 @@ def _in_a_game(s: Signal) -> Signal:
         return s
     message = s.message.rstrip(".") + GAME_NOTE + "."
     return s.model_copy(update={"severity": Severity.INFO, "message": message})
+
+
+ADVERSARIAL_NOTE = (
+    "; but it is one side of a GAN's game (the run logs a discriminator, and this is the discriminator's or a "
+    "generator's adversarial loss): it rises when the other side learns, so a rise is a flag, never a stop; "
+    "the game is judged by its discriminator (one that holds one value, or has won)"
+)
+
+
+def _a_side_of_the_game(ctx: JudgeContext) -> bool:
+    """The train loss is an adversarial term of a GAN (`_game_moving`): a generator's (``g_loss``, ``gen_loss``,
+    ``G_loss``) in a run that logs a discriminator metric, or a discriminator's in a run that logs a generator's;
+    never a reconstruction term (`roles.reconstruction_term`: those fall as the generator learns and are judged as
+    any loss). A discriminator's loss with no other side logged is judged as any loss: nothing says a game is
+    played."""
+    loss = ctx.train_loss
+    if loss is None or reconstruction_term(loss.name):
+        return False
+    others = [name for name in ctx.roles if name != loss.name]
+    if is_discriminator(loss.name):
+        return any(GENERATOR_TOKENS.intersection(tokenize(name)) for name in others)
+    return bool(GENERATOR_TOKENS.intersection(tokenize(loss.name))) and adversarial_run(others)
+
+
+def _game_moving(s: Signal) -> Signal:
+    """A divergence of a GAN's adversarial loss judged as its train loss is a warning, never a stop. A DCGAN's
+    generator loss is the discriminator's cross-entropy on the fakes: it starts low while the discriminator is
+    untrained and climbs as the discriminator learns to tell them apart, then swings with the game
+    (pytorch-CycleGAN-and-pix2pix's FAQ: the GAN losses do not say whether training is going well). A DCGAN on
+    anime faces whose ``g_loss`` goes 0.38 → 3-7 in its first prints while both discriminator losses stay at
+    0.3-1.0 (corpus_real log-tt-plxiv-1, healthy) was "blew up" and stopped at 7 checks. The failure this reading
+    would hide is the discriminator winning, which `GameTests._won_game` judges on the discriminator; a NaN is the
+    non-finite detector's, as for any loss."""
+    if s.severity is not Severity.CRITICAL:
+        return s
+    message = s.message.rstrip(".") + ADVERSARIAL_NOTE + "."
+    return s.model_copy(update={"severity": Severity.WARNING, "message": message})
