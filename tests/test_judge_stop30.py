@@ -8,7 +8,7 @@ import pytest
 
 from benchmarks.corpus_runs import Run, load_corpus
 from mcp_training_check.models import Decision, Severity, SignalKind
-from tests.test_judge_classes import REAL, decisions, every, replay_cuts, replay_real
+from tests.test_judge_classes import REAL, decisions, every, replay_cuts, replay_real, stopped_within_one_check
 
 RUN_END = "by the end of the run"  # the stuck-for-its-run finding (`LossStallTests._stuck_for_its_run`)
 
@@ -101,3 +101,25 @@ def test_the_same_climb_without_a_discriminator_or_on_a_reconstruction_term_is_s
     assert "S" in decisions(replay_cuts(alone, cuts)), decisions(replay_cuts(alone, cuts))
     renamed = {("train/G_L1" if name == "train/g_loss" else name): series for name, series in run.metrics.items()}
     assert "S" in decisions(replay_cuts(renamed, cuts)), decisions(replay_cuts(renamed, cuts))
+
+
+def test_a_loss_that_never_moves_beside_a_quality_eval_at_zero_is_stopped_within_a_check(real):
+    """log-tt-simbalol2006-1 (round 25, train, bad; a lung segmenter): its Dice loss is 1.0 and its val Dice 0.0 at
+    every one of its 15 epochs. A train accuracy at 0 already told a loss at its start that never learned; a quality
+    eval at 0 tells it too. It was stopped at its 7th eval (the stuck-eval test); now unsure at the check where the
+    fault is visible and stopped at the next."""
+    run = real["log-tt-simbalol2006-1"]
+    assert run.split == "train" and run.label == "bad"
+    code, visible, verdicts = replay_real(run)
+    assert stopped_within_one_check(code, visible), code
+    assert any("eval/dice ≤ 0.001 at every point" in s.message for s in verdicts[code.index("S")].signals)
+
+
+@pytest.mark.parametrize("run_id", ["log-pose-dlhagger-1", "log-rt-kokomier-1", "log-lg-gaoq1-1"])
+def test_a_quality_eval_at_zero_beside_a_falling_loss_is_not_read_as_a_dead_run(real, run_id):
+    """Controls, healthy train runs whose quality eval is 0 for their first 4-41 evals (an mAP50(B) over 41 epochs, an
+    mAP_0.5, a dev F1) while their train loss falls: the loss is learning, so the zero eval says nothing of it."""
+    run = real[run_id]
+    assert run.split == "train" and run.label == "healthy"
+    _, _, verdicts = replay_real(run)
+    assert not any("≤ 0.001 at every point" in s.message for v in verdicts for s in v.signals)

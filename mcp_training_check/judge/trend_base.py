@@ -205,9 +205,12 @@ class LossTrendBase(Detector):
       config states the class or vocabulary count N (``vocab_size``, ``num_labels``, ``num_classes``) and
       the loss's median is within ``stuck_drop_fraction`` of ln N or above it (the untrained model's
       loss; without a count in the config, N = round(e^loss) when an accuracy logged with it sits at
-      1/N: `chance.implied_class_count`), or an accuracy logged with it has been ≤ 0.001 at every point
-      (never one prediction right; 0.001 is a 3-decimal log's 0.000, and 1/N of a 30k vocabulary is
-      below it), or it is identical to
+      1/N: `chance.implied_class_count`), or an accuracy logged with it, or a quality eval (a Dice, an mAP,
+      an F1), has been ≤ 0.001 at every point (never one prediction right; 0.001 is a 3-decimal log's 0.000,
+      and 1/N of a 30k vocabulary is below it; a lung segmenter's Dice loss at 1.0 and val Dice at 0.0 for all
+      15 epochs, log-tt-simbalol2006-1, bad, was stopped at its 7th eval by the stuck-eval test; healthy YOLO runs
+      whose mAP is 0 for their first 3-41 epochs have a falling loss, which this test never reads), or it is
+      identical to
       the last digit at its last 3 points (`is_frozen`, ≥ 4 significant digits: the model's output does
       not change; a Keras classifier sure of one class logs 14.5063 every epoch, and no healthy run of
       either corpus repeats a 4-digit loss three times). From its 3rd point (``chance_min_points``: when

@@ -403,17 +403,25 @@ class LossStallTests(LossTrendBase):
         return (lr.name, share) if share <= self.stuck_lr_spent_fraction else None
 
     def _zero_accuracy(self, ctx: JudgeContext) -> str | None:
-        """The name of an accuracy logged with the train loss that is ≤ ``zero_accuracy_fraction`` at every point."""
+        """The name of an accuracy logged with the train loss that is ≤ ``zero_accuracy_fraction`` at every point, or
+        of a quality eval (`is_quality_eval`: a Dice, an mAP, an F1) that is, when every quality eval of the run is
+        (one head of two at 0 beside a box mAP that scores says nothing of the train loss)."""
+        quality = [s for s, d in ctx.evals if d is Direction.HIGHER and is_quality_eval(s.name)]
+        all_zero = bool(quality) and all(self._at_zero(s) for s in quality)
         for name, info in ctx.roles.items():
-            if info.role is not MetricRole.OTHER or info.direction is not Direction.HIGHER:
+            series = ctx.history.metrics.get(name)
+            if info.direction is not Direction.HIGHER or series is None:
                 continue
-            if not names_accuracy(name) or name not in ctx.history.metrics:
-                continue
-            series = ctx.history.metrics[name]
-            _, values = finite_xy(series.steps, series.values)
-            if values.size >= self.chance_min_points and float(np.max(np.abs(values))) <= self.zero_accuracy_fraction:
+            if info.role is MetricRole.OTHER and names_accuracy(name) and self._at_zero(series):
+                return name
+            if all_zero and info.role is MetricRole.EVAL and is_quality_eval(name):
                 return name
         return None
+
+    def _at_zero(self, series: MetricSeries) -> bool:
+        """≥ ``chance_min_points`` finite values, each ≤ ``zero_accuracy_fraction``."""
+        _, values = finite_xy(series.steps, series.values)
+        return values.size >= self.chance_min_points and float(np.max(np.abs(values))) <= self.zero_accuracy_fraction
 
     @staticmethod
     def _eval_drop(ctx: JudgeContext) -> float | None:
