@@ -107,8 +107,9 @@ class LossClimbTests(LossRiseTests):
         witness = self._eval_loss_climb(ctx)
         prev = ctx.previous_signal(SignalKind.DIVERGENCE, loss.name)
         again = (
-            prev is not None and "climb_back" in prev.evidence and prev.step is not None and prev.step < int(steps[-1])
-        )
+            prev is not None and ("climb_back" in prev.evidence or "undone" in prev.evidence)
+            and prev.step is not None and prev.step < int(steps[-1])
+        )  # fmt: skip
         if witness is not None and again:
             severity, tail_msg = Severity.CRITICAL, f"; {witness}, and the previous check saw the climb: critical."
         elif witness is not None:
