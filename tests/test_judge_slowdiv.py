@@ -86,3 +86,37 @@ def test_a_climb_part_of_the_way_back_is_not_undone_and_one_past_the_start_is():
     assert "S" not in decisions(partial)
     past = replay_cuts({"train/loss": (steps, _climb_back(3.6))}, cuts)
     assert _undone_checks(past), decisions(past)
+
+
+WARMUP_UNDONE = "never came back after its warmup"  # `LossClimbTests._warmup_undone`'s finding
+
+
+def test_a_warmup_that_undid_the_run_is_stopped_before_ten_logs_follow_it(real):
+    """log-Whisper_Finetune-1 (train, bad, slow_divergence): a Whisper LoRA's loss 0.118 at step 125, then 0.30-0.33
+    as its LR warms up to 1e-4 (ended at step 525); eval loss 0.219 -> 0.416 by step 500. The warmup-undone test
+    waited for 10 logs after the warmup (the trend rules' minimum): watched at step 750, stopped at 825 (the 10th
+    check). From 3 logs after it, it is watched at step 600 and stopped at 675 (the 8th check)."""
+    run = real["log-Whisper_Finetune-1"]
+    assert run.split == "train" and run.label == "bad"
+    code, visible, verdicts = replay_real(run)
+    first = code.find("S")
+    assert visible < first <= 8, code
+    assert any(WARMUP_UNDONE in s.message for s in verdicts[first].signals), verdicts[first].summary
+
+
+@pytest.mark.parametrize(
+    "run_id",
+    [
+        "log-whisper-small-zh-1",  # a Whisper fine-tune with its LR warmup and a CER eval
+        "log-rl-its-kumar-yash-1",  # a LoRA fine-tune: 2.39 -> 2.09 in its 5-step warmup
+        "log-tl-ishihara-masabumi-1",  # an SFT with a 16-log warmup and an eval loss
+        "log-CattleAssist-Chatbot-1",  # a chatbot fine-tune: warmup over its first 10 logs, eval loss
+    ],
+)
+def test_healthy_fine_tunes_with_a_warmup_are_not_undone_by_it(real, run_id):
+    """Controls, healthy train runs whose LR warms up beside an eval: no warmup-undone finding at any check."""
+    run = real[run_id]
+    assert run.split == "train" and run.label == "healthy"
+    code, _, verdicts = replay_real(run)
+    assert "S" not in code, code
+    assert not any(WARMUP_UNDONE in s.message for v in verdicts for s in v.signals), code

@@ -350,6 +350,11 @@ class LossTrendBase(Detector):
       LR restart after it (issue 9: a Whisper LoRA fine-tune's loss 0.118 at step 125, then 0.26-0.33 after
       its warmup to 1e-4 ended at step 525, eval loss 0.219 -> 0.42 and WER 0.18 -> 0.30, was continue at every
       check). It adds no false STOP and no escalation on either corpus (train and holdout).
+      It is judged from ``sustain_points`` points after the warmup, not from the trend rules' ``min_points``: its
+      evidence is a median of 3 points after the warmup against the lowest during it and an eval's worsening, no
+      trend, and waiting for 10 logs after the warmup only lets the damaged run go on (the same Whisper run was
+      watched at step 750 and stopped at 825, 10 logs after the warmup's end, with its eval loss 1.9× its best
+      since step 500; now watched at 600 and stopped at 675).
     - ``eval_improving_z``: no such flag while an eval of the run improves over the same steps (≥ 4 evals,
       Mann–Kendall z ≥ 1.645 in its better direction: one-sided 95 %, as the question "does it still
       improve" has one side): the model still gets better on held-out data, so the flat train loss is a
