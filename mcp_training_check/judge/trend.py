@@ -78,6 +78,7 @@ class TrendDetector(LossClimbTests, LossStallTests, GameTests):
         raw = self._raw_blowup(ctx, loss, steps, values)
         if values.size < self.min_points:
             short = at_chance or raw or self._raw_divergence(ctx, loss, steps, values)
+            short = short or self._warmup_undone(ctx, loss, steps, positive_log(values))
             return short or self._no_progress(ctx, loss, steps, values) or [self._too_few(loss, values.size, ctx)]
         y = positive_log(values)
         window = self._smooth_points(y)

@@ -240,9 +240,27 @@ class LossTrendBase(Detector):
       healthy run, 3 would stop the noisy shard.)
     - ``slow_divergence_ratio``: a train loss climbing back above its best block median by ≥ 10 % (the
       slope's ``rising_min_change``) and ≥ ``divergence_z`` standard errors for ``sustain_points``
-      smoothed points is a slow divergence — reported only when an eval accuracy fell with it (above); a
-      rise alone is left to the slope's rising test (watch, then warning), since a rising train loss can
-      be a schedule's or a curriculum's doing.
+      smoothed points is a slow divergence — reported when an eval accuracy fell with it (above), or when it is
+      back where it started (``undone_start_share``, below); any other rise is left to the slope's rising test
+      (watch, then warning), since a rising train loss can be a schedule's or a curriculum's doing.
+    - ``undone_start_share``: such a slow divergence with no eval witness whose recent median has climbed back
+      this share of the way from its best block median to the median of the run's first ``early_window_points``
+      after warmup (1.0: all the way, at or above where the loss started) has undone everything the run learned:
+      a warning (a reviewer's look), critical when it is confirmed as a divergence is (``confirm_checks`` checks
+      of the same episode over ``confirm_share`` of the judged steps, not falling). Only in a run that had
+      learned: its best ≥ ``stuck_drop_fraction`` (5 %) below that median, the not-learning tests' own line; a
+      loss that never fell that far has nothing to undo, and a rise from its start is the rising test's and the
+      blow-up rules' (tests/test_judge_trend.py's flat loss ramped 1.4× stays watched at first sight, and a short
+      fine-tune 1.9 → 1.75 that blows up 4× is stopped by the blow-up rule, not flagged before). 1.0, not the
+      divergence's ``floor_min_share``: a quarter of the way back is a plateau's wobble or a curriculum's step,
+      while a loss back above its own start for ``sustain_points`` smoothed points and ≥ ``slow_divergence_ratio``
+      above its best has nothing left to show for its updates; a schedule that lifts the loss that far is for a
+      reviewer to vouch for. No healthy run of corpus_real/'s train split gets there at any check (its 561 healthy
+      runs: no check moved). Issue 9: a predictive-coding GPT's batch loss 9.46 → its best block median 7.89, then
+      back at 9.26 by step 2,007 against the 8.41 of its first 20 prints (its best 6.2 % below them), and
+      9.3-10.9 to its end while its energy term rose ×40 and its val perplexity ×5 (log-lr-cheralia-1, bad:
+      continue at every check from its fault, now unsure two checks after it; never stopped, its episode restarts
+      between checks). ``None`` turns it off.
     - ``floor_min_share``: a divergence and a slow divergence must also climb back at least 25 %
       of the way from the best median to where the loss started (the median of its first ``early_window_points``
       after warmup), on the log scale the ratios are read on. A loss that fell by orders of magnitude wobbles at its
@@ -335,6 +353,11 @@ class LossTrendBase(Detector):
       LR restart after it (issue 9: a Whisper LoRA fine-tune's loss 0.118 at step 125, then 0.26-0.33 after
       its warmup to 1e-4 ended at step 525, eval loss 0.219 -> 0.42 and WER 0.18 -> 0.30, was continue at every
       check). It adds no false STOP and no escalation on either corpus (train and holdout).
+      It is judged from ``sustain_points`` points after the warmup, not from the trend rules' ``min_points``: its
+      evidence is a median of 3 points after the warmup against the lowest during it and an eval's worsening, no
+      trend, and waiting for 10 logs after the warmup only lets the damaged run go on (the same Whisper run was
+      watched at step 750 and stopped at 825, 10 logs after the warmup's end, with its eval loss 1.9× its best
+      since step 500; now watched at 600 and stopped at 675).
     - ``eval_improving_z``: no such flag while an eval of the run improves over the same steps (≥ 4 evals,
       Mann–Kendall z ≥ 1.645 in its better direction: one-sided 95 %, as the question "does it still
       improve" has one side): the model still gets better on held-out data, so the flat train loss is a
@@ -420,6 +443,7 @@ class LossTrendBase(Detector):
     eval_gain_fraction: float = Field(default=0.15, gt=0, le=1)
     plateau_min_points: int = Field(default=7, ge=4)
     accuracy_fall_fraction: float = Field(default=0.05, gt=0, lt=1)
+    undone_start_share: float | None = Field(default=1.0, gt=0)
     climb_min_points: int = Field(default=8, ge=3)
     climb_rising_share: float = Field(default=0.8, gt=0.5, le=1)
     climb_min_change: float = Field(default=0.01, gt=0)

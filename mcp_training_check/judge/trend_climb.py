@@ -24,9 +24,10 @@ class LossClimbTests(LossRiseTests):
         the warmup's end, by ≥ ``warmup_eval_worse_fraction`` (the median of its evals since). The LR's climb to
         its peak undid what the first steps learned (an LR too high for a fine-tune): watched at the first check
         that sees both, critical at the next (with points since). The trend rules judge only the points after
-        the warmup, whose best is already the damaged level, so they call it a plateau or an improvement."""
+        the warmup, whose best is already the damaged level, so they call it a plateau or an improvement. Judged
+        from ``sustain_points`` points after the warmup (a median of 3), also in a log still too short for them."""
         end = ctx.lr_events.warmup_end
-        if end is None or train_start(ctx) != end or y.size < self.min_points:
+        if end is None or train_start(ctx) != end or y.size < self.sustain_points:
             return []
         all_steps, all_values = finite_xy(loss.steps, loss.values)
         warm = positive_log(all_values[all_steps < end])
@@ -107,8 +108,9 @@ class LossClimbTests(LossRiseTests):
         witness = self._eval_loss_climb(ctx)
         prev = ctx.previous_signal(SignalKind.DIVERGENCE, loss.name)
         again = (
-            prev is not None and "climb_back" in prev.evidence and prev.step is not None and prev.step < int(steps[-1])
-        )
+            prev is not None and ("climb_back" in prev.evidence or "undone" in prev.evidence)
+            and prev.step is not None and prev.step < int(steps[-1])
+        )  # fmt: skip
         if witness is not None and again:
             severity, tail_msg = Severity.CRITICAL, f"; {witness}, and the previous check saw the climb: critical."
         elif witness is not None:

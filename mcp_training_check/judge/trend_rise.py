@@ -173,8 +173,8 @@ class LossRiseTests(LossTrendBase):
     ) -> list[Signal]:
         """A train loss climbing back above its best by less than ``divergence_ratio`` but by at least
         ``slow_divergence_ratio`` and ``divergence_z`` standard errors, for ``sustain_points`` smoothed points.
-        Reported only when the eval accuracies fell with it (`_witnessed`); alone the slope's rising test
-        judges it."""
+        Reported when the eval accuracies fell with it (`_witnessed`) or when it is back where the loss started
+        (`_undone`); otherwise the slope's rising test judges it."""
         margin = max(float(np.log(self.slow_divergence_ratio)), self.divergence_z * self._gap_error(y, window))
         above = trailing_run(smooth > best + margin)
         if above < self.sustain_points:
@@ -183,17 +183,53 @@ class LossRiseTests(LossTrendBase):
         if self._way_back(float(smooth[-1]), float(best[-above]), early) < self.floor_min_share:
             return []
         ratio = float(np.exp(smooth[-1])) / reference
-        if self._eval_accuracy_drop(ctx, self._episode_start(steps, since, window)) is None:
-            return []
         msg = (
             f"{loss.name} {fmt(float(np.exp(y[-1])))} at step {fmt_step(int(steps[-1]))} is climbing back: recent "
             f"median {fmt(float(np.exp(smooth[-1])))} is {fmt_ratio(ratio)} the best median {fmt(reference)} "
             f"(threshold {fmt_ratio(float(np.exp(margin)))}) for {above} smoothed points since step {fmt_step(since)}."
         )
+        severity, undone_flag = Severity.WATCH, None
+        if self._eval_accuracy_drop(ctx, self._episode_start(steps, since, window)) is None:
+            undone = self._undone(ctx, loss.name, steps, y, float(smooth[-1]), float(best[-above]), since, early)
+            if undone is None:
+                return []
+            (severity, how), undone_flag = undone, 1.0
+            msg = msg[:-1] + f"; {how}."
         return [
-            signal(SignalKind.DIVERGENCE, Severity.WATCH, msg, metric=loss.name, step=int(steps[-1]), ratio=ratio,
-                   reference=reference, points_above=above, since_step=since)
+            signal(SignalKind.DIVERGENCE, severity, msg, metric=loss.name, step=int(steps[-1]), ratio=ratio,
+                   reference=reference, points_above=above, since_step=since, undone=undone_flag)
         ]  # fmt: skip
+
+    def _undone(
+        self,
+        ctx: JudgeContext,
+        name: str,
+        steps: np.ndarray,
+        y: np.ndarray,
+        level: float,
+        best: float,
+        since: int,
+        early: float | None,
+    ) -> tuple[Severity, str] | None:
+        """A slow divergence with no eval witness whose recent median is back at or above the median of the run's
+        first points after warmup (``undone_start_share`` of the way back: all it learned is undone), in a run that
+        had learned (its best ≥ ``stuck_drop_fraction`` below that median): a warning, critical when confirmed as a
+        divergence is (`_confirmation`); None otherwise."""
+        if self.undone_start_share is None or early is None:
+            return None
+        learned = early - best >= -np.log1p(-self.stuck_drop_fraction)  # best ≥ 5 % below the start: not stuck
+        if not learned or (level - best) < self.undone_start_share * (early - best):
+            return None
+        share = (int(steps[-1]) - since) / max(int(steps[-1]) - int(steps[0]), 1)
+        confirmed, how = self._confirmation(ctx, name, since, self._falling_back(steps, y, since), share)
+        back = (
+            f"back at {fmt(float(np.exp(level)))}, above the median {fmt(float(np.exp(early)))} of its first points "
+            f"(its best {fmt_pct(1 - float(np.exp(best - early)))} below them; learned at "
+            f"{fmt_pct(self.stuck_drop_fraction)})"
+        )
+        if confirmed:
+            return Severity.CRITICAL, f"{back}: all it learned is undone; {how}"
+        return Severity.WARNING, f"{back}: all it learned is undone, worth a look; {how}"
 
     def _unrecovered_peak(
         self, steps: np.ndarray, y: np.ndarray, since: int, window: int, best: float, early: float | None
