@@ -130,12 +130,8 @@ class LossRiseTests(LossTrendBase):
         level = float(np.exp(smooth[-1]))
         ratio = level / reference
         since = int(steps[start])
-        recent = max(start - 1, y.size - 50)  # is the loss already falling back?
-        recovering = theil_sen(steps[recent:], y[recent:], confidence_z=self.confidence_z)
-        falling = recovering is not None and recovering.falling
         growth = self._runaway(y[start:], robust_sigma(y[-TAIL_POINTS:]))
-        share = (int(steps[-1]) - since) / max(int(steps[-1]) - int(steps[0]), 1)
-        confirmed, how = self._confirmation(ctx, loss.name, since, falling, share)
+        confirmed, how = self._confirmation(ctx, loss.name, steps, since, self._falling_back(steps, y, since))
         if growth is not None and not confirmed:
             confirmed, how = True, f"still climbing within it, +{fmt_pct(growth)} from its first to its last third"
         peak = self._unrecovered_peak(steps, y, since, window, float(best[-above]), early)
@@ -220,8 +216,7 @@ class LossRiseTests(LossTrendBase):
         learned = early - best >= -np.log1p(-self.stuck_drop_fraction)  # best ≥ 5 % below the start: not stuck
         if not learned or (level - best) < self.undone_start_share * (early - best):
             return None
-        share = (int(steps[-1]) - since) / max(int(steps[-1]) - int(steps[0]), 1)
-        confirmed, how = self._confirmation(ctx, name, since, self._falling_back(steps, y, since), share)
+        confirmed, how = self._confirmation(ctx, name, steps, since, self._falling_back(steps, y, since))
         back = (
             f"back at {fmt(float(np.exp(level)))}, above the median {fmt(float(np.exp(early)))} of its first points "
             f"(its best {fmt_pct(1 - float(np.exp(best - early)))} below them; learned at "
@@ -321,9 +316,12 @@ class LossRiseTests(LossTrendBase):
             return None
         return float(np.expm1(rise))
 
-    def _confirmation(self, ctx: JudgeContext, name: str, since: int, falling: bool, share: float) -> tuple[bool, str]:
+    def _confirmation(
+        self, ctx: JudgeContext, name: str, steps: np.ndarray, since: int, falling: bool
+    ) -> tuple[bool, str]:
         """Critical when the ``confirm_checks - 1`` previous checks saw this same episode, it has lasted
-        ``confirm_share`` of the judged steps, and it is not falling."""
+        ``confirm_share`` of the judged steps (``steps``, from ``since``), and it is not falling."""
+        share = (int(steps[-1]) - since) / max(int(steps[-1]) - int(steps[0]), 1)
         seen, later = 1, ctx.last_step
         for verdict in ctx.previous[: self.confirm_checks - 1]:
             prev = next((s for s in verdict.signals if s.kind is SignalKind.DIVERGENCE and s.metric == name), None)

@@ -341,8 +341,10 @@ class LossStallTests(LossTrendBase):
         y = np.log(values)
         start = float(np.median(y[: self.chance_min_points]))
         drop = float(-np.expm1(float(np.min(rolling_median(y, 3))) - start))
+        if drop >= self.stuck_drop_fraction:
+            return []  # it learned: most runs leave here, before the trend is fitted
         trend = theil_sen(steps, y, confidence_z=self.confidence_z)
-        if trend is None or drop >= self.stuck_drop_fraction:
+        if trend is None:
             return []
         fall_ruled_out = float(-np.expm1(min(trend.low, 0.0) * (total - float(steps[0]))))
         if fall_ruled_out >= self.stuck_drop_fraction:
