@@ -262,20 +262,22 @@ class EvalDetector(EvalDegradingTests):
         level = float(np.median(values[-self.collapse_level_evals :])) if values.size else 0.0
         return level >= self.collapse_floor_fraction
 
-    def _zero_is_broken(self, values: np.ndarray, best: float) -> bool:
-        """A zero no sampling reaches: the eval's values are no fractions of a small eval set (`eval_set_size`),
-        or on the set they reveal, a model as good as ``best`` would score 0 by chance less often than
-        ``collapse_zero_chance_fraction``."""
-        n = eval_set_size(values, self.collapse_zero_max_samples)
+    def _sample_count(self, name: str, values: np.ndarray) -> int | None:
+        """The size of the small eval set whose fractions k/n the eval's values are (`eval_set_size`, read on
+        the [0, 1] scale: a percent accuracy of 20.0, 40.0 on 5 samples too), or None."""
+        return eval_set_size(unit_scaled(name, values), self.collapse_zero_max_samples)
+
+    def _zero_is_broken(self, best: float, n: int | None) -> bool:
+        """A zero no sampling reaches: the eval's values are no fractions of a small eval set (``n`` None,
+        `_sample_count`), or on the ``n`` samples they reveal, a model as good as ``best`` (on the [0, 1] scale)
+        would score 0 by chance less often than ``collapse_zero_chance_fraction``."""
         return n is None or (1 - best) ** n < self.collapse_zero_chance_fraction
 
-    def _beyond_sampling(self, values: np.ndarray, best: float, count: int) -> bool:
+    def _beyond_sampling(self, values: np.ndarray, best: float, count: int, n: int | None) -> bool:
         """Whether the last ``count`` evals score fewer right than a model as good as ``best`` could by sampling
-        alone, when the eval's values are fractions k/n of a small eval set (`eval_set_size`): Fisher's exact
-        test of the best's k of n against the evals' pooled k of count·n, one-sided, under
-        ``collapse_zero_chance_fraction``. On no such set (a larger one, or values that are no such fractions):
-        always."""
-        n = eval_set_size(values, self.collapse_zero_max_samples)
+        alone, when the eval's values (on the [0, 1] scale, as ``best``) are fractions k/n of a small eval set of
+        ``n`` (`_sample_count`): Fisher's exact test of the best's k of n against the evals' pooled k of
+        count·n, one-sided, under ``collapse_zero_chance_fraction``. On no such set (``n`` None): always."""
         if n is None:
             return True
         right, right_after = round(best * n), round(float(values[-count:].sum()) * n)
@@ -318,9 +320,16 @@ class EvalDetector(EvalDegradingTests):
             rule = f"≤ {fmt_pct(1 - self.collapse_drop_fraction)} of its best {fmt(best)}"
         count = trailing_run(collapsed & self._beyond_noise(values, best, trailing_run(collapsed)))
         at_zero = d is Direction.HIGHER and values[-1] <= self.collapse_zero_fraction * best
-        broken = at_zero and self._zero_is_broken(values, best)
-        if count == 0 or (d is Direction.HIGHER and not broken and not self._beyond_sampling(values, best, count)):
+        if count == 0:
             return None
+        if d is Direction.HIGHER:
+            scale = percent_scale(series.name, values)
+            n = self._sample_count(series.name, values)
+            broken = at_zero and self._zero_is_broken(best / scale, n)
+            if not broken and not self._beyond_sampling(values / scale, best / scale, count, n):
+                return None
+        else:
+            broken = False
         seen_before = self._collapsed_before(ctx, series.name, int(steps[-1]))
         confirmed = count >= self.collapse_sustain_evals or (count >= self.confirm_evals and seen_before)
         rule_text = f"{self.confirm_evals} evals over two checks, or {self.collapse_sustain_evals} in a row"

@@ -169,7 +169,8 @@ class EvalBase(Detector):
       of the best's k of n at under the same 1 % (Fisher's exact test, one-sided): a baldness classifier's
       accuracy on 5 validation images, 0.4 at its first eval and 0 at the next three (2 of 5 against 0 of 10
       and 0 of 15: p = 9.5 % and 5.3 %), then 0.6 from epoch 11 (log-ly-aparna534-1, healthy, was stopped at
-      its 2nd and 3rd checks); 4 of 5 against 0 of 15 (p = 0.1 %) still collapses.
+      its 2nd and 3rd checks); 4 of 5 against 0 of 15 (p = 0.1 %) still collapses. Both tests read a percent
+      accuracy on its [0, 1] scale (`percent_scale`): 40.0 then 0.0 on 5 images is the same 2 of 5 as 0.4.
     - ``quality_near_best_margin``: while every quality eval of the run (`is_quality_eval`: mAP, accuracy, F1)
       is at or near its best — the median of its last 3 evals within 5 % (the degrade margin) of its best
       eval, or within ``degrade_noise_z`` × its own noise when that is wider — a secondary eval's finding
