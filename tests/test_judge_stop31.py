@@ -3,9 +3,17 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
+from benchmarks.corpus_runs import Run, load_corpus
 from mcp_training_check.models import Decision, SignalKind
+from tests.test_judge_classes import REAL, replay_real
 from tests.test_judge_helpers import make_series, run_judge
+
+
+@pytest.fixture(scope="module")
+def real() -> dict[str, Run]:
+    return {run.id: run for run in load_corpus(REAL)}
 
 
 def _collapse_verdict(values: list[float]):
@@ -35,3 +43,29 @@ def test_a_percent_accuracy_beyond_its_sampling_noise_still_collapses():
     for values in ([20.0, 40.0, 80.0, 80.0, 80.0, 80.0, 0.0, 0.0, 0.0, 0.0], [30.0, 41.23, 40.0, 0.0, 0.0, 0.0]):
         verdict, found = _collapse_verdict(values)
         assert found and verdict.decision is Decision.STOP, (values, [s.message for s in verdict.signals])
+
+
+@pytest.mark.parametrize("run_id", ["log-ou-hhj-hhj-hhj-1", "log-ox-alynxx-1"])
+def test_an_lr_that_has_never_fallen_is_warming_up_not_above_its_peak(real, run_id):
+    """log-ou-hhj-hhj-hhj-1 (round 28, train, healthy; CLIP-ReID): its base LR is held at 7.8e-05 for the first
+    epoch and stepped up once an epoch, 1.46e-04, 2.14e-04, 2.82e-04 — '1.9x the peak reached after warmup' at
+    7 checks until a second step of the same size showed the ramp. log-ox-alynxx-1 (round 24, train, healthy; an
+    SSD): a linear warmup printed to 5 decimals repeats values (4e-05, 5e-05, 5e-05, 6e-05 ...), so it was not
+    strictly rising: 'above its peak' at one check. An LR that has not fallen since its first point has no
+    peak yet."""
+    run = real[run_id]
+    assert run.split == "train" and run.label == "healthy"
+    code, _, verdicts = replay_real(run)
+    assert code == "." * len(code), code
+    assert not any(s.kind is SignalKind.LR_ANOMALY for v in verdicts for s in v.signals)
+
+
+def test_an_lr_above_the_peak_it_fell_from_is_still_flagged():
+    """Control: an LR held, decayed, then climbing back in steps too small for a jump to 1.9x its first value
+    (a schedule gone wrong) is above the peak its schedule reached: a warning."""
+    loss = make_series("train/loss", np.geomspace(2.0, 0.5, 40))
+    lr = make_series("train/lr", np.array([7.8e-5] * 10 + [6e-5] * 5 + [9e-5] * 5 + [1.2e-4] * 5 + [1.46e-4] * 5))
+    verdict = run_judge(loss, lr)
+    assert any(s.kind is SignalKind.LR_ANOMALY and "peak" in s.message for s in verdict.signals), [
+        s.message for s in verdict.signals
+    ]

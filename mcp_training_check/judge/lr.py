@@ -22,7 +22,6 @@ from .stats import (
     fmt_step,
     runs,
     strictly_falling,
-    strictly_rising,
     trailing_run,
 )
 
@@ -95,6 +94,13 @@ def _warming_down(lr: np.ndarray) -> bool:
     return lr.size >= 2 and strictly_falling(lr)
 
 
+def _never_fallen(lr: np.ndarray) -> bool:
+    """An LR that has not fallen at any logged point since its first: a warmup, ramped at every point or
+    stepped once an epoch (a CLIP-ReID's base LR held at 7.8e-05 for its first epoch, then 1.46e-04,
+    2.14e-04, 2.82e-04: no peak is reached yet to be above)."""
+    return bool(np.all(np.diff(lr) >= 0))
+
+
 class LrDetector(Detector):
     """Learning rate behaving unlike its schedule.
 
@@ -109,9 +115,10 @@ class LrDetector(Detector):
     - ``above_peak_ratio``: the latest LR above this × the configured peak LR (without one: the LR at
       the end of warmup, or the first LR) → warning; 1.5 because schedules never exceed their peak, SGDR
       restarts return to it (≤ ``restart_peak_ratio``), and 50 % is far beyond rounding or per-group
-      scaling. Without a configured peak, an LR that rose at every logged point has not shown its peak
-      yet: a log that starts inside a warmup too short to double in view (issue 9: a Megatron excerpt
-      ramping 9.2e-6 → 1.4e-5 at the same rate per step across a gap) is not judged against its first
+      scaling. Without a configured peak, an LR that has not fallen at any logged point has not shown its
+      peak yet: a log that starts inside a warmup too short to double in view (issue 9: a Megatron excerpt
+      ramping 9.2e-6 → 1.4e-5 at the same rate per step across a gap), a warmup stepped once an epoch or
+      printed to so few digits that it repeats values (`_never_fallen`) is not judged against its first
       point. A schedule with a peak has come down from it somewhere; an LR rising without end above a
       configured peak is the runaway test's. An LR above the peak at its first logged point that has fallen
       at every point since was never within the schedule, so it has not left it: a warm-down from a higher
@@ -227,7 +234,7 @@ class LrDetector(Detector):
         if not peak:
             end = ctx.lr_events.warmup_end
             upto = int(np.searchsorted(steps, end, side="right")) if end is not None else 1
-            if lr.size > 1 and strictly_rising(lr):
+            if lr.size > 1 and _never_fallen(lr):
                 return []  # still in a warmup: no peak to compare with yet
             peak, what = float(lr[: max(upto, 1)].max()), "the peak reached after warmup"
         if peak <= 0 or lr[-1] <= self.above_peak_ratio * peak or _warming_down(lr):
