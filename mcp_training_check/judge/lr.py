@@ -94,11 +94,12 @@ def _warming_down(lr: np.ndarray) -> bool:
     return lr.size >= 2 and strictly_falling(lr)
 
 
-def _never_fallen(lr: np.ndarray) -> bool:
-    """An LR that has not fallen at any logged point since its first: a warmup, ramped at every point or
-    stepped once an epoch (a CLIP-ReID's base LR held at 7.8e-05 for its first epoch, then 1.46e-04,
-    2.14e-04, 2.82e-04: no peak is reached yet to be above)."""
-    return bool(np.all(np.diff(lr) >= 0))
+def _climbing_throughout(lr: np.ndarray) -> bool:
+    """An LR whose every logged point belongs to an initial climb (`_rounded_rise`: each point a rise, or a
+    repeat left by exactly its smallest rise): a warmup still under way, printed to so few digits that it
+    repeats values (an SSD's 4e-05, 5e-05, 5e-05, 6e-05, 7e-05 …, log-ox-alynxx-1, healthy, was "1.7× the peak
+    reached after warmup" at its second check). A constant LR that then rises is no such climb."""
+    return _rounded_rise(np.diff(lr)) == lr.size - 1
 
 
 class LrDetector(Detector):
@@ -115,18 +116,17 @@ class LrDetector(Detector):
     - ``above_peak_ratio``: the latest LR above this × the configured peak LR (without one: the LR at
       the end of warmup, or the first LR) → warning; 1.5 because schedules never exceed their peak, SGDR
       restarts return to it (≤ ``restart_peak_ratio``), and 50 % is far beyond rounding or per-group
-      scaling. Without a configured peak, an LR that has not fallen at any logged point has not shown its
-      peak yet: a log that starts inside a warmup too short to double in view (issue 9: a Megatron excerpt
-      ramping 9.2e-6 → 1.4e-5 at the same rate per step across a gap), a warmup stepped once an epoch or
-      printed to so few digits that it repeats values (`_never_fallen`) is not judged against its first
-      point. A schedule with a peak has come down from it somewhere; an LR rising without end above a
-      configured peak is the runaway test's. An LR above the peak at its first logged point that has fallen
-      at every point since was never within the schedule, so it has not left it: a warm-down from a higher
-      start (YOLOv5's bias group falls from warmup_bias_lr 0.1 to lr0 0.01 over its warmup epochs, while
-      its weight groups rise to 0.01), not an anomaly, and no cause for an eval's dip. From its second point:
-      a first check after two epochs sees 0.0706 → 0.0403 against lr0 0.01 (log-yolov5_model-1, healthy, was
-      unsure there for an LR "4× the configured peak"); an LR above the peak that rose or held since its first
-      point is still judged.
+      scaling. Without a configured peak, an LR that rose at every logged point has not shown its peak
+      yet: a log that starts inside a warmup too short to double in view (issue 9: a Megatron excerpt
+      ramping 9.2e-6 → 1.4e-5 at the same rate per step across a gap), or one printed to so few digits that
+      it repeats values (`_climbing_throughout`), is not judged against its first point. A schedule with a
+      peak has come down from it somewhere; an LR rising without end above a configured peak is the runaway
+      test's. An LR above the peak at its first logged point that has fallen at every point since was never
+      within the schedule, so it has not left it: a warm-down from a higher start (YOLOv5's bias group falls
+      from warmup_bias_lr 0.1 to lr0 0.01 over its warmup epochs, while its weight groups rise to 0.01), not
+      an anomaly, and no cause for an eval's dip. From its second point: a first check after two epochs sees
+      0.0706 → 0.0403 against lr0 0.01 (log-yolov5_model-1, healthy, was unsure there for an LR "4× the
+      configured peak"); an LR above the peak that rose or held since its first point is still judged.
       Nor is an LR that is a constant multiple (to ``group_ratio_fraction``) of another LR of the run, a
       parameter group, whose own peak is within ``above_peak_ratio`` of the configured peak: the configured
       LR is that group's, and this one carries a per-group multiplier (a YOLOv8-pose run's groups pg0/pg2/…
@@ -234,7 +234,7 @@ class LrDetector(Detector):
         if not peak:
             end = ctx.lr_events.warmup_end
             upto = int(np.searchsorted(steps, end, side="right")) if end is not None else 1
-            if lr.size > 1 and _never_fallen(lr):
+            if lr.size > 1 and _climbing_throughout(lr):
                 return []  # still in a warmup: no peak to compare with yet
             peak, what = float(lr[: max(upto, 1)].max()), "the peak reached after warmup"
         if peak <= 0 or lr[-1] <= self.above_peak_ratio * peak or _warming_down(lr):
