@@ -262,21 +262,16 @@ class EvalDetector(EvalDegradingTests):
         level = float(np.median(values[-self.collapse_level_evals :])) if values.size else 0.0
         return level >= self.collapse_floor_fraction
 
-    def _sample_count(self, name: str, values: np.ndarray) -> int | None:
-        """The size of the small eval set whose fractions k/n the eval's values are (`eval_set_size`, read on
-        the [0, 1] scale: a percent accuracy of 20.0, 40.0 on 5 samples too), or None."""
-        return eval_set_size(unit_scaled(name, values), self.collapse_zero_max_samples)
-
     def _zero_is_broken(self, best: float, n: int | None) -> bool:
         """A zero no sampling reaches: the eval's values are no fractions of a small eval set (``n`` None,
-        `_sample_count`), or on the ``n`` samples they reveal, a model as good as ``best`` (on the [0, 1] scale)
-        would score 0 by chance less often than ``collapse_zero_chance_fraction``."""
+        `eval_set_size` on the [0, 1] scale), or on the ``n`` samples they reveal, a model as good as ``best`` (on
+        that scale) would score 0 by chance less often than ``collapse_zero_chance_fraction``."""
         return n is None or (1 - best) ** n < self.collapse_zero_chance_fraction
 
     def _beyond_sampling(self, values: np.ndarray, best: float, count: int, n: int | None) -> bool:
         """Whether the last ``count`` evals score fewer right than a model as good as ``best`` could by sampling
         alone, when the eval's values (on the [0, 1] scale, as ``best``) are fractions k/n of a small eval set of
-        ``n`` (`_sample_count`): Fisher's exact test of the best's k of n against the evals' pooled k of
+        ``n`` (`eval_set_size`): Fisher's exact test of the best's k of n against the evals' pooled k of
         count·n, one-sided, under ``collapse_zero_chance_fraction``. On no such set (``n`` None): always."""
         if n is None:
             return True
@@ -323,10 +318,11 @@ class EvalDetector(EvalDegradingTests):
         if count == 0:
             return None
         if d is Direction.HIGHER:
-            scale = percent_scale(series.name, values)
-            n = self._sample_count(series.name, values)
-            broken = at_zero and self._zero_is_broken(best / scale, n)
-            if not broken and not self._beyond_sampling(values / scale, best / scale, count, n):
+            scale = percent_scale(series.name, values)  # a percent accuracy's samples are read on [0, 1]
+            unit, unit_best = values / scale, best / scale
+            n = eval_set_size(unit, self.collapse_zero_max_samples)
+            broken = at_zero and self._zero_is_broken(unit_best, n)
+            if not broken and not self._beyond_sampling(unit, unit_best, count, n):
                 return None
         else:
             broken = False
