@@ -66,3 +66,27 @@ def test_an_lr_above_the_peak_it_fell_from_is_still_flagged():
     assert any(s.kind is SignalKind.LR_ANOMALY and "peak" in s.message for s in verdict.signals), [
         s.message for s in verdict.signals
     ]
+
+
+def test_every_quality_eval_sliding_while_the_train_loss_falls_is_a_mild_overfit(real):
+    """log-ly-aetandrianwr-1 (round 18, train, ambiguous; a next-location transformer): Acc@1, MRR and NDCG slide
+    2-3 % below their best from epoch 8 at Mann–Kendall z −3.7 to −4.5 while the train loss falls. Each was only
+    'watched': the steady decay's watch pre-empted the mild-overfit test, and the quality evals, within their
+    noise margin of their best, then outweighed their own slide. It is flagged at its last checks now."""
+    run = real["log-ly-aetandrianwr-1"]
+    assert run.split == "train" and run.label == "ambiguous"
+    code, _, verdicts = replay_real(run)
+    assert "u" in code[-3:] and "S" not in code, code
+    last = [s for s in verdicts[-1].signals if s.kind is SignalKind.EVAL_DEGRADING and "mildly" in s.message]
+    assert {s.metric for s in last} == {"eval/acc_at_1", "eval/mrr", "eval/ndcg"}, [s.message for s in last]
+
+
+def test_a_quality_eval_that_holds_still_outweighs_another_ones_slide(real):
+    """Control: a YOLOv8-pose run whose pose mAP50-95 eases off late while its other quality evals hold
+    (log-pose-dhkimapple-1, round 7, train, healthy) stays continue at every check: one quality eval at its
+    best still speaks for the model (an earlier version that let any quality eval's slide speak escalated
+    late checks of 10 healthy YOLO and classifier runs)."""
+    run = real["log-pose-dhkimapple-1"]
+    assert run.split == "train" and run.label == "healthy"
+    code, _, _ = replay_real(run)
+    assert code == "." * len(code), code

@@ -52,8 +52,10 @@ class EvalBase(Detector):
     - ``mild_overfit_margin`` / ``mild_overfit_evals``: below the degrade margin, an eval ≥ 2 % (the
       baseline margin: eval noise on typical eval sets) worse than its best, with a significant Theil–Sen
       trend the wrong way over the ≥ 6 evals since it, while the train loss fell, is mild overfitting →
-      warning (a flag, never a stop): the trend, not the gap, tells it from noise. Not while every quality
-      eval of the run is at or near its best (``quality_near_best_margin``): a loss that worsens while the
+      warning (a flag, never a stop): the trend, not the gap, tells it from noise; a quality eval's slide that
+      is only watched by the steady-decay test below (under its 5 % gap) is this one when the train loss fell.
+      Not while every quality eval of the run is at or near its best (``quality_near_best_margin``), unless
+      every one of them is itself sliding so (`quality_sliding`): a loss that worsens while the
       accuracy holds is over-confidence on the examples still wrong (NLL overfits before accuracy does:
       Guo et al. 2017, On Calibration of Modern Neural Networks), information. A Keras classifier after its
       last LR cut, val loss 2-12 % over its best while its accuracy holds 0.90-0.91 (log-Detect-Clothes-1,
