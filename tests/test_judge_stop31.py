@@ -90,3 +90,27 @@ def test_a_quality_eval_that_holds_still_outweighs_another_ones_slide(real):
     assert run.split == "train" and run.label == "healthy"
     code, _, _ = replay_real(run)
     assert code == "." * len(code), code
+
+
+def test_a_deep_overfit_still_growing_at_a_later_check_is_stopped(real):
+    """log-rl-shania3322-1 (round 20, train, bad; a Joey-NMT Transformer): its dev loss is 10⁶× its train loss
+    and worse at each of its evals every 4,000 steps (perplexity 23 → 54 → 81) while its token accuracy sits at
+    6.2 %: 'a deep, growing overfit (a flag, not a stop)' at every check from its fault to its end. Seen growing
+    again at a check with a new eval, it is critical, and stays so while no eval comes."""
+    run = real["log-rl-shania3322-1"]
+    assert run.split == "train" and run.label == "bad"
+    code, _, verdicts = replay_real(run)
+    assert code.endswith("SSSSS") and "S" not in code[:-5], code
+    found = [s for s in verdicts[-1].signals if "train_ratio" in s.evidence]
+    assert found and "still growing eval after eval" in found[0].message, [s.message for s in verdicts[-1].signals]
+
+
+def test_a_deep_overfit_beside_an_eval_score_still_improving_stays_a_flag(real):
+    """Control: a Whisper fine-tune whose eval loss climbs 0.307 → 0.468 at over 100× its train loss while its
+    WER still improves 0.346 → 0.320 (log-Whisper_small_hi-1, train, ambiguous) is
+    unsure, never stopped: the model still gets better where it counts."""
+    run = real["log-Whisper_small_hi-1"]
+    assert run.split == "train" and run.label == "ambiguous"
+    code, _, verdicts = replay_real(run)
+    assert "S" not in code and "u" in code, code
+    assert any("still improves" in s.message for v in verdicts for s in v.signals)

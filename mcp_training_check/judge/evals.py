@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..models import Direction, Severity, Signal, SignalKind
-from ..roles import tokenize
+from ..roles import PERPLEXITY_TOKENS, tokenize
 from ..state import MetricSeries
 from .chance import names_accuracy
 from .context import STARTED_AT_BEST, JudgeContext, signal, warming_up_at
@@ -26,7 +26,7 @@ from .evalkinds import (
     worse_by,
 )
 from .evals_degrading import EvalDegradingTests
-from .evaltrend_base import hopeless_progress
+from .evaltrend_base import hopeless_progress, progress
 from .stats import (
     eval_set_size,
     finite_xy,
@@ -186,12 +186,53 @@ class EvalDetector(EvalDegradingTests):
             f"{fmt_ratio(float(values[-1]) / now)} the train loss there ({fmt(now)}, median of 5; threshold "
             f"{fmt_ratio(self.overfit_gap_ratio)}) and worse than the eval before at each of its last {rises} "
             f"evals (from {fmt(float(values[-rises - 1]))}) while "
-            f"the train loss fell from {fmt(before)}: a deep, growing overfit (a flag, not a stop)."
+            f"the train loss fell from {fmt(before)}: a deep, growing overfit"
         )
+        last = int(steps[-1])
+        if not self._far_above_before(ctx, series.name, last):
+            msg += " (a flag; critical if a check with new evals still sees it growing)."
+            severity = Severity.WARNING
+        elif improving := self._quality_improving(ctx):
+            msg += f"; growing since the previous check, but {improving} still improves: a flag."
+            severity = Severity.WARNING
+        else:
+            msg += ", and it was so at the previous check with fewer evals: still growing eval after eval, critical."
+            severity = Severity.CRITICAL
         return [
-            signal(SignalKind.EVAL_DEGRADING, Severity.WARNING, msg, metric=series.name, step=int(steps[-1]),
+            signal(SignalKind.EVAL_DEGRADING, severity, msg, metric=series.name, step=last,
                    train_ratio=float(values[-1]) / now)
         ]  # fmt: skip
+
+    def _quality_improving(self, ctx: JudgeContext) -> str:
+        """The first eval score of the run (an eval that is no loss nor perplexity: an accuracy, a WER, an F1)
+        whose last eval is within ``quality_near_best_margin`` of its best and whose best has gained ≥
+        ``degrade_margin`` of what there was to gain since its first eval (`progress`, on its [0, 1] scale): the
+        model still gets better where it counts, however few its evals (a Whisper fine-tune's eval loss 0.307 →
+        0.421 at 140× its train loss while its WER improves 0.346 → 0.326, log-Whisper_small_hi-1; a RoBERTa's
+        accuracy 0.953 → 0.971, log-roberta-sentiment-1; both ambiguous). Else ""."""
+        for series, d in ctx.evals:
+            if {"loss", *PERPLEXITY_TOKENS} & set(tokenize(series.name)):
+                continue
+            _, values = finite_xy(series.steps, series.values)
+            if values.size < 2:
+                continue
+            best = float(values.min() if d is Direction.LOWER else values.max())
+            near = float(worse_by(float(values[-1]), best, d)) <= self.quality_near_best_margin
+            if near and progress(unit_scaled(series.name, values), d) >= self.degrade_margin:
+                return series.name
+        return ""
+
+    @staticmethod
+    def _far_above_before(ctx: JudgeContext, name: str, last_step: int) -> bool:
+        """The previous check found this eval loss deeply and growingly overfit (`_far_above_train`) at an
+        earlier eval, or critically so at this one (no eval since: the same evidence, still critical)."""
+        earlier = ctx.previous[0].signals if ctx.previous else []
+        return any(
+            s.kind is SignalKind.EVAL_DEGRADING and s.metric == name and "train_ratio" in s.evidence
+            and s.step is not None
+            and (s.step < last_step or (s.step == last_step and s.severity is Severity.CRITICAL))
+            for s in earlier
+        )  # fmt: skip
 
     @staticmethod
     def _train_level(steps: np.ndarray, values: np.ndarray, at: int) -> float | None:

@@ -246,13 +246,19 @@ class EvalBase(Detector):
       best and falling at epoch 43 of 50 was stopped; the new phase moves every eval (its mask mAP50 0.98
       best, 0.87 last: log-seg-abdullah-2027-1, healthy, stopped at its last 4 checks). For a log stepping by
       iterations the window is its last 10 steps; ``None`` turns it off.
-    - ``overfit_gap_ratio``: an eval loss ≥ 3× the train loss at its step (median of the train loss's last 5
-      points up to it) and worse than the eval before, while that train level fell between the two evals, is a
-      deep, growing overfit → warning (a flag, never a stop; it needs only two evals, so it sees a run that
-      evaluates rarely). Of the train-split runs of both corpora that log an eval loss beside a train loss,
-      the healthy ones peak at 2.0× (a MatConvNet ImageNet run) and 2.4× (a corpus/ MLP whose noisy per-step
-      train loss dips at an eval 2 % worse than the one before: the closest a healthy run comes); a GPT-2 XL
-      fine-tuned on Shakespeare has its val loss at 3.75 then 3.90 while its train loss falls 0.93 → 0.65 (6×).
+    - ``overfit_gap_ratio``: an eval loss ≥ 3× the train loss at its step (median of the train loss's last 5 points
+      up to it) and worse than the eval before, while that train level fell between the two evals, is a deep,
+      growing overfit → warning (it needs only two evals, so it sees a run that evaluates rarely); critical when the
+      previous check found it too at an earlier eval (it kept growing across checks) and no eval score of the run
+      (an accuracy, a WER: no loss nor perplexity) is at its best having gained ≥ ``degrade_margin`` of its headroom
+      (`_quality_improving`): a Joey-NMT Transformer's dev loss at 10⁶× its train loss and rising at each of its
+      evals every 4,000 steps, perplexity 23 → 54 → 81, its token accuracy flat at 6.2 % (log-rl-shania3322-1, bad)
+      was unsure for 10 checks; a Whisper fine-tune whose eval loss rises the same way while its WER still improves
+      (log-Whisper_small_hi-1, ambiguous) stays a flag. Of the train-split runs of both corpora that log an eval
+      loss beside a train loss, the healthy ones peak at 2.0× (a MatConvNet ImageNet run) and 2.4× (a corpus/ MLP
+      whose noisy per-step train loss dips at an eval 2 % worse than the one before: the closest a healthy run
+      comes); a GPT-2 XL fine-tuned on Shakespeare has its val loss at 3.75 then 3.90 while its train loss falls
+      0.93 → 0.65 (6×).
     - ``overfit_rising_evals``: "growing" is the eval loss worse than the eval before at each of its last 2
       evals (a run with only 2 evals shows its one rise). One rise is an eval's noise: a classifier's val loss
       swinging 0.7-1.5 between evals, or one 0.004 → 0.00414 at its floor, rises at every other eval while
