@@ -196,7 +196,7 @@ class EvalDetector(EvalDegradingTests):
             msg += f"; growing since the previous check, but {improving} still improves: a flag."
             severity = Severity.WARNING
         else:
-            msg += ", and it was so at the previous check with fewer evals: still growing eval after eval, critical."
+            msg += ", as at the previous check: still growing eval after eval, critical."
             severity = Severity.CRITICAL
         return [
             signal(SignalKind.EVAL_DEGRADING, severity, msg, metric=series.name, step=last,
