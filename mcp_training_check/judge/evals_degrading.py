@@ -77,9 +77,9 @@ class EvalDegradingTests(EvalBase):
         if gap < margin and not still_down:
             since = SinceBest(series, d, steps[i:], values[i:], gap, best, best_step)
             decay = self._steady_decay(ctx, since, steps)
-            if decay and decay[0].severity is Severity.WATCH:  # a slide the train loss's fall makes a mild overfit
-                return self._mild_overfit(ctx, since) or decay
-            return decay or self._mild_overfit(ctx, since)
+            if decay and decay[0].severity is not Severity.WATCH:
+                return decay
+            return self._mild_overfit(ctx, since) or decay  # a watched slide the train loss's fall makes a mild overfit
         if train is not None and train < 0:
             why = f" while the train loss fell {fmt_pct(-train)} (overfitting)"
         elif train is not None and with_train:
