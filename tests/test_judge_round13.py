@@ -28,17 +28,18 @@ def test_a_long_steady_overfit_of_a_run_without_a_quality_eval_is_stopped(real):
     assert "S" in code[visible:], code
 
 
-def test_a_long_overfit_beside_a_quality_eval_or_under_a_fifth_is_not_stopped(real):
-    """Controls on log-lc-jckuri-1: the same run with an accuracy eval that holds (a quality eval that can outvote
-    its loss), or with its val loss held under 1.15x its best, is never stopped."""
+def test_a_long_overfit_beside_a_quality_eval_is_not_stopped(real):
+    """Control on log-lc-jckuri-1: the same run with an accuracy eval that holds (a quality eval that can outvote
+    its loss) is never stopped. (Its second control, the val loss held under 1.15× its best, was never stopped
+    either; since stop 32 a long overfit still rising at a second check is stopped at any gap in a run without
+    a quality eval, and that held series still rises at its sixth check: the levelled-off control is
+    tests/test_judge_stop32.py's.)"""
     run = real["log-lc-jckuri-1"]
-    steps, values = run.metrics["eval/loss"]
+    steps, _ = run.metrics["eval/loss"]
     noise = np.random.default_rng(0).normal(0.0, 0.003, steps.size)
     with_accuracy = dict(run.metrics) | {"eval/accuracy": (steps, 0.31 + noise)}
     cuts = checkpoints(run)
     assert "S" not in decisions(replay_cuts(with_accuracy, cuts, run_config=run.run_config("full")))
-    held = dict(run.metrics) | {"eval/loss": (steps, np.minimum(values, 1.15 * values.min()))}
-    assert "S" not in decisions(replay_cuts(held, cuts, run_config=run.run_config("full")))
 
 
 def test_a_warmup_printed_to_six_decimals_is_neither_a_jump_nor_a_dead_lr(real):

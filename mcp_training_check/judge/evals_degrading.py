@@ -118,13 +118,13 @@ class EvalDegradingTests(EvalBase):
                 f"; a large overfit: ≥ {fmt_ratio(1 + self.overfit_stop_margin)} its best over ≥ "
                 f"{self.decay_min_evals} evals since, degrading at the previous check too, so critical."
             )
-        elif self._sole_overfit(ctx, SinceBest(series, d, steps[i:], values[i:], gap, best, best_step), steps, train):
+        elif sole := self._sole_overfit(
+            ctx, SinceBest(series, d, steps[i:], values[i:], gap, best, best_step), steps, train
+        ):
             severity = Severity.CRITICAL
             msg = msg[:-1] + (
-                f"; the run logs no quality eval, so this is its only measure of generalisation, and it has risen "
-                f"steadily since its best over ≥ {fmt_pct(self.overfit_long_fraction)} of the run, "
-                f"≥ {fmt_pct(self.sole_overfit_stop_margin)} above it and degrading at the previous check too: "
-                "a long overfit, critical."
+                "; the run logs no quality eval, so this is its only measure of generalisation, and it has risen "
+                f"{sole}: a long overfit, critical."
             )
         elif still_down:
             severity = Severity.CRITICAL
@@ -335,18 +335,52 @@ class EvalDegradingTests(EvalBase):
 
     def _sole_overfit(
         self, ctx: JudgeContext, since: SinceBest, all_steps: np.ndarray, train: float | None
-    ) -> bool:
-        """An eval loss of a run without a quality eval ≥ ``sole_overfit_stop_margin`` above its best, rising
-        steadily (``decay_falling_share`` of the pairs of evals since) over ≥ ``overfit_long_fraction`` of the
-        steps the eval covers, ≥ ``decay_min_evals`` evals after it, while the train loss fell, and degrading at
-        the previous check too."""
+    ) -> str:
+        """Why an eval loss of a run without a quality eval is in a long overfit worth a stop, as a phrase, or
+        "": ≥ ``decay_min_evals`` evals after its best, the train loss lower than at it, and either ≥
+        ``sole_overfit_stop_margin`` above its best, rising steadily (``decay_falling_share`` of the pairs of
+        evals since) over ≥ ``overfit_long_fraction`` of the steps the eval covers and degrading at the previous
+        check too, or a long, steady overfit (`_long_overfit`, Mann–Kendall z ≥ ``overfit_long_z``) that the
+        previous check, with evals since, found too, and that still rises (`_still_rising`: a rise that levelled
+        off is left to the margin)."""
         series, d, _, values, gap, _, best_step = since
         if d is not Direction.LOWER or has_quality_eval(ctx) or train is None or train >= 0:
-            return False
-        if gap < self.sole_overfit_stop_margin or values.size - 1 < self.decay_min_evals:
-            return False
+            return ""
+        if values.size - 1 < self.decay_min_evals:
+            return ""
+        last = int(all_steps[-1])
+        z = self._long_overfit(ctx, series, d)
+        if z is not None and self._long_overfit_before(ctx, series.name, last) and self._still_rising(since):
+            return (
+                f"steadily since its best over half the run and more (Mann–Kendall z {z:.1f} ≥ "
+                f"{fmt(self.overfit_long_z)}), as at the previous check, and still rises over the later half of "
+                "the evals since (a significant trend)"
+            )
+        if gap < self.sole_overfit_stop_margin:
+            return ""
         long = self._long_steady(all_steps, best_step, falling_pairs_share(-values), self.overfit_long_fraction)
-        return long and self._degrading_before(ctx, series.name, int(all_steps[-1]))
+        if not (long and self._degrading_before(ctx, series.name, last)):
+            return ""
+        return (
+            f"steadily since its best over ≥ {fmt_pct(self.overfit_long_fraction)} of the run, "
+            f"≥ {fmt_pct(self.sole_overfit_stop_margin)} above it and degrading at the previous check too"
+        )
+
+    @staticmethod
+    def _long_overfit_before(ctx: JudgeContext, name: str, last: int) -> bool:
+        """The previous check, with evals since, found this eval loss in a long, steady overfit."""
+        prev = ctx.previous_signal(SignalKind.EVAL_DEGRADING, name)
+        return prev is not None and "long_overfit" in prev.evidence and prev.step is not None and prev.step < last
+
+    @staticmethod
+    def _still_rising(since: SinceBest) -> bool:
+        """The later half of the evals since the best still rise (a significant Theil–Sen trend): a long overfit
+        still under way, not one that rose and then levelled off, which a plateau's noise cannot tell apart
+        from its best-to-now rise."""
+        steps, values = since.steps, since.values
+        half = values.size // 2
+        trend = theil_sen(steps[half:], values[half:])
+        return trend is not None and trend.rising
 
     @staticmethod
     def _degrading_before(ctx: JudgeContext, name: str, last: int) -> bool:

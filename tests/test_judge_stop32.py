@@ -1,0 +1,81 @@
+"""Judge changes of stop 32: each test fails on the code before its change, each with a control."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from benchmarks.corpus_runs import Run, load_corpus
+from mcp_training_check.models import Decision, SignalKind
+from tests.test_judge_classes import REAL, decisions, replay_cuts, replay_real, stopped_within_one_check
+
+
+@pytest.fixture(scope="module")
+def real() -> dict[str, Run]:
+    return {run.id: run for run in load_corpus(REAL)}
+
+
+def _long_overfit_signals(verdict):
+    return [s for s in verdict.signals if s.kind is SignalKind.EVAL_DEGRADING and "long_overfit" in s.evidence]
+
+
+def test_a_long_overfit_of_a_run_without_a_quality_eval_is_stopped_when_a_second_check_sees_it(real):
+    """log-rl-shhaurya17-1 (round 20, train, bad; a rainfall-downscaling GAN): its val L1, the run's only held-out
+    measure, rises 7-12 % over its best from epoch 50 at Mann–Kendall z 4.6-6.9 while the train L1 falls. It was
+    'a long overfit, a flag … never a stop' at every check to the end: the sole-eval stop waited for 20 %."""
+    run = real["log-rl-shhaurya17-1"]
+    assert run.split == "train" and run.label == "bad"
+    code, visible, verdicts = replay_real(run)
+    first = code.index("S")
+    assert visible <= first and "S" not in code[:visible], code
+    stop = verdicts[first]
+    assert stop.decision is Decision.STOP
+    critical = [
+        s for s in stop.signals if s.kind is SignalKind.EVAL_DEGRADING and "as at the previous check" in s.message
+    ]
+    assert critical and critical[0].metric == "eval/loss", [s.message for s in stop.signals]
+    assert _long_overfit_signals(verdicts[first - 1]), "the check before the stop saw the long overfit first"
+
+
+def test_an_lstm_chatbots_long_overfit_is_stopped_within_a_check_of_being_visible(real):
+    """log-lc-jckuri-1 (round 10, train, bad): val loss 4.66 at epoch 5, rising steadily while the train loss falls
+    6.8 → 0.1; stopped 6 checks after its fault was visible (waiting for 1.2× its best), now within one."""
+    run = real["log-lc-jckuri-1"]
+    code, visible, _ = replay_real(run)
+    assert stopped_within_one_check(code, visible), (code, visible)
+
+
+def test_a_long_overfit_beside_a_quality_eval_is_still_only_a_flag(real):
+    """Control: log-tl-ismayilabdullazada-1 (train, healthy): its val loss rises steadily from a third of the run
+    (z ≥ 4) while its accuracy climbs to 0.93 near the end; the accuracy speaks for the model, so the long
+    overfit is flagged, never stopped."""
+    run = real["log-tl-ismayilabdullazada-1"]
+    assert run.split == "train" and run.label == "healthy"
+    code, _, verdicts = replay_real(run)
+    assert "S" not in code, code
+    assert any(_long_overfit_signals(v) for v in verdicts)
+
+
+def _eval_loss_from_its_best(cap: float) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """A run logging a falling train loss and only an eval loss: best 1.0 at step 5, then rising 0.15 % a step
+    (1.14 at step 100, under the sole-eval margin's 1.2) or levelled off at ``cap``."""
+    steps = np.arange(1, 101)
+    train = np.geomspace(2.0, 0.2, 100) * (1 + np.random.default_rng(1).normal(0.0, 0.01, 100))
+    rise = np.where(steps <= 5, 1.0 + (5 - steps) * 0.02, 1.0 + (steps - 5) * 0.0015)
+    noise = np.random.default_rng(2).normal(0.0, 0.003, 100)
+    return {"train/loss": (steps, train), "eval/loss": (steps, np.minimum(rise, cap) + noise)}
+
+
+def test_a_long_overfit_still_rising_is_stopped_under_a_fifth():
+    """Checks every 5 steps from step 80: a second check sees the eval loss's long overfit still rising (the later
+    half of its evals since the best, a significant trend) at 1.12-1.14× its best: a stop."""
+    code = decisions(replay_cuts(_eval_loss_from_its_best(np.inf), list(range(80, 101, 5))))
+    assert code.startswith("u") and "S" in code[1:3], code
+
+
+def test_a_long_overfit_that_levelled_off_is_left_to_the_margin():
+    """Control: the same rise levelled off at 1.07× its best from step 50; checks from step 80 see a plateau
+    (its later half has no significant rise), which the plateau's noise cannot tell from its best-to-now rise:
+    flagged, not stopped, as under the 20 % margin before."""
+    code = decisions(replay_cuts(_eval_loss_from_its_best(1.07), list(range(80, 101, 5))))
+    assert code == "uuuuu", code
