@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from benchmarks.corpus_runs import Run, load_corpus
+from mcp_training_check.judge.evaltrend_unchanged import repeats_across_one_eval
 from mcp_training_check.models import Decision, SignalKind
 from tests.test_judge_classes import REAL, decisions, replay_cuts, replay_real, stopped_within_one_check
 
@@ -79,3 +80,25 @@ def test_a_long_overfit_that_levelled_off_is_left_to_the_margin():
     flagged, not stopped, as under the 20 % margin before."""
     code = decisions(replay_cuts(_eval_loss_from_its_best(1.07), list(range(80, 101, 5))))
     assert code == "uuuuu", code
+
+
+def test_a_frozen_eval_loss_interrupted_by_one_odd_eval_is_still_frozen(real):
+    """log-Tweet-Popularity-1 (round 6, train, bad): val loss exactly 0.03065895905925168 from epoch 3 to 4,000
+    but 0.314 at epoch 386. The frozen tail restarted after that one eval, so the check after it saw fewer than 10
+    repeats and the stop waited for a second warning: '|u.uS'. Counted across the one odd eval, it stops at the
+    check after the first warning."""
+    run = real["log-Tweet-Popularity-1"]
+    assert run.split == "train" and run.label == "bad"
+    code, visible, _ = replay_real(run)
+    assert stopped_within_one_check(code, visible), (code, visible)
+
+
+def test_repeats_are_counted_across_one_differing_eval_only():
+    """Control: the join needs the same value on both sides of exactly one eval; two evals between, or a new
+    value after the odd one, start the count again."""
+    frozen = 0.03065895905925168
+    assert repeats_across_one_eval(np.array([0.1] + [frozen] * 12 + [0.31] + [frozen] * 3)) == 16
+    assert repeats_across_one_eval(np.array([0.1] + [frozen] * 12 + [0.31, 0.2] + [frozen] * 3)) == 3
+    assert repeats_across_one_eval(np.array([0.1] + [frozen] * 12 + [0.31] + [0.0307] * 3)) == 3
+    assert repeats_across_one_eval(np.array([frozen] * 5)) == 5
+    assert repeats_across_one_eval(np.array([0.2, frozen])) == 1

@@ -280,6 +280,8 @@ class EvalTrendBase(Detector):
       detector's ``dead_ratio``: updates a thousand times smaller than at the peak) × its peak: the schedule
       froze the model, a dead LR that the LR detector flags for a look (issue 9's ambiguous dead-LR runs;
       corpus/'s a05 and a06, whose eval loss repeats exactly once their LR is dead, are flagged, not stopped).
+      The repeats are counted across one eval that differs when the value on both sides of it is the same
+      (`repeats_across_one_eval`): coming back to the identical continuous value is itself the dead output.
     """
 
     min_evals: int = Field(default=4, ge=4)

@@ -16,6 +16,21 @@ from .evaltrend_base import EvalTrendBase, ceiling_room
 from .stats import finite_xy, fmt, fmt_pct, fmt_step, is_frozen, positive_log, rolling_median, trailing_run
 
 
+def repeats_across_one_eval(values: np.ndarray) -> int:
+    """How many evals at the end repeat the last one, counted across one eval between that differs when the eval
+    before it is the same value again: the span they cover. A continuous loss that comes back to the identical
+    value after one odd eval is still the same dead output (a Keras regressor's val loss at 0.030659 from its 3rd
+    epoch on but 0.314 at epoch 386, corpus_real log-Tweet-Popularity-1, bad, lost its frozen tail for a check
+    and waited for a second one). One eval only: two or more between are a model that moved."""
+    tail = trailing_run(values == values[-1])
+    if tail == 0 or tail >= values.size - 1:
+        return tail
+    before = values[: values.size - tail - 1]
+    if before[-1] != values[-1]:
+        return tail
+    return tail + 1 + trailing_run(before == values[-1])
+
+
 class EvalUnchangedTests(EvalTrendBase):
     """Evals whose repeated or untrained values say the model's output does not change (`_unchanged`);
     thresholds in ``EvalTrendBase``."""
@@ -143,16 +158,19 @@ class EvalUnchangedTests(EvalTrendBase):
         other eval loss falls over them (`_moving_eval`): a continuous loss repeats itself exactly only when the
         model's outputs on the held-out set no longer change at all (a dead network). Unlike a repeated
         accuracy (a count on a small set repeats by chance) it is a finding to stop on, at the next check."""
-        repeats = trailing_run(values == values[-1])
-        if d is not Direction.LOWER or repeats < self.frozen_tail_evals or not is_frozen(values[-repeats:]):
+        span = repeats_across_one_eval(values)
+        same = values[-span:] == values[-1]
+        repeats = int(same.sum())
+        if d is not Direction.LOWER or repeats < self.frozen_tail_evals or not is_frozen(values[-span:][same]):
             return None
-        if self._train_loss_moves_since(int(steps[-repeats]), loss_steps, loss):
+        if self._train_loss_moves_since(int(steps[-span]), loss_steps, loss):
             return None
-        if self._moving_eval(ctx, series, steps[-repeats:]) is not None or self._lr_dead_since(ctx, steps[-repeats]):
+        if self._moving_eval(ctx, series, steps[-span:]) is not None or self._lr_dead_since(ctx, steps[-span]):
             return None
+        at = f"its last {repeats}" if repeats == span else f"{repeats} of its last {span}"
         return (
-            f"is {float(values[-1]):.8g} to the last digit at its last {repeats} evals (threshold "
-            f"{self.frozen_tail_evals}, from step {fmt_step(int(steps[-repeats]))}) while the train loss does not "
+            f"is {float(values[-1]):.8g} to the last digit at {at} evals (threshold "
+            f"{self.frozen_tail_evals}, from step {fmt_step(int(steps[-span]))}) while the train loss does not "
             "fall over them either (the model's held-out output no longer changes)"
         )
 
