@@ -102,3 +102,15 @@ def test_repeats_are_counted_across_one_differing_eval_only():
     assert repeats_across_one_eval(np.array([0.1] + [frozen] * 12 + [0.31] + [0.0307] * 3)) == 3
     assert repeats_across_one_eval(np.array([frozen] * 5)) == 5
     assert repeats_across_one_eval(np.array([0.2, frozen])) == 1
+
+
+def test_a_long_overfit_beside_a_retrieval_recall_is_not_stopped(real):
+    """Control from round 32 (log-tu-mukundshankar-dev-1, train, healthy; a text-to-motion retriever, 500 epochs):
+    its composite val loss sits 8-11 % above its best for the second half of the run, rising at z 7-8, while its
+    recall@10 creeps to its best. `is_quality_eval` does not name a recall@k, so the first version of the long
+    overfit stop read the run as logging no quality eval and stopped it at its last 8 checks. The stop needs
+    every eval of the run to be a loss."""
+    run = real["log-tu-mukundshankar-dev-1"]
+    assert run.split == "train" and run.label == "healthy"
+    code, _, _ = replay_real(run)
+    assert "S" not in code, code

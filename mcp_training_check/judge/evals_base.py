@@ -219,16 +219,17 @@ class EvalBase(Detector):
       log-yolo_gas-1 obj_loss, z 3.3), and the healthy YOLOs' larger rises (a val box_loss 8-32 % over its
       best and falling back to it, log-mouse-keyboard-detector-1; a few-class cls_loss 17× its best for 20 of
       150 epochs, log-the-Garbage-Projeckt-1) are neither steady nor half the run.
-      In a run that logs no quality eval the flag is a stop once a second check, with evals since, finds
-      the long overfit again and the later half of the evals since its best still rise significantly (at any
-      gap over the degrade margin, not only ``sole_overfit_stop_margin``'s 20 %, which still judges a rise that
-      levelled off):
-      no accuracy is there to say the model still improves, and the run has been past its best for half its
-      length at each of two checks, where an early-stopping patience (Keras' EarlyStopping watches the val
-      loss by default) would have ended it long before. A rainfall GAN's val L1 7-12 % over its best 40 epochs
-      on, rising at z 4.6-6.9 while its train L1 falls (log-rl-shhaurya17-1, bad), was unsure to its end; an
-      LSTM chatbot's val loss (log-lc-jckuri-1, bad) waited 6 checks for 1.2×. The long overfits of the
-      healthy and ambiguous runs of corpus_real/'s train split all log a quality eval.
+      In a run whose every eval is a loss (no eval score at all, `only_eval_losses`) the flag is a stop once a
+      second check, with evals since, finds the long overfit again and the later half of the evals since its
+      best still rise significantly (at any gap over the degrade margin, not only ``sole_overfit_stop_margin``'s
+      20 %, which still judges a rise that levelled off): no eval score is there to say the model still
+      improves, and the run has been past its best for half its length at each of two checks, where an
+      early-stopping patience (Keras' EarlyStopping watches the val loss by default) would have ended it long
+      before. A rainfall GAN's val L1 7-12 % over its best 40 epochs on, rising at z 4.6-6.9 while its train L1
+      falls (log-rl-shhaurya17-1, bad), was unsure to its end; an LSTM chatbot's val loss (log-lc-jckuri-1, bad)
+      waited 6 checks for 1.2×. The long overfits of the healthy and ambiguous runs of corpus_real/'s train
+      split all log an eval score (a text-to-motion retriever's recall@10 beside its composite val loss,
+      log-tu-mukundshankar-dev-1, healthy, which a first version that asked only for a quality eval stopped).
     - ``memorised_accuracy_fraction`` / ``memorised_gap_fraction`` / ``memorised_min_evals``: an eval accuracy whose
       median of its last 3 evals is ≥ 0.2 (absolute) below the train accuracy's, that train accuracy at ≥ 0.95
       (the training set memorised), with no significant rise (Theil–Sen, 95 %) over ≥ 4 evals, is overfitting
