@@ -114,3 +114,27 @@ def test_a_long_overfit_beside_a_retrieval_recall_is_not_stopped(real):
     assert run.split == "train" and run.label == "healthy"
     code, _, _ = replay_real(run)
     assert "S" not in code, code
+
+
+def test_a_stuck_f1_beside_a_learning_accuracy_in_an_eval_only_run_is_information(real):
+    """log-tu-gaallmin-1 (round 32, train, healthy; eval numbers only): accuracy 0.33 → 0.40 over its first 10
+    epochs, rising at each, while its macro F1 over many imbalanced classes wanders 0.04-0.10: 'not learning …
+    still so at a second check' stopped it at 3 checks, since a learning sibling was asked only in a run with a
+    train loss."""
+    run = real["log-tu-gaallmin-1"]
+    assert run.split == "train" and run.label == "healthy" and not any(n.startswith("train/") for n in run.metrics)
+    code, _, verdicts = replay_real(run)
+    assert "S" not in code, code
+    outvoted = [s for v in verdicts for s in v.signals if s.metric == "eval/f1" and "outvoted" in s.evidence]
+    assert outvoted and "eval/accuracy" in outvoted[0].message
+
+
+def test_a_stuck_f1_with_its_accuracy_stuck_too_still_stops():
+    """Control: the same eval-only run whose accuracy does not rise either (0.33-0.34 at every epoch) has no
+    learning sibling: the F1 that gains under 5 % of its headroom is stopped at a second check."""
+    steps = np.arange(1, 13)
+    f1 = np.array([0.059, 0.046, 0.056, 0.069, 0.042, 0.054, 0.061, 0.05, 0.058, 0.047, 0.055, 0.06])
+    accuracy = 0.33 + 0.01 * (np.arange(12) % 2)
+    metrics = {"eval/accuracy": (steps, accuracy), "eval/f1": (steps, f1)}
+    code = decisions(replay_cuts(metrics, [6, 8, 10, 12]))
+    assert "S" in code, code

@@ -190,6 +190,10 @@ class EvalTrendBase(Detector):
       by medians of 3, so the keypoint mAP50-95 at 0.06-0.085 stopped the run at epoch 11, five epochs before
       its overfit (log-pose-ignaher12-1, bad). A keypoint head exactly 0 from its first eval beside it waits for
       ``zero_head_run_fraction`` (log-pose-sinyukkirill-1, bad, stopped at 25 of 100 epochs, not 5).
+      A learning quality eval outvotes any stuck eval without a baseline, hopeless or not, and in an eval-only
+      run too: a sketch classifier's accuracy rising at every epoch 0.33 → 0.40 while its macro F1 over many
+      imbalanced classes wanders 0.04-0.10 (log-tu-gaallmin-1, round 32, healthy) was stopped for its F1 at
+      3 checks, since only a run with a train loss had its siblings asked.
     - ``stuck_min_run_fraction``: without a baseline, a stuck eval that still moves (its evals not one value
       repeated: a frozen or all-zero eval is an output that does not change, and is stopped as before) is a
       warning, not a stop, before a quarter of a known total: the train loss's ``stuck_min_run_fraction``,

@@ -174,14 +174,14 @@ class EvalStuckTests(EvalTrendBase):
         critical = persists and (unmoved or overfit is not None) and not early_zero
         waiting = critical and baseline is None and self._moving_early(ctx, series, values, d, int(steps[-1]))
         critical = critical and not waiting
-        sibling = self._learning_quality_eval(ctx, series.name) if robust is not None else None
+        sibling = self._learning_quality_eval(ctx, series.name) if baseline is None else None
         zero_head = self._zero_head_why(ctx, steps, values) if sibling is not None else None
         outvoted = sibling is not None and zero_head is None
         if zero_head is not None:
             tail = f"{sibling}, but {zero_head}: that head scores nothing"
             tail += "; still so at a second check" if critical else "; critical if the next check still sees it"
         elif outvoted:
-            critical, tail = False, f"but {sibling}: the run is learning, which outvotes a hopeless eval: information"
+            critical, tail = False, f"but {sibling}: the run is learning, which outvotes this eval: information"
         elif critical and overfit is not None:
             tail = f"still so at a second check, while {overfit}: the training set is memorised, nothing generalises"
         elif critical:
