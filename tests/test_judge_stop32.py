@@ -138,3 +138,28 @@ def test_a_stuck_f1_with_its_accuracy_stuck_too_still_stops():
     metrics = {"eval/accuracy": (steps, accuracy), "eval/f1": (steps, f1)}
     code = decisions(replay_cuts(metrics, [6, 8, 10, 12]))
     assert "S" in code, code
+
+
+def test_a_smoothed_loss_falling_at_every_print_is_learning_slowly(real):
+    """log-tu-bclavie-1 (round 32, train, healthy; a ColBERT fine-tune): its printed loss is an EMA (weight 0.999)
+    that falls 6.26 → 5.31 at every one of its 500 prints. The autocorrelation correction leaves 3 effective
+    points (Mann–Kendall z −2.7, under the slow learner's 3), so it was 'not learning' at 13 checks. ≥ 99 % of its
+    pairs of points falling make it a steady fall: information."""
+    run = real["log-tu-bclavie-1"]
+    assert run.split == "train" and run.label == "healthy"
+    code, _, verdicts = replay_real(run)
+    assert code[7:] == "." * 13, code
+    last = verdicts[-1].signals
+    slow = [s for s in last if s.kind is SignalKind.IMPROVING and "pairs of points falling" in s.message]
+    assert slow, [s.message for s in verdicts[-1].signals]
+
+
+def test_a_loss_printed_to_two_decimals_at_one_level_is_not_learning_slowly(real):
+    """Control: log-tu-yazanshannak-1 (round 32, train, bad; a U-Net at 1.68-1.70, printed to 2 decimals, for its
+    990 steps): its Theil–Sen slope is 0 and 41 % of its pairs fall; it is never 'learning slowly' and, stopped
+    once, stays stopped."""
+    run = real["log-tu-yazanshannak-1"]
+    code, _, verdicts = replay_real(run)
+    assert not any("learning slowly" in s.message for v in verdicts for s in v.signals)
+    first = code.index("S")
+    assert set(code[first:]) == {"S"}, code

@@ -200,6 +200,16 @@ class LossTrendBase(Detector):
       noise of corpus/'s a02 (LR 1e-6, ambiguous) and a03 (vanishing gradients) peaks at |z| 2.6 and 2.4
       over their 20 checks, so they stay flagged; 3 leaves that margin and has a false-alarm rate of 0.3 %
       per check for a loss with no trend.
+    - ``slow_learner_pairs_share``: a smoothed loss (an EMA, a running mean) falls at nearly every point, yet
+      the autocorrelation correction of the Mann–Kendall test shrinks its hundreds of points to a few
+      effective ones, so its |z| cannot reach 3 however steady the fall: a ColBERT fine-tune's EMA loss (weight
+      0.999) falls 6.26 → 5.31 at every one of its 500 prints, z −2.7 from 3 effective points
+      (log-tu-bclavie-1, round 32, healthy), and was "not learning" at 13 checks. A loss with ≥ 99 % of its
+      pairs of points in falling order (each point against each later one), over ≥ ``flat_min_points``
+      points, is a steady fall too. The noise of a loss that learns nothing leaves pairs near 50 %. Neither
+      reading counts a Theil–Sen slope of 0 as a fall, whatever its z: a U-Net's loss printed to 2 decimals
+      at 1.68-1.70 for 990 steps (log-tu-yazanshannak-1, round 32, bad) has a median pairwise change of none
+      and was "learning slowly, 0 % by the slope" at some checks between its stops.
     - ``chance_min_points`` / ``zero_accuracy_fraction``: a loss that never learned is told without its
       run's start, in a short excerpt (a log pasted from step 690 on), when its chance level is known: the
       config states the class or vocabulary count N (``vocab_size``, ``num_labels``, ``num_classes``) and
@@ -427,6 +437,7 @@ class LossTrendBase(Detector):
     stuck_drop_fraction: float = Field(default=0.05, gt=0, lt=1)
     stuck_min_run_fraction: float = Field(default=0.25, ge=0, lt=1)
     slow_learner_z: float = Field(default=3.0, gt=0)
+    slow_learner_pairs_share: float = Field(default=0.99, gt=0.5, le=1)
     chance_min_points: int = Field(default=3, ge=3)
     zero_accuracy_fraction: float = Field(default=0.001, ge=0)
     confidence_z: float = Field(default=1.96, gt=0)

@@ -12,6 +12,7 @@ from .context import PLATEAU_EVIDENCE, JudgeContext, signal, warming_up_at
 from .evalkinds import is_quality_eval, unit_scaled
 from .stats import (
     end_thirds,
+    falling_pairs_share,
     finite_xy,
     fmt,
     fmt_pct,
@@ -217,15 +218,25 @@ class LossStallTests(LossTrendBase):
         ]  # fmt: skip
 
     def _learning_slowly(self, name: str, steps: np.ndarray, y: np.ndarray, drop: float) -> list[Signal]:
-        """Info when the loss falls over the whole run at a Mann–Kendall z of ``slow_learner_z`` or more."""
+        """Info when the loss falls over the whole run at a Mann–Kendall z of ``slow_learner_z`` or more, or with
+        ≥ ``slow_learner_pairs_share`` of its pairs of points falling (a smoothed loss's steady fall)."""
         trend = theil_sen(steps, y, confidence_z=self.confidence_z)
-        if trend is None or trend.z > -self.slow_learner_z:
+        if trend is None or trend.slope >= 0:
+            return []
+        share = falling_pairs_share(y)
+        if trend.z <= -self.slow_learner_z:
+            how = f"Mann–Kendall z {trend.z:.1f} (significant from -{self.slow_learner_z:g})"
+        elif share >= self.slow_learner_pairs_share:
+            how = (
+                f"{fmt_pct(share)} of its pairs of points falling (threshold "
+                f"{fmt_pct(self.slow_learner_pairs_share)}: a smoothed loss, whose z the autocorrelation caps)"
+            )
+        else:
             return []
         change = float(np.expm1(trend.slope * (steps[-1] - steps[0])))
         msg = (
             f"{name} learning slowly: {fmt_pct(drop)} below its first points at its best, {fmt_pct(change)} by the "
-            f"slope over its {y.size} points, Mann–Kendall z {trend.z:.1f} (significant from "
-            f"-{self.slow_learner_z:g}): a steady fall, not a loss that does not learn."
+            f"slope over its {y.size} points, {how}: a steady fall, not a loss that does not learn."
         )
         return [
             signal(SignalKind.IMPROVING, Severity.INFO, msg, metric=name, step=int(steps[-1]), change=change,
