@@ -163,3 +163,26 @@ def test_a_loss_printed_to_two_decimals_at_one_level_is_not_learning_slowly(real
     assert not any("learning slowly" in s.message for v in verdicts for s in v.signals)
     first = code.index("S")
     assert set(code[first:]) == {"S"}, code
+
+
+def test_a_discriminator_that_has_won_outright_is_flagged_whatever_its_generator_does(real):
+    """log-tu-buchuitoudegou-1 (round 32, train, ambiguous; a CycleGAN, 100 epochs): its discriminator loss prints
+    0.0000 from epoch 88 on while the generator's total falls 3.27 → 0.42 on its cycle and identity terms. The
+    won-game flag waited for the generator's loss to stop falling, so the run was continue at every check."""
+    run = real["log-tu-buchuitoudegou-1"]
+    assert run.split == "train" and run.label == "ambiguous"
+    code, _, verdicts = replay_real(run)
+    assert code.endswith("u") and "S" not in code, code
+    assert any("won its game outright" in s.message for s in verdicts[-1].signals)
+
+
+def test_a_discriminator_near_zero_beside_a_falling_generator_is_not_flagged():
+    """Control: a discriminator whose last 20 prints sit at 0.002-0.008 (under game_won_loss, over a tenth of it)
+    beside a generator loss that falls is read as before: no won-game flag."""
+    steps = np.arange(1, 61)
+    rng = np.random.default_rng(3)
+    disc = np.concatenate([np.linspace(0.6, 0.05, 30), 0.005 + 0.003 * rng.uniform(-1, 1, 30)])
+    gen = np.geomspace(3.0, 0.5, 60) * (1 + rng.normal(0.0, 0.01, 60))
+    metrics = {"train/discriminator_loss": (steps, disc), "train/generator_loss": (steps, gen)}
+    verdicts = replay_cuts(metrics, [40, 50, 60])
+    assert not any("won its game" in s.message for v in verdicts for s in v.signals)

@@ -413,6 +413,12 @@ class LossTrendBase(Detector):
       collapses fall to 0.0055 (log-EE4115-1's D_A, G_A 0.38 → 0.82), 0.007 (log-Ganilla-Witness-Style-1) and
       0 (log-CycleGAN-samcw-1, G_A at 0.999). A colourisation GAN's discriminator at 0.001-0.02 for stretches
       (healthy log-ls-yggyatsso-1) is not flagged: its generator's loss falls 38 → 10. ``None`` turns it off.
+    - ``game_won_outright_loss`` (`trend_game`): a discriminator whose last 20 prints have a median ≤ 0.001 has
+      won outright, and is flagged whatever its generator's loss does (a flag, never a stop): a generator's
+      total falls on its reconstruction terms alone once the adversarial one carries nothing (a CycleGAN's
+      generator loss 3.3 → 0.42 while its discriminator prints 0.0000 from epoch 88 of 100, round 32's
+      log-tu-buchuitoudegou-1, ambiguous, was continue at every check). 0.001 is a tenth of ``game_won_loss``:
+      under every stretch of the healthy colourisation GAN above. ``None`` turns it off.
     """
 
     min_points: int = Field(default=10, ge=4)
@@ -464,6 +470,7 @@ class LossTrendBase(Detector):
     game_min_points: int = Field(default=20, ge=4)
     game_spread_fraction: float | None = Field(default=0.1, gt=0)
     game_won_loss: float | None = Field(default=0.01, gt=0)
+    game_won_outright_loss: float | None = Field(default=0.001, gt=0)
     trained_start_fraction: float | None = Field(default=0.95, gt=0, le=1)
 
     def _early_points(self, n: int) -> int:

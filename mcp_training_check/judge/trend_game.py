@@ -65,8 +65,10 @@ class GameTests(LossTrendBase):
         loss (`_generator_of`, never below zero) is no lower over its last as many prints than over its first, is
         a warning, never a stop: the discriminator tells real from fake almost every time and the generator,
         whose adversarial loss does not fall, learns nothing from it (ganhacks, "D loss goes to 0: failure
-        mode"). A generator whose whole loss still falls (an L1 term's) is read by the trend detector as usual.
-        The first such metric only; a doubt for a reviewer (`PLATEAU_EVIDENCE`)."""
+        mode"). A generator whose whole loss still falls (an L1 term's) is read by the trend detector as usual,
+        unless the discriminator has won outright (a median ≤ ``game_won_outright_loss``): then its falling total
+        is its reconstruction terms alone. The first such metric only; a doubt for a reviewer
+        (`PLATEAU_EVIDENCE`)."""
         if self.game_won_loss is None:
             return []
         window = self.game_min_points
@@ -78,9 +80,10 @@ class GameTests(LossTrendBase):
                 continue
             generator = _generator_of(name, ctx)
             rise = None if generator is None else _not_falling(ctx, generator, window)
-            if generator is None or rise is None:
-                continue
-            return [_won_signal(name, steps, level, self.game_won_loss, generator, rise, window)]
+            if generator is not None and rise is not None:
+                return [_won_signal(name, steps, level, self.game_won_loss, generator, rise, window)]
+            if self.game_won_outright_loss is not None and level <= self.game_won_outright_loss:
+                return [_won_outright_signal(name, steps, level, self.game_won_outright_loss, window)]
         return []
 
 
@@ -138,3 +141,14 @@ def _won_signal(
     )
     return signal(SignalKind.FLAT, Severity.WARNING, msg, metric=name, step=int(steps[-1]), level=level,
                   generator_first=first, generator_last=last, **{PLATEAU_EVIDENCE: level})  # fmt: skip
+
+
+def _won_outright_signal(name: str, steps: np.ndarray, level: float, threshold: float, window: int) -> Signal:
+    msg = (
+        f"{name} has won its game outright: the median of its last {window} prints (to step "
+        f"{fmt_step(int(steps[-1]))}) is {fmt(level)} (threshold {fmt(threshold)}), so the discriminator tells real "
+        "from fake every time and the adversarial term carries nothing to the generator, whatever its total loss "
+        "does (its reconstruction terms can still fall); worth a look."
+    )
+    return signal(SignalKind.FLAT, Severity.WARNING, msg, metric=name, step=int(steps[-1]), level=level,
+                  **{PLATEAU_EVIDENCE: level})  # fmt: skip
