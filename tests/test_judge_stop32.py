@@ -9,6 +9,7 @@ from benchmarks.corpus_runs import Run, load_corpus
 from mcp_training_check.judge.evaltrend_unchanged import repeats_across_one_eval
 from mcp_training_check.models import Decision, SignalKind
 from tests.test_judge_classes import REAL, decisions, replay_cuts, replay_real, stopped_within_one_check
+from tests.test_judge_helpers import make_series, run_judge
 
 
 @pytest.fixture(scope="module")
@@ -186,3 +187,23 @@ def test_a_discriminator_near_zero_beside_a_falling_generator_is_not_flagged():
     metrics = {"train/discriminator_loss": (steps, disc), "train/generator_loss": (steps, gen)}
     verdicts = replay_cuts(metrics, [40, 50, 60])
     assert not any("won its game" in s.message for v in verdicts for s in v.signals)
+
+
+def test_zeros_among_a_loss_printed_at_its_resolution_are_rounding(real):
+    """log-lw-seuncoker-1 (round 31, train, healthy; a face classifier that memorises a small set): its per-batch
+    loss is printed to 4 decimals and reaches 0.0001-0.0004 between 0.0s. Each 0.0 came after a value 4+ units
+    above the last decimal, so it was 'a dropped or fully masked loss' at its last 9 checks."""
+    run = real["log-lw-seuncoker-1"]
+    assert run.split == "train" and run.label == "healthy"
+    code, _, _ = replay_real(run)
+    assert code == "." * 20, code
+
+
+def test_zeros_among_losses_far_above_their_resolution_still_warn():
+    """Control: a loss at 0.05-0.3 (hundreds of units of its 4th decimal) with three 0.0s among its last prints is
+    still a dropped or masked loss: a warning."""
+    rng = np.random.default_rng(4)
+    values = np.round(np.geomspace(2.0, 0.1, 60) * (1 + rng.normal(0.0, 0.05, 60)), 4)
+    values[[50, 54, 58]] = 0.0
+    verdict = run_judge(make_series("train/loss", values))
+    assert any("dropped or fully masked" in s.message for s in verdict.signals), [s.message for s in verdict.signals]

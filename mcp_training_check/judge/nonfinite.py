@@ -88,7 +88,10 @@ class NonFiniteDetector(Detector):
       decimal are a converged loss rounded away, not a dropped one: the Trainer logs ``round(loss, 4)``, so
       0.0001 is one unit and any smaller loss is logged as 0.0. A dropped or masked loss falls to 0.0 from
       hundreds of units (0.0563) or from a value logged at full precision (nothing is rounded there); 3
-      units leave room for a loss still halving between two logs (0.0002, 0.0001, 0.0).
+      units leave room for a loss still halving between two logs (0.0002, 0.0001, 0.0). So are zeros among
+      recent values that reach that resolution themselves, before or after them: a memorised face classifier's
+      per-batch loss printed to 4 decimals (0.0004, 0.0, 0.0, 0.0001, 0.0, 0.0017, …; log-lw-seuncoker-1,
+      round 31, healthy) was "a dropped or fully masked loss" at its last 9 checks.
     - ``recurring_overflow_episodes``: non-finite grad norms, each followed by finite ones (recovered), in
       this many separate episodes → warning (a flag, never a stop). A scaler's search for its scale skips a
       few steps at the start and an odd one later: the healthy runs of corpus_real/'s train split that log a
@@ -253,6 +256,8 @@ class NonFiniteDetector(Detector):
         zeros = np.flatnonzero(recent == 0.0)
         if zeros.size < self.zero_loss_points or self._rounded_away(series, recent.size - int(zeros[0])):
             return []
+        if self._at_resolution(recent):
+            return []
         step = int(series.raw_steps[-recent.size + int(zeros[-1])])
         msg = (
             f"{series.name} is exactly 0.0 in {zeros.size} of the last {recent.size} points "
@@ -281,6 +286,12 @@ class NonFiniteDetector(Detector):
             return False
         prev = ctx.previous_signal(SignalKind.NON_FINITE, series.name)
         return prev is not None and "zero_points" in prev.evidence
+
+    def _at_resolution(self, recent: np.ndarray) -> bool:
+        """Whether some positive value among ``recent`` is within ``rounded_units_points`` units of its own last
+        logged decimal: the log prints this loss down to the resolution where a smaller one is 0.0."""
+        positive = recent[np.isfinite(recent) & (recent > 0.0)]
+        return any(_logged_units(float(v)) <= self.rounded_units_points for v in positive)
 
     def _rounded_away(self, series: MetricSeries, from_end: int) -> bool:
         """Whether the last non-zero loss before the zero ``from_end`` points from the end was within
