@@ -207,3 +207,24 @@ def test_zeros_among_losses_far_above_their_resolution_still_warn():
     values[[50, 54, 58]] = 0.0
     verdict = run_judge(make_series("train/loss", values))
     assert any("dropped or fully masked" in s.message for s in verdict.signals), [s.message for s in verdict.signals]
+
+
+def test_an_error_metrics_lucky_best_is_no_large_overfit_while_the_eval_loss_improves_since(real):
+    """log-tc-andreyprado-1 (round 34, train, healthy; a Keras streamflow forecaster): val MAE and MSE dip to 0.36
+    and 0.15 at epoch 20 and swing back to 0.56 and 0.39, while the val loss, which carries an extra term, keeps
+    reaching new bests to its end. 'A large overfit' on MAE and MSE stopped it at its last 15 checks."""
+    run = real["log-tc-andreyprado-1"]
+    assert run.split == "train" and run.label == "healthy"
+    code, _, _ = replay_real(run)
+    assert "S" not in code, code
+
+
+def test_an_error_metric_rising_with_its_eval_loss_is_still_a_large_overfit():
+    """Control: the same error metric doubling from its best while the eval loss, best at the same eval, rises
+    with it, the train loss falling: a large overfit, stopped at a second check."""
+    steps = np.arange(1, 41)
+    train = np.geomspace(2.0, 0.2, 40)
+    shape = np.where(steps <= 10, 1.0 - 0.05 * (steps - 1) / 9, 0.95 + 0.06 * (steps - 10))
+    metrics = {"train/loss": (steps, train), "eval/loss": (steps, 3.0 * shape), "eval/mae": (steps, 0.4 * shape)}
+    code = decisions(replay_cuts(metrics, [24, 28, 32, 36, 40]))
+    assert "S" in code, code

@@ -339,7 +339,29 @@ class EvalDegradingTests(EvalBase):
             return False
         if gap < self.overfit_stop_margin or since_best < self.decay_min_evals:
             return False
-        return self._degrading_before(ctx, name, last)
+        return self._degrading_before(ctx, name, last) and not self._eval_loss_holds(ctx, name)
+
+    def _eval_loss_holds(self, ctx: JudgeContext, name: str) -> bool:
+        """``name`` is an error metric, not a loss (an MAE, an MSE), and the run's eval loss — its objective on
+        the same held-out set — reached its best (medians of 3) after the metric's own best: the model has
+        improved on its objective since, so the metric's rise from a lucky best is no overfit to stop on. A
+        Keras streamflow forecaster's val MAE and MSE dipped to 0.36 and 0.15 at epoch 20 and swung back to
+        0.56 and 0.39 while its val loss, which carries an extra term, fell to the end with new bests
+        (log-tc-andreyprado-1, round 34, healthy): stopped as a large overfit at its last 15 checks."""
+        metric = next((s for s, _ in ctx.evals if s.name == name), None)
+        if metric is None or "loss" in tokenize(name):
+            return False
+        steps, values = finite_xy(metric.steps, metric.values)
+        if values.size == 0:
+            return False
+        best_step = int(steps[int(np.argmin(rolling_median(values, 3)))])
+        for series, d in ctx.evals:
+            if series.name == name or d is not Direction.LOWER or "loss" not in tokenize(series.name):
+                continue
+            loss_steps, losses = finite_xy(series.steps, series.values)
+            if losses.size and int(loss_steps[int(np.argmin(rolling_median(losses, 3)))]) > best_step:
+                return True
+        return False
 
     def _sole_overfit(
         self, ctx: JudgeContext, since: SinceBest, all_steps: np.ndarray, train: float | None
