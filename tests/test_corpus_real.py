@@ -58,8 +58,10 @@ def test_classes_and_size(records):
     # 8 MB to round 9, 9 to 11, 9.6 to 12, 9.9 to 13, 10.8 to 15, 11.6 to 19, 12.4 from 23, 12.6 from 25,
     # 12.8 from 27 (12,612,272 bytes measured with round 27's runs; 12,665,351 with round 28's),
     # 13.2 from 31 (12,991,380 bytes measured with round 31's runs, 13,004,359 with its ROUNDS.md and README text),
-    # 13.6 from 32 (13,056,928 bytes with round 32's 40 runs alone; 13,365,259 with rounds 31 and 32 merged)
-    assert total < 13_600_000
+    # 13.6 from 32 (13,056,928 bytes with round 32's 40 runs alone; 13,365,259 with rounds 31 and 32 merged),
+    # 13.8 from 33 (13,699,540 bytes with round 33's 34 loss.txt runs on the merged rounds 31-32),
+    # 14.2 from 34 (13,922,628 bytes with rounds 31-34 merged)
+    assert total < 14_200_000
 
 
 def test_every_run_has_provenance_licence_reason(records):
