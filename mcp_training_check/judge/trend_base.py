@@ -395,7 +395,12 @@ class LossTrendBase(Detector):
       GAN) spread 38 % of their level or more at every check from their 20th print (log-CycleGAN-yunhsuanwu-1's
       D_A), while log-conditional-style-transfer-1 (ambiguous: its disc and gen losses at 1.00 from the first
       print to the 1.2M-th iteration while its other terms fall slowly) spreads 1 %: 10 % is four times below
-      the first and ten times above the second. ``None`` turns the flag off.
+      the first and ten times above the second. ``None`` turns the flag off. The flag is critical when the
+      previous check found the discriminator frozen too and no other metric of the run (train-side loss or
+      score, or eval) has a median over its last 20 prints ``stuck_drop_fraction`` (5 %) better than over its
+      first: a run where nothing trains, which the issue's "stuck at its initial loss … then stopped when it
+      persists" names (log-lz-aloilor-1, bad: discriminator at 2 ln 2 for 448 prints, generator within 3 % of
+      its start, unsure at every check; stopped at the second check now).
     - ``trained_start_fraction`` (`trend_stall`): no not-learning finding on a train loss while a quality eval of
       the run (bounded in [0, 1], higher is better) sat at ≥ 0.95 at its first eval and still does over its last
       3: a model fine-tuned from one already as good as its eval can tell has nothing to fall to, and its train

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from ..models import Severity, Signal, SignalKind
+from ..models import Direction, MetricRole, Severity, Signal, SignalKind
 from ..roles import DISCRIMINATOR_TOKENS, is_discriminator, tokenize
 from .context import PLATEAU_EVIDENCE, JudgeContext, signal
 from .stats import finite_xy, fmt, fmt_pct, fmt_step
@@ -19,6 +19,9 @@ GENERATOR_TOKENS = frozenset({"g", "gen", "generator"})
 GENERATOR_ADVERSARIAL_TOKENS = frozenset({"gan", "adv", "adversarial"})
 """With a generator word, the generator's adversarial term when no metric mirrors the discriminator's name
 (pix2pix logs ``D_real`` and ``D_fake`` beside ``G_GAN``)."""
+
+FROZEN_GAME = "frozen_game"
+"""Evidence key of a frozen-discriminator signal: the next check reads it to confirm the game is still frozen."""
 
 GAME_SPREAD_PERCENTILES = (10.0, 90.0)
 """A discriminator loss's spread is read between these percentiles of its prints: one outlier print (a
@@ -37,7 +40,9 @@ class GameTests(LossTrendBase):
         gives the generator no adversarial signal, whatever its other terms do. In a healthy GAN the
         discriminator's loss swings from batch to batch as the two players trade. The first such metric only. A
         doubt for a reviewer (`PLATEAU_EVIDENCE`), not a not-learning finding: it confirms no stop of a train loss
-        that is the discriminator's."""
+        that is the discriminator's. Critical (`_dead_game`) when the previous check found it frozen too and no
+        other metric of the run has moved ``stuck_drop_fraction`` from its start: a game that never started in a
+        run where nothing else learns either."""
         if self.game_spread_fraction is None:
             return []
         for name, steps, values in _discriminators(ctx, self.game_min_points):
@@ -51,13 +56,37 @@ class GameTests(LossTrendBase):
                 f"{fmt_step(int(steps[-1]))}) sit at {fmt(level)}, 10th to 90th percentile {fmt(low)}–{fmt(high)}, "
                 f"a spread of {fmt_pct(spread)} of its level (threshold {fmt_pct(self.game_spread_fraction)}): a "
                 "discriminator whose output does not depend on its input gives the generator no adversarial "
-                "signal; the game is not being played, worth a look."
+                "signal; the game is not being played"
             )
+            evidence = {"spread": spread, "points": values.size, "since_step": int(steps[0]), FROZEN_GAME: spread}
+            dead = self._dead_game(ctx, name, int(steps[-1]))
+            if dead:
+                return [signal(SignalKind.FLAT, Severity.CRITICAL, f"{msg}, {dead}.", metric=name,
+                               step=int(steps[-1]), **evidence)]  # fmt: skip
             return [
-                signal(SignalKind.FLAT, Severity.WARNING, msg, metric=name, step=int(steps[-1]), spread=spread,
-                       points=values.size, since_step=int(steps[0]), **{PLATEAU_EVIDENCE: spread})
+                signal(SignalKind.FLAT, Severity.WARNING, f"{msg}, worth a look.", metric=name, step=int(steps[-1]),
+                       **evidence, **{PLATEAU_EVIDENCE: spread})
             ]  # fmt: skip
         return []
+
+    def _dead_game(self, ctx: JudgeContext, name: str, last: int) -> str:
+        """Why a frozen discriminator is a stop, or "": the previous check (with prints since) found it frozen
+        too, and no other metric of the run (`_learning_metric`) has moved ``stuck_drop_fraction`` from its
+        start. A frozen discriminator alone is a flag, since the rest of a GAN can still learn on its
+        reconstruction terms (log-conditional-style-transfer-1, ambiguous: its adversarial pair at 1.00 for 1.2M
+        iterations while its identity loss falls 2.4 → 0.4); with nothing else moving, no part of the run is
+        training, the run the issue's "stuck at its initial loss, then stopped when it persists" names
+        (log-lz-aloilor-1, bad: a wavelet diffusion GAN's discriminator at 1.384–1.390, 2 ln 2, for all 448
+        prints while its generator's loss stays within 3 % of its first value: unsure at every check)."""
+        prev = ctx.previous_signal(SignalKind.FLAT, name)
+        if prev is None or FROZEN_GAME not in prev.evidence or prev.step is None or prev.step >= last:
+            return ""
+        if _learning_metric(ctx, name, self.game_min_points, self.stuck_drop_fraction):
+            return ""
+        return (
+            f"as at the previous check, and no other metric of the run has moved {fmt_pct(self.stuck_drop_fraction)} "
+            "from its start (medians of its first and last prints): nothing in this run is training"
+        )
 
     def _won_game(self, ctx: JudgeContext) -> list[Signal]:
         """In a GAN, a discriminator loss (never below zero: a WGAN critic's signed estimate is no such loss)
@@ -85,6 +114,28 @@ class GameTests(LossTrendBase):
             if self.game_won_outright_loss is not None and level <= self.game_won_outright_loss:
                 return [_won_outright_signal(name, steps, level, self.game_won_outright_loss, window)]
         return []
+
+
+def _learning_metric(ctx: JudgeContext, frozen: str, window: int, fraction: float) -> str | None:
+    """The first metric of the run other than ``frozen`` (a train-side loss or score, or an eval; no LR or
+    gradient norm) whose median over its last ``window`` prints is better than over its first by more than
+    ``fraction`` of the first, in its own direction (at most a third of its prints a window), or that has too
+    few prints to tell (< 3): the run can still be learning through it. None when nothing moves."""
+    for name, info in ctx.roles.items():
+        if name == frozen or info.role in (MetricRole.LEARNING_RATE, MetricRole.GRAD_NORM):
+            continue
+        series = ctx.history.metrics.get(name)
+        if series is None:
+            continue
+        _, values = finite_xy(series.steps, series.values)
+        if values.size < 3:
+            return name
+        w = max(1, min(window, values.size // 3))
+        first, last = float(np.median(values[:w])), float(np.median(values[-w:]))
+        gain = first - last if info.direction is Direction.LOWER else last - first
+        if gain > fraction * abs(first):
+            return name
+    return None
 
 
 def _discriminators(ctx: JudgeContext, min_points: int) -> Iterator[tuple[str, np.ndarray, np.ndarray]]:

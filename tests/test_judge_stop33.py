@@ -1,0 +1,71 @@
+"""Judge changes of stop 33: each test fails on the code before its change, each with a control."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from benchmarks.corpus_runs import Run, load_corpus
+from mcp_training_check.models import Decision, Severity, SignalKind
+from tests.test_judge_classes import REAL, decisions, replay_cuts, replay_real, stopped_within_one_check
+
+
+@pytest.fixture(scope="module")
+def real() -> dict[str, Run]:
+    return {run.id: run for run in load_corpus(REAL)}
+
+
+def _frozen_game(verdict, severity: Severity):
+    return [
+        s for s in verdict.signals
+        if s.kind is SignalKind.FLAT and s.severity is severity and "holds one value" in s.message
+    ]  # fmt: skip
+
+
+def test_a_gan_whose_discriminator_and_generator_never_leave_their_start_is_stopped_at_a_second_check(real):
+    """log-lz-aloilor-1 (round 35, train, bad; a wavelet diffusion GAN): its discriminator prints 1.384-1.390
+    (2 ln 2) at all 448 prints and its generator's loss stays within 3 % of its first value. It was unsure at
+    every check ("the game is not being played, worth a look"): the first sight stays a flag, the second a stop."""
+    run = real["log-lz-aloilor-1"]
+    assert run.split == "train" and run.label == "bad"
+    code, visible, verdicts = replay_real(run)
+    assert stopped_within_one_check(code, visible), (code, visible)
+    assert code[0] == "u" and _frozen_game(verdicts[0], Severity.WARNING), code
+    stop = verdicts[code.index("S")]
+    critical = _frozen_game(stop, Severity.CRITICAL)
+    assert critical and critical[0].metric == "train/d_loss"
+    assert "nothing in this run is training" in critical[0].message
+
+
+def test_a_frozen_discriminator_beside_terms_that_learn_stays_a_flag(real):
+    """Control: log-conditional-style-transfer-1 (round 6, train, ambiguous): its adversarial pair sits at 1.00 for
+    1.2M iterations while its identity loss falls 2.4 → 0.4; the frozen game is flagged at every check, never
+    stopped."""
+    run = real["log-conditional-style-transfer-1"]
+    assert run.split == "train" and run.label == "ambiguous"
+    code, _, verdicts = replay_real(run)
+    assert "S" not in code and set(code) == {"u"}, code
+    assert all(_frozen_game(v, Severity.WARNING) for v in verdicts)
+
+
+def _gan(generator_fall: float) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """A GAN logging every 10 steps: a discriminator at 2 ln 2 ± 0.1 %, a generator whose loss falls by
+    ``generator_fall`` of its start over the run (noise 1 %)."""
+    steps = np.arange(1, 301) * 10
+    rng = np.random.default_rng(3)
+    disc = 2 * np.log(2) * (1 + rng.normal(0.0, 0.001, steps.size))
+    gen = 0.74 * (1 - generator_fall * np.linspace(0.0, 1.0, steps.size)) * (1 + rng.normal(0.0, 0.01, steps.size))
+    return {"train/d_loss": (steps, disc), "train/g_loss": (steps, gen)}
+
+
+def test_a_dead_game_is_stopped_only_when_a_second_check_finds_it_again():
+    """Checks at 1,000, 2,000 and 3,000 steps of a GAN whose generator moves 2 %: flagged, then stopped."""
+    code = decisions(replay_cuts(_gan(0.02), [1000, 2000, 3000]))
+    assert code == "uSS", code
+
+
+def test_a_frozen_discriminator_whose_generator_learns_is_never_stopped():
+    """Control: the same discriminator while the generator's loss falls 30 %: flagged at every check."""
+    verdicts = replay_cuts(_gan(0.3), [1000, 2000, 3000])
+    assert all(v.decision is not Decision.STOP for v in verdicts), decisions(verdicts)
+    assert all(_frozen_game(v, Severity.WARNING) for v in verdicts)
