@@ -69,3 +69,35 @@ def test_a_frozen_discriminator_whose_generator_learns_is_never_stopped():
     verdicts = replay_cuts(_gan(0.3), [1000, 2000, 3000])
     assert all(v.decision is not Decision.STOP for v in verdicts), decisions(verdicts)
     assert all(_frozen_game(v, Severity.WARNING) for v in verdicts)
+
+
+def test_an_eval_only_runs_loss_rising_steadily_is_stopped_in_its_own_direction(real):
+    """log-lz-cagatayogretmen-1 (round 35, train, bad): an age regressor that logs only its val MSE, 167 at epoch 41,
+    then 190, 212, 219, 231 … 259 by block. It was unsure from its ninth check to its end: the steady-decay stop
+    of an eval-only run was read for higher-is-better evals only."""
+    run = real["log-lz-cagatayogretmen-1"]
+    assert run.split == "train" and run.label == "bad" and set(run.metrics) == {"eval/loss"}
+    code, visible, verdicts = replay_real(run)
+    assert "S" in code and "S" not in code[:visible], code
+    stop = verdicts[code.index("S")]
+    critical = [s for s in stop.signals if s.kind is SignalKind.EVAL_DEGRADING and s.severity is Severity.CRITICAL]
+    assert critical and "no train loss and no eval score" in critical[0].message
+
+
+def _eval_only_loss(cap: float) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """An eval-only run: its val loss falls to 1.0 at eval 10, then rises 2 % an eval, or levels off at ``cap``."""
+    steps = np.arange(1, 61)
+    shape = np.where(steps <= 10, 1.0 + (10 - steps) * 0.1, 1.0 + (steps - 10) * 0.02)
+    noise = np.random.default_rng(5).normal(0.0, 0.01, steps.size)
+    return {"eval/loss": (steps, np.minimum(shape, cap) * (1 + noise))}
+
+
+def test_an_eval_only_loss_rising_steadily_is_stopped_once_it_is_further_than_at_the_check_before():
+    code = decisions(replay_cuts(_eval_only_loss(np.inf), list(range(30, 61, 5))))
+    assert "S" in code, code
+
+
+def test_an_eval_only_loss_that_rose_and_levelled_off_is_not_stopped():
+    """Control: the same rise levelled off at 1.25× its best from eval 23: flagged, never stopped."""
+    code = decisions(replay_cuts(_eval_only_loss(1.25), list(range(30, 61, 5))))
+    assert "S" not in code and "u" in code, code

@@ -205,7 +205,11 @@ class EvalBase(Detector):
       from 4.66 at epoch 5 to 5.65 (1.21×) at epoch 54 and on to 6.86 at 90 while its train loss falls 6.8 →
       0.1 (log-lc-jckuri-1, bad) was unsure at 15 checks and never stopped; the healthy runs without a quality
       eval of corpus_real/'s train split never rise that long (log-ls-valeriedaash-1's val loss: 1.67× its
-      best for 17 evals over 19 % of its run).
+      best for 17 evals over 19 % of its run). The same margin judges a run with no train loss whose every eval
+      is a loss (`_eval_only_loss_rising`), in the eval's own direction as a higher-is-better eval's steady
+      decay is: rising significantly since its best over a real share of the run, ≥ 20 % above it and further
+      than at the previous check (log-lz-cagatayogretmen-1, bad: an age regressor's val MSE 1.5× its best by
+      block, unsure to its end; stopped at its 16th check now).
     - ``overfit_long_z`` / ``overfit_long_fraction``: except a long, steady overfit of an eval loss, which
       stays a warning (a flag, never a stop) whatever the quality eval says: the evals since its best (median
       of 3), ≥ ``mild_overfit_evals`` of them, span ≥ half the steps the eval covers and rise at a Mann–Kendall

@@ -120,6 +120,14 @@ class EvalDegradingTests(EvalBase):
                 f"≥ {fmt_pct(self.decay_falling_share)} of its pairs falling) and degrading at the previous check "
                 "too: critical, as a steady decay within its noise margin is."
             )
+        elif self._eval_only_loss_rising(ctx, SinceBest(series, d, steps[i:], values[i:], gap, best, best_step), steps):
+            severity = Severity.CRITICAL
+            msg = msg[:-1] + (
+                "; the run logs no train loss and no eval score, so this loss is its only measure, and it has risen "
+                f"steadily since its best (a significant trend, ≥ {fmt_pct(self.decay_falling_share)} of its pairs "
+                f"rising) over a real share of the run, ≥ {fmt_pct(self.sole_overfit_stop_margin)} above it and "
+                "further than at the previous check: critical, as a higher-is-better eval's steady decay is."
+            )
         elif self._large_overfit(ctx, series.name, d, gap, since_best, train, int(steps[-1])):
             severity = Severity.CRITICAL
             msg = msg[:-1] + (
@@ -423,6 +431,32 @@ class EvalDegradingTests(EvalBase):
             and prev.step is not None
             and prev.step < last
         )
+
+    def _eval_only_loss_rising(self, ctx: JudgeContext, since: SinceBest, all_steps: np.ndarray) -> bool:
+        """An eval loss of a run with no train loss whose every eval is a loss (`only_eval_losses`), judged in its
+        own direction as a higher-is-better eval's steady decay is (`_decaying`): rising since its best (a
+        significant Theil–Sen trend, `_long_steady` over a real share of the run), ≥ ``sole_overfit_stop_margin``
+        above it (the margin of a run's only loss-type eval) and further above it than at the previous check,
+        with evals since. Nothing else of such a run can say the model still improves (corpus_real
+        log-lz-cagatayogretmen-1, bad: an age regressor's val MSE 167 at epoch 41, then 190, 212, 219, 231 …
+        259 by block, unsure from its ninth check to its end)."""
+        if since.direction is not Direction.LOWER or ctx.train_loss is not None or not only_eval_losses(ctx):
+            return False
+        if since.gap < self.sole_overfit_stop_margin or not self._rising_since(since.steps, since.values):
+            return False
+        if not self._long_steady(all_steps, since.best_step, falling_pairs_share(-since.values)):
+            return False
+        prev = ctx.previous_signal(SignalKind.EVAL_DEGRADING, since.series.name)
+        last = int(all_steps[-1])
+        if prev is None or "collapsed_evals" in prev.evidence or prev.step is None or prev.step >= last:
+            return False
+        return since.gap > prev.evidence.get("gap", np.inf)
+
+    @staticmethod
+    def _rising_since(steps: np.ndarray, values: np.ndarray) -> bool:
+        """The evals since the best rise: a significant Theil–Sen trend."""
+        trend = theil_sen(steps, values)
+        return trend is not None and trend.rising
 
     @staticmethod
     def _falling_since(steps: np.ndarray, values: np.ndarray) -> bool:
