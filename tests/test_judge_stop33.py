@@ -101,3 +101,35 @@ def test_an_eval_only_loss_that_rose_and_levelled_off_is_not_stopped():
     """Control: the same rise levelled off at 1.25× its best from eval 23: flagged, never stopped."""
     code = decisions(replay_cuts(_eval_only_loss(1.25), list(range(30, 61, 5))))
     assert "S" not in code and "u" in code, code
+
+
+def test_a_loss_found_at_its_untrained_level_and_still_at_its_start_a_check_later_is_stopped(real):
+    """log-lz-ardalcar-1 (round 35, train, bad): a light-curve CNN's loss 0.1375 -> 0.1366 over 1,000 epochs, printed
+    to 4 digits. Its first check found it identical to the last digit over its last 3 prints (critical at a second
+    sight); at the next, its last 3 prints differed, so only the flat-start flag (never a stop) spoke, and the stop
+    waited a check more."""
+    run = real["log-lz-ardalcar-1"]
+    code, visible, verdicts = replay_real(run)
+    assert stopped_within_one_check(code, visible), (code, visible)
+    stop = verdicts[code.index("S")]
+    assert any("at its untrained level" in s.message for s in stop.signals if s.severity is Severity.CRITICAL)
+
+
+def _flat_loss(identical_tail: bool) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """A per-epoch loss at 0.1375 ± 0.3 %, printed to 4 digits; with ``identical_tail``, prints 23-25 are equal."""
+    steps = np.arange(1, 61)
+    values = np.round(0.1375 * (1 + np.random.default_rng(7).normal(0.0, 0.003, steps.size)), 4)
+    if identical_tail:
+        values[22:25] = 0.1375
+    return {"train/loss": (steps, values)}
+
+
+def test_a_frozen_finding_is_confirmed_by_a_loss_still_at_its_start():
+    code = decisions(replay_cuts(_flat_loss(identical_tail=True), [25, 50]))
+    assert code == "uS", code
+
+
+def test_a_flat_start_alone_stays_a_flag_at_a_second_check():
+    """Control: the same loss without the identical prints: the flat-start flag at both checks, never a stop."""
+    code = decisions(replay_cuts(_flat_loss(identical_tail=False), [25, 50]))
+    assert code == "uu", code

@@ -115,7 +115,11 @@ class LossTrendBase(Detector):
       The ``flat_min_points`` test (200 points) judges against the median of the first 20, so a per-epoch
       log of 50 never reached it (issue 9: a Lightning regression's per-epoch loss 0.03334 → 0.03323 over 50
       epochs, within 0.3 % from its first epoch, was continue at every check; at 50 points the
-      flat_min_points test would instead escalate six healthy runs of corpus_real/'s train split).
+      flat_min_points test would instead escalate six healthy runs of corpus_real/'s train split). It confirms,
+      critical, a finding of the previous check that the loss sat at its untrained level (`_at_chance`: ln N,
+      identical to the last digit, beside an accuracy at 0), which is critical at a second sight: the same
+      stall seen through a test its print noise let pass (log-lz-ardalcar-1, bad: a 4-digit loss identical
+      over its last 3 prints at one check and not at the next, stopped a check later than its fault allowed).
     - ``stuck_lr_spent_fraction``: such a flat start is critical when the previous check (with points
       since) found it too and the run's logged LR has meanwhile decayed to ≤ 50 % of its highest value in
       the log. Both reasons the flat start is only a warning are then answered by the run's own LR: it is

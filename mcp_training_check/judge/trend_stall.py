@@ -28,6 +28,9 @@ from .stats import (
 )
 from .trend_base import MEDIAN_SE, LossTrendBase, holds_start
 
+UNTRAINED_LEVEL = "untrained_level"
+"""Evidence key of a loss found at its untrained level (`_at_chance`): the next check's flat-start test reads it."""
+
 
 class LossStallTests(LossTrendBase):
     """The stall tests of ``TrendDetector`` (its thresholds: ``LossTrendBase``)."""
@@ -279,7 +282,7 @@ class LossStallTests(LossTrendBase):
         severity = Severity.CRITICAL if critical else Severity.WARNING
         return [
             signal(SignalKind.FLAT, severity, msg, metric=loss.name, step=int(steps[-1]), level=level,
-                   class_count=count, points=values.size)
+                   class_count=count, points=values.size, **{UNTRAINED_LEVEL: level})
         ]  # fmt: skip
 
     def _never_below_start(
@@ -310,7 +313,16 @@ class LossStallTests(LossTrendBase):
                 return []
             how = "it never went below its first value"
         critical = spent is not None and ctx.not_learning_before(loss.name, int(steps[-1]), new_points=True)
-        if spent is None:
+        at_chance_before = spent is None and how != "it never went below its first value" and self._at_chance_before(
+            ctx, loss.name, int(steps[-1])
+        )
+        critical = critical or at_chance_before
+        if at_chance_before:
+            tail = (
+                "; the previous check found it at its untrained level (at chance, or identical to the last digit), "
+                "and it has not moved from its start since: still not learning at a second check, so critical."
+            )
+        elif spent is None:
             tail = (
                 "; worth a look (a warmup the config does not state would explain it, or a run that converged "
                 "within its first logged point)."
@@ -333,6 +345,22 @@ class LossStallTests(LossTrendBase):
             signal(SignalKind.FLAT, severity, msg, metric=loss.name, step=int(steps[-1]),
                    level=float(np.median(values)), points=values.size, since_step=int(steps[0]))
         ]  # fmt: skip
+
+    @staticmethod
+    def _at_chance_before(ctx: JudgeContext, name: str, last: int) -> bool:
+        """The previous check, with points since, found this loss at its untrained level (`_at_chance`: at ln N,
+        frozen to the last digit, or beside an accuracy at 0), a finding that is critical at a second sight: a
+        loss that has since stayed within ``stuck_drop_fraction`` of its first value is that finding again, seen
+        through a test its noise let pass (a 4-digit loss identical over its last 3 prints at one check and not
+        at the next; corpus_real log-lz-ardalcar-1, bad: 0.1375 -> 0.1366 over 1,000 epochs)."""
+        prev = ctx.previous_signal(SignalKind.FLAT, name)
+        return (
+            prev is not None
+            and prev.severity is Severity.WARNING
+            and UNTRAINED_LEVEL in prev.evidence
+            and prev.step is not None
+            and prev.step < last
+        )
 
     def _stuck_for_its_run(self, ctx: JudgeContext, loss: MetricSeries) -> list[Signal]:
         """A start-holding log (≥ ``start_min_points``) of a run with a known total, at ≥ ``stuck_min_run_fraction``
