@@ -133,3 +133,24 @@ def test_a_flat_start_alone_stays_a_flag_at_a_second_check():
     """Control: the same loss without the identical prints: the flat-start flag at both checks, never a stop."""
     code = decisions(replay_cuts(_flat_loss(identical_tail=False), [25, 50]))
     assert code == "uu", code
+
+
+def test_an_eval_only_runs_loss_frozen_to_the_last_digit_is_flagged(real):
+    """log-lh-agronowski-1 (round 39, train, ambiguous: converged or starved): a Keras MNIST classifier logging only
+    its val loss, 0.5737 to four decimals from epoch 81 of 200 and 0.5736554 to seven from 141. It was continue at
+    every check ("no clear trend", information); the frozen tail is a flag now, never a stop."""
+    run = real["log-lh-agronowski-1"]
+    assert run.split == "train" and run.label == "ambiguous" and set(run.metrics) == {"eval/loss"}
+    code, _, verdicts = replay_real(run)
+    assert "S" not in code and "u" in code, code
+    flagged = verdicts[code.index("u")]
+    assert any("to the last digit" in s.message and s.severity is Severity.WARNING for s in flagged.signals)
+
+
+def test_an_eval_only_loss_still_moving_in_its_last_digits_is_not_flagged():
+    """Control: the same geometric freeze printed to 4 significant digits but still moving in them is left to the
+    trend ("no clear trend": information)."""
+    steps = np.arange(1, 201)
+    values = np.round(0.5737 + 1.5 * 0.93 ** steps + 1e-4 * np.sin(steps), 4)
+    code = decisions(replay_cuts({"eval/loss": (steps, values)}, [120, 160, 200]))
+    assert "u" not in code and "S" not in code, code

@@ -23,8 +23,8 @@ from .context import PLATEAU_EVIDENCE, JudgeContext, signal
 from .evalkinds import percent_scale, secondary_at_most_warning
 from .evaltrend_base import ceiling_room, judging_eval, primary_eval
 from .evaltrend_stuck import EvalStuckTests
-from .evaltrend_unchanged import EvalUnchangedTests
-from .stats import end_thirds, finite_xy, fmt, fmt_pct, fmt_step, positive_log, theil_sen
+from .evaltrend_unchanged import EvalUnchangedTests, repeats_across_one_eval
+from .stats import end_thirds, finite_xy, fmt, fmt_pct, fmt_step, is_frozen, positive_log, theil_sen
 
 
 class EvalTrendDetector(EvalStuckTests, EvalUnchangedTests):
@@ -101,7 +101,39 @@ class EvalTrendDetector(EvalStuckTests, EvalUnchangedTests):
             noun = "eval" if values.size == 1 else "evals"
             msg = f"only {values.size} finite {series.name} {noun} (need {self.min_evals} to judge its trend)."
             return [signal(SignalKind.TOO_FEW_POINTS, Severity.INFO, msg, metric=series.name, points=values.size)]
-        return self._trend(series, d, steps, values)
+        return self._frozen_primary(ctx, series, d, steps, values) or self._trend(series, d, steps, values)
+
+    def _frozen_primary(
+        self, ctx: JudgeContext, series: MetricSeries, d: Direction, steps: np.ndarray, values: np.ndarray
+    ) -> list[Signal]:
+        """The primary eval of a run without a train loss, lower-is-better and repeated to the last digit
+        (`is_frozen`, ≥ 4 significant digits) over its last ≥ ``frozen_tail_evals`` evals (counted across one
+        odd eval, `repeats_across_one_eval`), with no other eval loss moving over them (`_moving_eval`): the
+        model's held-out output no longer changes. A flag, never a stop: with no train loss a schedule decayed
+        to nothing (the rest of the run is spent for nothing) and a dead network look the same. A Keras MNIST
+        classifier's val loss, 0.5737 to four decimals from epoch 81 to 200 and 0.5736554 to seven from 141
+        (corpus_real log-lh-agronowski-1, ambiguous: converged or starved), was continue at every check, its
+        "no clear trend" information only."""
+        if d is not Direction.LOWER:
+            return []
+        span = repeats_across_one_eval(values)
+        same = values[-span:] == values[-1]
+        repeats = int(same.sum())
+        if repeats < self.frozen_tail_evals or not is_frozen(values[-span:][same]):
+            return []
+        if self._moving_eval(ctx, series, steps[-span:]) is not None:
+            return []
+        at = f"its last {repeats}" if repeats == span else f"{repeats} of its last {span}"
+        msg = (
+            f"{series.name} is {float(values[-1]):.8g} to the last digit at {at} evals (threshold "
+            f"{self.frozen_tail_evals}, from step {fmt_step(int(steps[-span]))}): the model's held-out output no "
+            "longer changes. The run logs no train loss, so a learning rate decayed to nothing (training is over "
+            "and the rest of the run is spent for nothing) and a dead network look the same: worth a look."
+        )
+        return [
+            signal(SignalKind.FLAT, Severity.WARNING, msg, metric=series.name, step=int(steps[-1]), points=repeats,
+                   since_step=int(steps[-span]), **{PLATEAU_EVIDENCE: float(repeats)})
+        ]  # fmt: skip
 
     def _trend(self, series: MetricSeries, d: Direction, steps: np.ndarray, values: np.ndarray) -> list[Signal]:
         xs, ys = steps[-self.trend_window_evals :], values[-self.trend_window_evals :]

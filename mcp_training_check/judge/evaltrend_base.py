@@ -286,6 +286,9 @@ class EvalTrendBase(Detector):
       corpus/'s a05 and a06, whose eval loss repeats exactly once their LR is dead, are flagged, not stopped).
       The repeats are counted across one eval that differs when the value on both sides of it is the same
       (`repeats_across_one_eval`): coming back to the identical continuous value is itself the dead output.
+      In a run with no train loss, the primary eval so repeated is a flag, never a stop (`_frozen_primary`): a
+      schedule decayed to nothing and a dead network look the same without one (log-lh-agronowski-1,
+      ambiguous: an MNIST val loss at 0.5736554 for its last 60 epochs, continue at every check before).
     """
 
     min_evals: int = Field(default=4, ge=4)
