@@ -82,8 +82,8 @@ class EvalDegradingTests(EvalBase):
         train = self._train_change(ctx, best_step)
         with_train = train is not None and train >= self.degrade_margin
         still_down = not with_train and self._still_down(ctx, series.name, gap, int(steps[-1]))
+        since = SinceBest(series, d, steps[i:], values[i:], gap, best, best_step)
         if gap < margin and not still_down:
-            since = SinceBest(series, d, steps[i:], values[i:], gap, best, best_step)
             decay = self._steady_decay(ctx, since, steps)
             if decay and decay[0].severity is not Severity.WATCH:
                 return decay
@@ -120,7 +120,7 @@ class EvalDegradingTests(EvalBase):
                 f"≥ {fmt_pct(self.decay_falling_share)} of its pairs falling) and degrading at the previous check "
                 "too: critical, as a steady decay within its noise margin is."
             )
-        elif self._eval_only_loss_rising(ctx, SinceBest(series, d, steps[i:], values[i:], gap, best, best_step), steps):
+        elif self._eval_only_loss_rising(ctx, since, steps):
             severity = Severity.CRITICAL
             msg = msg[:-1] + (
                 "; the run logs no train loss and no eval score, so this loss is its only measure, and it has risen "
@@ -134,9 +134,7 @@ class EvalDegradingTests(EvalBase):
                 f"; a large overfit: ≥ {fmt_ratio(1 + self.overfit_stop_margin)} its best over ≥ "
                 f"{self.decay_min_evals} evals since, degrading at the previous check too, so critical."
             )
-        elif sole := self._sole_overfit(
-            ctx, SinceBest(series, d, steps[i:], values[i:], gap, best, best_step), steps, train
-        ):
+        elif sole := self._sole_overfit(ctx, since, steps, train):
             severity = Severity.CRITICAL
             msg = msg[:-1] + (
                 "; the run logs no quality eval, so this is its only measure of generalisation, and it has risen "

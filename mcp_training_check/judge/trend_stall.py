@@ -304,7 +304,8 @@ class LossStallTests(LossTrendBase):
         if gap >= np.log1p(self.rising_min_change):
             return []
         spent = None
-        if values.size >= self.flat_start_min_points:
+        within_start = values.size >= self.flat_start_min_points
+        if within_start:
             how = f"it stayed within {fmt_pct(self.stuck_drop_fraction)} of its first value"  # the caller's test
             spent = self._lr_spent(ctx, int(steps[-1]))
         else:
@@ -313,9 +314,7 @@ class LossStallTests(LossTrendBase):
                 return []
             how = "it never went below its first value"
         critical = spent is not None and ctx.not_learning_before(loss.name, int(steps[-1]), new_points=True)
-        at_chance_before = spent is None and how != "it never went below its first value" and self._at_chance_before(
-            ctx, loss.name, int(steps[-1])
-        )
+        at_chance_before = within_start and spent is None and self._at_chance_before(ctx, loss.name, int(steps[-1]))
         critical = critical or at_chance_before
         if at_chance_before:
             tail = (
