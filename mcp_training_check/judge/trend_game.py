@@ -52,11 +52,11 @@ class GameTests(LossTrendBase):
             if spread > self.game_spread_fraction:
                 continue
             msg = (
-                f"{name} holds one value: its {values.size} prints (steps {fmt_step(int(steps[0]))}–"
-                f"{fmt_step(int(steps[-1]))}) sit at {fmt(level)}, 10th to 90th percentile {fmt(low)}–{fmt(high)}, "
-                f"a spread of {fmt_pct(spread)} of its level (threshold {fmt_pct(self.game_spread_fraction)}): a "
-                "discriminator whose output does not depend on its input gives the generator no adversarial "
-                "signal; the game is not being played"
+                f"{name} holds one value over its {values.size} prints (steps {fmt_step(int(steps[0]))}–"
+                f"{fmt_step(int(steps[-1]))}): they sit at {fmt(level)}, 10th to 90th percentile {fmt(low)}–"
+                f"{fmt(high)}, a spread of {fmt_pct(spread)} of its level (threshold "
+                f"{fmt_pct(self.game_spread_fraction)}): a discriminator whose output does not depend on its input "
+                "gives the generator no adversarial signal; the game is not being played"
             )
             evidence = {"spread": spread, "points": values.size, "since_step": int(steps[0]), FROZEN_GAME: spread}
             dead = self._dead_game(ctx, name, int(steps[-1]))
