@@ -435,20 +435,16 @@ class EvalDegradingTests(EvalBase):
         own direction as a higher-is-better eval's steady decay is (`_decaying`): rising since its best (a
         significant Theil–Sen trend, `_long_steady` over a real share of the run), ≥ ``sole_overfit_stop_margin``
         above it (the margin of a run's only loss-type eval) and further above it than at the previous check,
-        with evals since. Nothing else of such a run can say the model still improves (corpus_real
-        log-lz-cagatayogretmen-1, bad: an age regressor's val MSE 167 at epoch 41, then 190, 212, 219, 231 …
-        259 by block, unsure from its ninth check to its end)."""
+        with evals since (`_further_than_before`). Nothing else of such a run can say the model still improves
+        (corpus_real log-lz-cagatayogretmen-1, bad: an age regressor's val MSE 167 at epoch 41, then 190, 212,
+        219, 231 … 259 by block, unsure from its ninth check to its end)."""
         if since.direction is not Direction.LOWER or ctx.train_loss is not None or not only_eval_losses(ctx):
             return False
         if since.gap < self.sole_overfit_stop_margin or not self._rising_since(since.steps, since.values):
             return False
         if not self._long_steady(all_steps, since.best_step, falling_pairs_share(-since.values)):
             return False
-        prev = ctx.previous_signal(SignalKind.EVAL_DEGRADING, since.series.name)
-        last = int(all_steps[-1])
-        if prev is None or "collapsed_evals" in prev.evidence or prev.step is None or prev.step >= last:
-            return False
-        return since.gap > prev.evidence.get("gap", np.inf)
+        return self._further_than_before(ctx, since.series.name, since.gap, int(all_steps[-1]))
 
     @staticmethod
     def _rising_since(steps: np.ndarray, values: np.ndarray) -> bool:
@@ -467,6 +463,12 @@ class EvalDegradingTests(EvalBase):
         the previous check (with evals since): a steady decay, not an eval's noise."""
         if d is not Direction.HIGHER or gap < self.decay_stop_margin:
             return False
+        return self._further_than_before(ctx, name, gap, last_step)
+
+    @staticmethod
+    def _further_than_before(ctx: JudgeContext, name: str, gap: float, last_step: int) -> bool:
+        """The previous check (with evals since) found this eval degrading, not collapsed, and less far from its
+        best than ``gap`` now."""
         prev = ctx.previous_signal(SignalKind.EVAL_DEGRADING, name)
         if prev is None or "collapsed_evals" in prev.evidence or prev.step is None or prev.step >= last_step:
             return False

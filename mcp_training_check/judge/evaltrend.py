@@ -23,8 +23,8 @@ from .context import PLATEAU_EVIDENCE, JudgeContext, signal
 from .evalkinds import percent_scale, secondary_at_most_warning
 from .evaltrend_base import ceiling_room, judging_eval, primary_eval
 from .evaltrend_stuck import EvalStuckTests
-from .evaltrend_unchanged import EvalUnchangedTests, repeats_across_one_eval
-from .stats import end_thirds, finite_xy, fmt, fmt_pct, fmt_step, is_frozen, positive_log, theil_sen
+from .evaltrend_unchanged import EvalUnchangedTests
+from .stats import end_thirds, finite_xy, fmt, fmt_pct, fmt_step, positive_log, theil_sen
 
 
 class EvalTrendDetector(EvalStuckTests, EvalUnchangedTests):
@@ -114,21 +114,14 @@ class EvalTrendDetector(EvalStuckTests, EvalUnchangedTests):
         classifier's val loss, 0.5737 to four decimals from epoch 81 to 200 and 0.5736554 to seven from 141
         (corpus_real log-lh-agronowski-1, ambiguous: converged or starved), was continue at every check, its
         "no clear trend" information only."""
-        if d is not Direction.LOWER:
+        tail = self._frozen_loss_tail(ctx, series, d, steps, values)
+        if tail is None:
             return []
-        span = repeats_across_one_eval(values)
-        same = values[-span:] == values[-1]
-        repeats = int(same.sum())
-        if repeats < self.frozen_tail_evals or not is_frozen(values[-span:][same]):
-            return []
-        if self._moving_eval(ctx, series, steps[-span:]) is not None:
-            return []
-        at = f"its last {repeats}" if repeats == span else f"{repeats} of its last {span}"
+        span, repeats, frozen = tail
         msg = (
-            f"{series.name} is {float(values[-1]):.8g} to the last digit at {at} evals (threshold "
-            f"{self.frozen_tail_evals}, from step {fmt_step(int(steps[-span]))}): the model's held-out output no "
-            "longer changes. The run logs no train loss, so a learning rate decayed to nothing (training is over "
-            "and the rest of the run is spent for nothing) and a dead network look the same: worth a look."
+            f"{series.name} {frozen}: the model's held-out output no longer changes. The run logs no train loss, so "
+            "a learning rate decayed to nothing (training is over and the rest of the run is spent for nothing) and "
+            "a dead network look the same: worth a look."
         )
         return [
             signal(SignalKind.FLAT, Severity.WARNING, msg, metric=series.name, step=int(steps[-1]), points=repeats,

@@ -153,25 +153,39 @@ class EvalUnchangedTests(EvalTrendBase):
         loss_steps: np.ndarray,
         loss: np.ndarray,
     ) -> str | None:
+        """A frozen loss tail (`_frozen_loss_tail`) while the train loss does not fall over its steps (≥ 4
+        points): a continuous loss repeats itself exactly only when the model's outputs on the held-out set no
+        longer change at all (a dead network). Unlike a repeated accuracy (a count on a small set repeats by
+        chance) it is a finding to stop on, at the next check."""
+        tail = self._frozen_loss_tail(ctx, series, d, steps, values)
+        if tail is None:
+            return None
+        span, _, frozen = tail
+        if self._train_loss_moves_since(int(steps[-span]), loss_steps, loss) or self._lr_dead_since(ctx, steps[-span]):
+            return None
+        return (
+            f"{frozen} while the train loss does not fall over them either (the model's held-out output no longer "
+            "changes)"
+        )
+
+    def _frozen_loss_tail(
+        self, ctx: JudgeContext, series: MetricSeries, d: Direction, steps: np.ndarray, values: np.ndarray
+    ) -> tuple[int, int, str] | None:
         """A lower-is-better eval identical to the last digit (`is_frozen`, ≥ 4 significant digits) over its last
-        ≥ ``frozen_tail_evals`` evals, while the train loss does not fall over their steps (≥ 4 points) and no
-        other eval loss falls over them (`_moving_eval`): a continuous loss repeats itself exactly only when the
-        model's outputs on the held-out set no longer change at all (a dead network). Unlike a repeated
-        accuracy (a count on a small set repeats by chance) it is a finding to stop on, at the next check."""
+        ≥ ``frozen_tail_evals`` evals (counted across one odd eval, `repeats_across_one_eval`), with no other eval
+        loss falling over them (`_moving_eval`): the span of evals it covers, how many of them repeat the value, and the
+        phrase that says so; else None."""
         span = repeats_across_one_eval(values)
         same = values[-span:] == values[-1]
         repeats = int(same.sum())
         if d is not Direction.LOWER or repeats < self.frozen_tail_evals or not is_frozen(values[-span:][same]):
             return None
-        if self._train_loss_moves_since(int(steps[-span]), loss_steps, loss):
-            return None
-        if self._moving_eval(ctx, series, steps[-span:]) is not None or self._lr_dead_since(ctx, steps[-span]):
+        if self._moving_eval(ctx, series, steps[-span:]) is not None:
             return None
         at = f"its last {repeats}" if repeats == span else f"{repeats} of its last {span}"
-        return (
-            f"is {float(values[-1]):.8g} to the last digit at {at} evals (threshold "
-            f"{self.frozen_tail_evals}, from step {fmt_step(int(steps[-span]))}) while the train loss does not "
-            "fall over them either (the model's held-out output no longer changes)"
+        return span, repeats, (
+            f"is {float(values[-1]):.8g} to the last digit at {at} evals (threshold {self.frozen_tail_evals}, from "
+            f"step {fmt_step(int(steps[-span]))})"
         )
 
     def _train_loss_moves_since(self, start: int, loss_steps: np.ndarray, loss: np.ndarray) -> bool:
