@@ -43,6 +43,19 @@ def _lr_moves(lr: MetricSeries | None, steps: np.ndarray) -> list[bool | None]:
     return out
 
 
+def _streak(series: MetricSeries, run: int) -> str:
+    """Where the non-finite streak at the end of ``series`` began, for a user choosing the checkpoint to resume
+    from: its first non-finite step and the last finite one before it (``run`` ≥ 1 trailing points)."""
+    steps = series.raw_steps
+    first = fmt_step(int(steps[steps.size - run]))
+    if run < steps.size:
+        last_finite = fmt_step(int(steps[-run - 1]))
+        return f"non-finite at every point since step {first} (the last finite one at step {last_finite})"
+    if series.raw_from == 0:
+        return f"non-finite at every point since step {first}, its first"
+    return f"non-finite at every point since step {first} or earlier"
+
+
 def _logged_units(value: float) -> float:
     """``value`` in units of its own last decimal as logged (0.0001 → 1, 0.0563 → 563, 0.1 + 0.2 → 3e16); a
     whole number shows no rounding (inf)."""
@@ -163,7 +176,7 @@ class NonFiniteDetector(Detector):
             return [signal(SignalKind.NON_FINITE, Severity.WARNING, msg, metric=name, step=step, **evidence)]
         is_new = last_bad >= raw.size - max(series.new_points, 0) and series.new_points > 0
         if finite_after == 0:
-            tail = "still non-finite at the latest point"
+            tail = _streak(series, trailing_run(bad))
         else:
             tail = "in this check" if is_new else f"and only {finite_after} finite point(s) since"
         msg = f"{name} is {_kind_word(value)} at step {fmt_step(step)}: {where}, {tail}."
@@ -181,14 +194,15 @@ class NonFiniteDetector(Detector):
         evidence = {"non_finite_points": count, "finite_after": int(raw.size - 1 - last_bad), "trailing": run}
         where = f"{count} non-finite value(s) of {grad.name} in the last {raw.size} points"
         head = f"{grad.name} is {_kind_word(value)} at step {fmt_step(step)}"
+        streak = _streak(grad, run) if run else ""
         under = _loss_at(loss, steps[raw.size - run :]) if run else None
         if under is not None and (~np.isfinite(under)).any():
-            msg = f"{head} with the logged loss non-finite there too: {where}, still non-finite at the latest point."
+            msg = f"{head} with the logged loss non-finite there too: {where}, {streak}."
             return [signal(SignalKind.NON_FINITE, Severity.CRITICAL, msg, metric=grad.name, step=step, **evidence)]
         if under is not None and (under == 0.0).any():
             msg = (
                 f"{head} with the logged loss exactly 0.0 there (the weights are NaN; HF Trainer's NaN filter "
-                f"drops their losses and logs 0.0): {where}, still non-finite at the latest point."
+                f"drops their losses and logs 0.0): {where}, {streak}."
             )
             return [signal(SignalKind.NON_FINITE, Severity.CRITICAL, msg, metric=grad.name, step=step, **evidence)]
         trailing_steps = steps[raw.size - run :]
@@ -197,7 +211,7 @@ class NonFiniteDetector(Detector):
             stepped = int(trailing_steps[moves.index(True)])
             msg = (
                 f"{head}: the LR moved at step {fmt_step(stepped)} under a non-finite grad norm, so the step was "
-                f"not skipped and the weights took a non-finite update: {where}, still non-finite at the latest point."
+                f"not skipped and the weights took a non-finite update: {where}, {streak}."
             )
             return [signal(SignalKind.NON_FINITE, Severity.CRITICAL, msg, metric=grad.name, step=step, **evidence)]
         skipping = bool(moves) and all(m is False for m in moves)  # every one of them seen skipped (LR held)
