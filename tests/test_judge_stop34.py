@@ -5,9 +5,11 @@ from __future__ import annotations
 import re
 
 import numpy as np
+import pytest
 
-from mcp_training_check.models import Severity, SignalKind
-from tests.test_judge_classes import replay_cuts
+from benchmarks.corpus_runs import Run, load_corpus
+from mcp_training_check.models import Decision, Severity, SignalKind
+from tests.test_judge_classes import REAL, decisions, replay_cuts, replay_real
 
 
 def _non_finite(verdict, metric: str):
@@ -48,7 +50,49 @@ def test_a_grad_norm_nan_under_hf_trainers_zero_loss_names_where_it_began():
 
 def test_a_log_nan_from_its_first_point_says_so():
     steps = np.arange(1, 41)
-    (verdict,) = replay_cuts({"train/loss": (steps, np.full(steps.size, np.nan)), "eval/loss": (steps, 1 / steps)}, [40])
+    metrics = {"train/loss": (steps, np.full(steps.size, np.nan)), "eval/loss": (steps, 1 / steps)}
+    (verdict,) = replay_cuts(metrics, [40])
     finding = _non_finite(verdict, "train/loss")
     assert finding.severity is Severity.CRITICAL
     assert _since(finding.message) == (1, None) and "its first" in finding.message, finding.message
+
+
+@pytest.fixture(scope="module")
+def real() -> dict[str, Run]:
+    return {run.id: run for run in load_corpus(REAL)}
+
+
+def test_a_memorised_loss_jittering_at_its_floor_is_not_stopped(real):
+    """log-js-carloslfu-1 (round 45, train, healthy): a grokking transformer whose train loss sits at 3e-7 with jumps
+    to 1e-4 and whose eval loss wanders 1e-4 to 1e-3 at eval accuracy 1.0. Ratios at that floor ("blew up 10× its
+    best", "collapsed ≥ 3× its best") stopped it at 12 of its 20 checks; only its first check, where the eval loss
+    rises 4.8 → 16.9 while it memorises, is a stop now."""
+    run = real["log-js-carloslfu-1"]
+    assert run.split == "train" and run.label == "healthy"
+    code, _, verdicts = replay_real(run)
+    assert code[0] == "S" and "S" not in code[1:], code
+    floored = [s for v in verdicts for s in v.signals if "converged to its floor" in s.message]
+    assert floored and all(s.severity is Severity.INFO for s in floored)
+
+
+def _memorised(jump_to: float) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """A loss falling from 2.3 to 1e-6 by step 1,000, then at 1e-6 ± 30 % with one block (steps 1,500-1,800) at
+    ``jump_to``."""
+    steps = np.arange(1, 301) * 10
+    rng = np.random.default_rng(7)
+    loss = np.maximum(2.3 * np.exp(-steps / 70), 1e-6) * np.exp(rng.normal(0.0, 0.3, steps.size))
+    loss[(steps >= 1500) & (steps <= 1800)] = jump_to * np.exp(rng.normal(0.0, 0.1, 31))
+    return {"train/loss": (steps, loss)}
+
+
+def test_a_rise_within_the_floor_is_information():
+    """The block at 3e-4 (1,000× the floor, 0.01 % of the start): no stop, no flag for it."""
+    verdicts = replay_cuts(_memorised(3e-4), [1400, 1600, 1700, 1800])
+    assert all(v.decision is not Decision.STOP for v in verdicts), decisions(verdicts)
+    assert any("converged to its floor" in s.message for v in verdicts for s in v.signals)
+
+
+def test_a_loss_that_leaves_its_floor_is_still_stopped():
+    """Control: the same block at 0.5 (a fifth of the start) is a blow-up, stopped within the block."""
+    code = decisions(replay_cuts(_memorised(0.5), [1400, 1600, 1700, 1800]))
+    assert "S" in code, code

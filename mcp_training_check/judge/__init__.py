@@ -36,6 +36,7 @@ from .nonfinite import NonFiniteDetector
 from .policy import (
     combine,
     compact,
+    converged_floor,
     data_signals,
     decide,
     exact_evidence_only,
@@ -104,5 +105,6 @@ def _judge(ctx: JudgeContext, settings: JudgeSettings) -> Verdict:
             signals += detector.check(ctx)
     train_loss = primary_train_loss(ctx.roles)
     signals = witnessed_stall(combine(signals, train_loss), train_loss)
+    signals = converged_floor(signals, ctx, settings.policy)
     signals = unchanged_evidence(exact_evidence_only(signals, history))
     return decide(compact(signals, settings.policy.max_signals), ctx, settings.policy)

@@ -13,11 +13,14 @@ eval, becomes critical.
 
 from __future__ import annotations
 
-from ..models import Decision, RunStatus, Severity, Signal, SignalKind, Verdict
+import numpy as np
+
+from ..models import Decision, Direction, MetricRole, RunStatus, Severity, Signal, SignalKind, Verdict
+from ..roles import tokenize
 from ..state import RunHistory
 from .context import STARTED_AT_BEST, UNCHANGED_EVIDENCE, JudgeContext, signal
 from .settings import PolicySettings
-from .stats import fmt_step
+from .stats import finite_xy, fmt, fmt_pct, fmt_step
 
 _SEVERITY_RANK = {Severity.CRITICAL: 0, Severity.WARNING: 1, Severity.WATCH: 2, Severity.INFO: 3}
 _KIND_RANK = {
@@ -197,6 +200,56 @@ def witnessed_stall(signals: list[Signal], train_loss: str | None) -> list[Signa
         else s
         for s in signals
     ]
+
+
+_FLOOR_KINDS = frozenset({SignalKind.DIVERGENCE, SignalKind.SPIKE, SignalKind.EVAL_DEGRADING})
+
+
+def converged_floor(signals: list[Signal], ctx: JudgeContext, settings: PolicySettings) -> list[Signal]:
+    """A loss's divergence, spike or eval-degrading finding while the loss sits at its floor
+    (`PolicySettings.converged_floor_fraction`): information, not a flag. Losses only: a train loss, or an eval
+    named a loss; an accuracy or an error rate near 0 is read as it is."""
+    out = []
+    for s in signals:
+        flagged = s.kind in _FLOOR_KINDS and s.severity is not Severity.INFO
+        floor = _at_floor(ctx, s, settings) if flagged else None
+        if floor is not None:
+            level, first = floor
+            peak = fmt_pct(settings.converged_floor_peak_fraction)
+            message = (
+                f"{s.message.rstrip('.')}; but {s.metric} is at {fmt(level)}, {first / level:,.0f}× below its first "
+                f"level {fmt(first)}, and nothing in this finding reached {peak} of it: converged to its floor, where "
+                "ratios are float rounding and single samples, not a divergence: information."
+            )
+            s = s.model_copy(update={"severity": Severity.INFO, "message": message})
+        out.append(s)
+    return out
+
+
+def _at_floor(ctx: JudgeContext, s: Signal, settings: PolicySettings) -> tuple[float, float] | None:
+    """(recent level, first level) of the loss ``s`` is about when the median of its last 3 points is ≤
+    ``converged_floor_fraction`` × the median of its first 3 and its peak over the finding's points (from its
+    ``since_step``, else its last ``collapsed_evals`` or 3 points) ≤ ``converged_floor_peak_fraction`` × it;
+    else None."""
+    name = s.metric
+    info = ctx.roles.get(name) if name else None
+    series = ctx.history.metrics.get(name) if name else None
+    if info is None or series is None or name is None:
+        return None
+    is_loss = info.role is MetricRole.TRAIN_LOSS or (
+        info.role is MetricRole.EVAL and info.direction is Direction.LOWER and "loss" in tokenize(name)
+    )
+    steps, values = finite_xy(series.steps, series.values)
+    if not is_loss or values.size < 6:
+        return None
+    first, level = float(np.median(values[:3])), float(np.median(values[-3:]))
+    if first <= 0 or level <= 0 or level > settings.converged_floor_fraction * first:
+        return None
+    since = s.evidence.get("since_step")
+    window = values[steps >= since] if since is not None else values[-int(s.evidence.get("collapsed_evals", 3)) :]
+    if window.size == 0 or float(np.max(window)) > settings.converged_floor_peak_fraction * first:
+        return None
+    return level, first
 
 
 def exact_evidence_only(signals: list[Signal], history: RunHistory) -> list[Signal]:

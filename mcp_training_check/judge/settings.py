@@ -34,6 +34,19 @@ class PolicySettings(BaseModel):
 
     - ``max_signals``: at most this many signals in a verdict, most severe first (8 keeps a verdict
       readable in one screen; repeats of a kind on a metric are merged first).
+    - ``converged_floor_fraction``: a loss whose last points sit at or below this share of its first points
+      (0.1 %: a cross-entropy at ln 113 = 4.7 down to 0.005, every prediction ≥ 99.5 % sure and right) has
+      converged to its floor; there a rise by ratio (1e-7 → 1e-4, "1,000× its best") is float rounding and one
+      memorised sample changing its mind, not a divergence, so the loss's divergence, spike and eval-degrading
+      findings are information (`policy.converged_floor`).
+    - ``converged_floor_peak_fraction``: only while nothing in the finding's own points reached this share of the
+      loss's first level (5 %; first and recent levels are medians of 3 points): a loss that really leaves its
+      floor, or one step that explodes to the scale the run began at (a beamline MSE at 4e-4 jumping to 192 from a
+      start of 0.28, log-lo-nsls-ii-1, ambiguous; a CodeBERT's train loss at 1e-3 jumping to 0.18, 25 % of its
+      start, log-codebert-tacticas-1, ambiguous), is read as it is. On corpus_real's train split no bad run has a
+      finding at the floor; a grokking transformer (log-js-carloslfu-1, healthy: train loss 3e-7 with jumps to at
+      most 0.023, 2 % of its start, eval loss 1e-4 to 1e-3 at accuracy 1.0) was stopped at 12 of its 20 checks by
+      them, and is now stopped only at its first (its eval loss 4.8 → 16.9 while it memorises: a real overfit).
 
     A run that has ended is judged like any other (a finished run ending in NaN is ``stop``: clearly
     bad); the schedule then ends monitoring, and the summary says there is nothing left to stop.
@@ -42,6 +55,8 @@ class PolicySettings(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     max_signals: int = Field(default=8, ge=1)
+    converged_floor_fraction: float = Field(default=1e-3, ge=0.0, lt=1.0)
+    converged_floor_peak_fraction: float = Field(default=0.05, ge=0.0, lt=1.0)
 
 
 class JudgeSettings(BaseModel):
