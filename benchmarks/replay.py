@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sys
 import tempfile
 import time
@@ -119,8 +120,10 @@ def replay_fast(
     store: StateStore | None = None,
 ) -> list[Verdict]:
     """StateStore.apply_batch + load_history + judge with earlier verdicts: what Monitor.check does."""
-    own = store is None
-    store = store or StateStore(Path(tempfile.mkdtemp(prefix="replay-")))
+    own: Path | None = None
+    if store is None:
+        own = Path(tempfile.mkdtemp(prefix="replay-"))
+        store = StateStore(own)
     key = f"replay/{run.id}"
     previous: list[Verdict] = []
     verdicts = []
@@ -144,8 +147,9 @@ def replay_fast(
             verdicts.append(verdict)
             prev_cut = cut
     finally:
-        if own:
+        if own is not None:  # a store of its own: every replay made one, and 380,000 of them filled a disk
             store.close()
+            shutil.rmtree(own, ignore_errors=True)
     return verdicts
 
 
