@@ -96,3 +96,24 @@ def test_a_loss_that_leaves_its_floor_is_still_stopped():
     """Control: the same block at 0.5 (a fifth of the start) is a blow-up, stopped within the block."""
     code = decisions(replay_cuts(_memorised(0.5), [1400, 1600, 1700, 1800]))
     assert "S" in code, code
+
+
+def test_an_eval_loss_on_another_scale_from_its_first_eval_is_no_deep_overfit(real):
+    """log-tv-pereteanugeorge-1 (round 46, train, healthy): a model-inversion attack whose test loss (181 → 132,
+    +3 % at the end) is a sum beside a per-sample train loss (9.2 → 4.4): 20× the train loss from its first eval.
+    Rising 136 → 137 there read as "a deep, growing overfit" and stopped it at its tenth check."""
+    run = real["log-tv-pereteanugeorge-1"]
+    assert run.split == "train" and run.label == "healthy"
+    code, _, verdicts = replay_real(run)
+    assert "S" not in code, code
+    assert not any("deep, growing overfit" in s.message for v in verdicts for s in v.signals)
+
+
+def test_a_deep_overfit_whose_gap_keeps_opening_is_still_stopped(real):
+    """Control: log-rl-shania3322-1 (round 20, train, bad): a Joey-NMT dev loss summed over tokens, 1.5·10⁵× its train
+    loss at its first eval and 1.5·10⁶× two evals later, ten times the gap it started with."""
+    run = real["log-rl-shania3322-1"]
+    code, visible, verdicts = replay_real(run)
+    assert "S" in code[visible:], code
+    stop = verdicts[code.index("S", visible)]
+    assert any("deep, growing overfit" in s.message and s.severity is Severity.CRITICAL for s in stop.signals)

@@ -41,6 +41,7 @@ from .stats import (
     theil_sen,
     trailing_run,
 )
+from .trend_base import holds_start
 
 
 def mild_overfit_outweighed(s: Signal, at_best: str) -> Signal:
@@ -179,13 +180,15 @@ class EvalDetector(EvalDegradingTests):
             return []
         train_steps, train = finite_xy(ctx.train_loss.steps, ctx.train_loss.values)
         before, now = (self._train_level(train_steps, train, int(s)) for s in steps[-2:])
-        if now is None or before is None or now >= before or values[-1] < self.overfit_gap_ratio * now:
+        start = self._start_gap(train_steps, train, int(steps[0]), float(values[0]))
+        if now is None or before is None or now >= before or values[-1] < self.overfit_gap_ratio * start * now:
             return []
+        since = f", {fmt_ratio(start)} at its first eval" if start > 1 else ""
         msg = (
             f"{series.name} {fmt(float(values[-1]))} at step {fmt_step(int(steps[-1]))} is "
             f"{fmt_ratio(float(values[-1]) / now)} the train loss there ({fmt(now)}, median of 5; threshold "
-            f"{fmt_ratio(self.overfit_gap_ratio)}) and worse than the eval before at each of its last {rises} "
-            f"evals (from {fmt(float(values[-rises - 1]))}) while "
+            f"{fmt_ratio(self.overfit_gap_ratio)} the gap it started with{since}) and worse than the eval before at "
+            f"each of its last {rises} evals (from {fmt(float(values[-rises - 1]))}) while "
             f"the train loss fell from {fmt(before)}: a deep, growing overfit"
         )
         last = int(steps[-1])
@@ -233,6 +236,16 @@ class EvalDetector(EvalDegradingTests):
             and (s.step < last_step or (s.step == last_step and s.severity is Severity.CRITICAL))
             for s in earlier
         )  # fmt: skip
+
+    def _start_gap(self, train_steps: np.ndarray, train: np.ndarray, at: int, first_eval: float) -> float:
+        """The eval loss's ratio to the train loss at its first eval when above 1, in a log holding the run's start;
+        else 1. A gap there is a difference of scale (a loss summed over a test set beside a per-sample train loss),
+        not an overfit, which the deep-overfit test measures from (`overfit_gap_ratio`); an excerpt's first eval
+        may already be an overfit's."""
+        level = self._train_level(train_steps, train, at)
+        if level is None or not holds_start(train_steps):
+            return 1.0
+        return max(1.0, first_eval / level)
 
     @staticmethod
     def _train_level(steps: np.ndarray, values: np.ndarray, at: int) -> float | None:

@@ -273,7 +273,11 @@ class EvalBase(Detector):
       loss beside a train loss, the healthy ones peak at 2.0× (a MatConvNet ImageNet run) and 2.4× (a corpus/ MLP
       whose noisy per-step train loss dips at an eval 2 % worse than the one before: the closest a healthy run
       comes); a GPT-2 XL fine-tuned on Shakespeare has its val loss at 3.75 then 3.90 while its train loss falls
-      0.93 → 0.65 (6×).
+      0.93 → 0.65 (6×). The ratio is read against the gap the eval loss started with, in a log holding the run's
+      start: ≥ 3× the train loss and ≥ 3× its ratio at its first eval when that was above 1 (`_start_gap`). A test
+      loss summed over its set sits 20× a per-sample train loss from its first eval, and rising 136 → 137 is no
+      deep overfit (a model-inversion attack, log-tv-pereteanugeorge-1, healthy, was stopped at its tenth check);
+      the Joey-NMT dev loss above, summed over tokens, starts at 1.5·10⁵× and reaches 1.5·10⁶×, and is still one.
     - ``overfit_rising_evals``: "growing" is the eval loss worse than the eval before at each of its last 2
       evals (a run with only 2 evals shows its one rise). One rise is an eval's noise: a classifier's val loss
       swinging 0.7-1.5 between evals, or one 0.004 → 0.00414 at its floor, rises at every other eval while
