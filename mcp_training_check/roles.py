@@ -53,18 +53,20 @@ TRAIN_SPLIT_TOKENS = frozenset({"train", "training", "trn"})
 # against its target (dB, a similarity in [0, 1]): higher is better, as a text-guided inpainting GAN's
 # ``psnr_img_rec`` beside its losses (28 dB, corpus_real log-Inpainting-Evaluation-1). ``dice`` and ``jaccard``
 # are a segmentation's overlap scores in [0, 1] (MONAI's validation ``dice``): higher is better; ``dice_loss``
-# is 1 − Dice, a loss by its rightmost word.
+# is 1 − Dice, a loss by its rightmost word. ``similarity`` scores an embedding against its target (a student
+# distilled from BioCLIP logs ``val_cos``, its cosine similarity to the teacher: corpus_real log-hj-crazedcodernate-1);
+# ``distance`` the other way round, lower is better.
 LOWER_TOKENS = frozenset(
     {
         "loss", "ppl", "perplexity", "wer", "cer", "ter", "error", "err", "mse", "mae", "rmse", "nll", "bpb",
-        "bpc", "fid",
+        "bpc", "fid", "distance",
     }
 )  # fmt: skip
 HIGHER_TOKENS = frozenset(
     {
         "acc", "accuracy", "bleu", "rouge", "rougel", "rougelsum", "f1", "map", "ap", "auc", "auroc",
         "precision", "recall", "exact", "em", "top", "score", "reward", "iou", "miou", "ndcg", "mrr", "pass",
-        "hit", "hits", "psnr", "ssim", "dice", "jaccard",
+        "hit", "hits", "psnr", "ssim", "dice", "jaccard", "similarity",
     }
 )  # fmt: skip
 # Words that turn a quality metric into a setting or a count of something else: ``loss_scale``,

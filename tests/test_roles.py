@@ -61,6 +61,9 @@ HIGHER = Direction.HIGHER
         ("val_ssim", EVAL, HIGHER),
         ("eval/dice", EVAL, HIGHER),  # a segmentation's overlap scores (MONAI's validation Dice)
         ("val_jaccard", EVAL, HIGHER),
+        ("eval/cosine_similarity", EVAL, HIGHER),  # an embedding against its teacher's (a distilled student)
+        ("val_similarity_loss", EVAL, LOWER),  # the rightmost quality word decides
+        ("val/feature_distance", EVAL, LOWER),
         ("val_acc", EVAL, HIGHER),
         ("val/acc@1", EVAL, HIGHER),
         ("val/top-5", EVAL, HIGHER),
