@@ -149,6 +149,11 @@ def signal(
     return Signal(kind=kind, severity=severity, metric=metric, step=step, message=message, evidence=clean)
 
 
+def restated(s: Signal, note: str, severity: Severity) -> Signal:
+    """``s`` at ``severity``, its message continued by ``note`` (a clause saying why the severity changed)."""
+    return s.model_copy(update={"severity": severity, "message": f"{s.message.rstrip('.')}; {note}"})
+
+
 def warming_up_at(ctx: JudgeContext, step: int | None) -> bool:
     """The LR's warmup is still under way at ``step``: the step is at or before the warmup's end, configured
     (``warmup_steps``) or inferred (`lr._inferred_warmup_end`: an LR rising from its start, at least doubled;

@@ -18,7 +18,7 @@ import numpy as np
 from ..models import Decision, Direction, MetricRole, RunStatus, Severity, Signal, SignalKind, Verdict
 from ..roles import tokenize
 from ..state import RunHistory
-from .context import STARTED_AT_BEST, UNCHANGED_EVIDENCE, JudgeContext, signal
+from .context import STARTED_AT_BEST, UNCHANGED_EVIDENCE, JudgeContext, restated, signal
 from .settings import PolicySettings
 from .stats import finite_xy, fmt, fmt_pct, fmt_step
 
@@ -209,21 +209,21 @@ def converged_floor(signals: list[Signal], ctx: JudgeContext, settings: PolicySe
     """A loss's divergence, spike or eval-degrading finding while the loss sits at its floor
     (`PolicySettings.converged_floor_fraction`): information, not a flag. Losses only: a train loss, or an eval
     named a loss; an accuracy or an error rate near 0 is read as it is."""
-    out = []
-    for s in signals:
-        flagged = s.kind in _FLOOR_KINDS and s.severity is not Severity.INFO
-        floor = _at_floor(ctx, s, settings) if flagged else None
-        if floor is not None:
-            level, first = floor
-            peak = fmt_pct(settings.converged_floor_peak_fraction)
-            message = (
-                f"{s.message.rstrip('.')}; but {s.metric} is at {fmt(level)}, {first / level:,.0f}× below its first "
-                f"level {fmt(first)}, and nothing in this finding reached {peak} of it: converged to its floor, where "
-                "ratios are float rounding and single samples, not a divergence: information."
-            )
-            s = s.model_copy(update={"severity": Severity.INFO, "message": message})
-        out.append(s)
-    return out
+    return [_floored(s, ctx, settings) for s in signals]
+
+
+def _floored(s: Signal, ctx: JudgeContext, settings: PolicySettings) -> Signal:
+    flagged = s.kind in _FLOOR_KINDS and s.severity is not Severity.INFO
+    floor = _at_floor(ctx, s, settings) if flagged else None
+    if floor is None:
+        return s
+    level, first = floor
+    note = (
+        f"but {s.metric} is at {fmt(level)}, {first / level:,.0f}× below its first level {fmt(first)}, and nothing "
+        f"in this finding reached {fmt_pct(settings.converged_floor_peak_fraction)} of it: converged to its floor, "
+        "where ratios are float rounding and single samples, not a divergence: information."
+    )
+    return restated(s, note, Severity.INFO)
 
 
 def _at_floor(ctx: JudgeContext, s: Signal, settings: PolicySettings) -> tuple[float, float] | None:

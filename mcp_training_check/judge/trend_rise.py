@@ -7,7 +7,7 @@ import numpy as np
 
 from ..models import Direction, Severity, Signal, SignalKind
 from ..state import MetricSeries
-from .context import JudgeContext, signal
+from .context import JudgeContext, restated, signal
 from .stats import (
     finite_xy,
     fmt,
@@ -263,12 +263,12 @@ class LossRiseTests(LossTrendBase):
                 drop = self._eval_accuracy_drop(ctx, start)
             if drop is not None:
                 name, share = drop
-                message = (
-                    f"{s.message.rstrip('.')}; {name} fell with it, its median since step {fmt_step(start)} "
-                    f"{fmt_pct(share)} below its median before (threshold {fmt_pct(self.witness_drop_fraction)}): "
-                    "the model got worse on held-out data too, so critical."
+                note = (
+                    f"{name} fell with it, its median since step {fmt_step(start)} {fmt_pct(share)} below its median "
+                    f"before (threshold {fmt_pct(self.witness_drop_fraction)}): the model got worse on held-out data "
+                    "too, so critical."
                 )
-                s = s.model_copy(update={"severity": Severity.CRITICAL, "message": message})
+                s = restated(s, note, Severity.CRITICAL)
             out.append(s)
         return out
 
