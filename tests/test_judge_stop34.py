@@ -117,3 +117,15 @@ def test_a_deep_overfit_whose_gap_keeps_opening_is_still_stopped(real):
     assert "S" in code[visible:], code
     stop = verdicts[code.index("S", visible)]
     assert any("deep, growing overfit" in s.message and s.severity is Severity.CRITICAL for s in stop.signals)
+
+
+def test_a_continue_verdict_does_not_lead_with_a_finding_found_harmless():
+    """The one-line summary of a continue verdict whose loss rose within its floor named the floored finding
+    ("CONTINUE: train/loss blew up ..."); it leads with a signal that names no problem now."""
+    verdicts = replay_cuts(_memorised(3e-4), [1400, 1600, 1700, 1800])
+    floored = [(v, s) for v in verdicts for s in v.signals if "converged to its floor" in s.message]
+    assert floored
+    for verdict, finding in floored:
+        assert verdict.decision is Decision.CONTINUE
+        assert not verdict.summary.startswith(f"CONTINUE: {finding.gist()}"), verdict.summary
+        assert verdict.summary.startswith("CONTINUE: no problem to act on") or finding.gist() not in verdict.summary

@@ -322,9 +322,18 @@ def decide(signals: list[Signal], ctx: JudgeContext, settings: PolicySettings) -
     return Verdict(decision=decision, summary=_summary(decision, signals, ended), signals=signals)
 
 
+_FINDING_KINDS = frozenset(
+    {SignalKind.NON_FINITE, SignalKind.DIVERGENCE, SignalKind.EVAL_DEGRADING, SignalKind.EVAL_BELOW_BASELINE,
+     SignalKind.GRAD_EXPLODING, SignalKind.LR_ANOMALY, SignalKind.SPIKE}
+)  # fmt: skip
+"""Kinds whose signal names a problem: at ``info`` in a continue verdict it is one found harmless (outvoted, at a
+loss's floor), which the verdict's one-line summary should not lead with ("CONTINUE: train/loss exploded")."""
+
+
 def _summary(decision: Decision, signals: list[Signal], ended: bool) -> str:
     """The decision, the main signal's first clause and how many more signals share its severity: the
-    sentence with the numbers is the signal's ``message``, in the same result, so it is not said twice."""
+    sentence with the numbers is the signal's ``message``, in the same result, so it is not said twice. A continue
+    verdict leads with an improvement, else with a signal that names no problem (`_FINDING_KINDS`)."""
     head = decision.value.upper()
     if not signals:
         return f"{head}: no problems found."
@@ -336,7 +345,11 @@ def _summary(decision: Decision, signals: list[Signal], ended: bool) -> str:
             early = next((s for s in signals if s.kind is SignalKind.TOO_FEW_POINTS), None)
             if early is not None:
                 return f"{head}: too early to judge ({early.gist()})"
-            main = next((s for s in signals if s.kind is SignalKind.IMPROVING), main)
+            main = next((s for s in signals if s.kind is SignalKind.IMPROVING), None) or next(
+                (s for s in signals if s.kind not in _FINDING_KINDS), main
+            )
+            if main.kind in _FINDING_KINDS and main.severity is Severity.INFO:
+                return f"{head}: no problem to act on (information: {main.gist()})."
     others = sum(1 for s in signals[1:] if s.severity is main.severity and main.severity is not Severity.INFO)
     more = f" (+{others} more {main.severity.value})" if others else ""
     note = (
