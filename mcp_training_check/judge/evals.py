@@ -183,13 +183,13 @@ class EvalDetector(EvalDegradingTests):
         start = self._start_gap(train_steps, train, int(steps[0]), float(values[0]))
         if now is None or before is None or now >= before or values[-1] < self.overfit_gap_ratio * start * now:
             return []
-        since = f", {fmt_ratio(start)} at its first eval" if start > 1 else ""
+        started = f" the {fmt_ratio(start)} it started with at its first eval" if start > 1 else ""
         msg = (
             f"{series.name} {fmt(float(values[-1]))} at step {fmt_step(int(steps[-1]))} is "
             f"{fmt_ratio(float(values[-1]) / now)} the train loss there ({fmt(now)}, median of 5; threshold "
-            f"{fmt_ratio(self.overfit_gap_ratio)} the gap it started with{since}) and worse than the eval before at "
-            f"each of its last {rises} evals (from {fmt(float(values[-rises - 1]))}) while "
-            f"the train loss fell from {fmt(before)}: a deep, growing overfit"
+            f"{fmt_ratio(self.overfit_gap_ratio)}{started}) and worse than the eval before at each of its last {rises} "
+            f"evals (from {fmt(float(values[-rises - 1]))}) while the train loss fell from {fmt(before)}: a deep, "
+            "growing overfit"
         )
         last = int(steps[-1])
         if not self._far_above_before(ctx, series.name, last):

@@ -47,7 +47,7 @@ def _streak(series: MetricSeries, run: int) -> str:
     """Where the non-finite streak at the end of ``series`` began, for a user choosing the checkpoint to resume
     from: its first non-finite step and the last finite one before it (``run`` ≥ 1 trailing points)."""
     steps = series.raw_steps
-    first = fmt_step(int(steps[steps.size - run]))
+    first = fmt_step(int(steps[-run]))
     if run < steps.size:
         last_finite = fmt_step(int(steps[-run - 1]))
         return f"non-finite at every point since step {first} (the last finite one at step {last_finite})"

@@ -232,9 +232,10 @@ def _at_floor(ctx: JudgeContext, s: Signal, settings: PolicySettings) -> tuple[f
     ``since_step``, else its last ``collapsed_evals`` or 3 points) ≤ ``converged_floor_peak_fraction`` × it;
     else None."""
     name = s.metric
-    info = ctx.roles.get(name) if name else None
-    series = ctx.history.metrics.get(name) if name else None
-    if info is None or series is None or name is None:
+    if name is None:
+        return None
+    info, series = ctx.roles.get(name), ctx.history.metrics.get(name)
+    if info is None or series is None:
         return None
     is_loss = info.role is MetricRole.TRAIN_LOSS or (
         info.role is MetricRole.EVAL and info.direction is Direction.LOWER and "loss" in tokenize(name)
