@@ -26,6 +26,7 @@ __all__ = [
     "assign_roles",
     "infer_role",
     "is_discriminator",
+    "is_loss_like",
     "is_raw_perplexity",
     "log_scale_name",
     "logged_name",
@@ -253,6 +254,12 @@ def infer_role(name: str) -> RoleInfo:
 def is_perplexity(name: str) -> bool:
     """A perplexity (`PERPLEXITY_TOKENS`): e^loss, so ln of it is the loss's level (ln N at chance)."""
     return bool(PERPLEXITY_TOKENS.intersection(tokenize(name)))
+
+
+def is_loss_like(name: str) -> bool:
+    """A loss or a perplexity by its name (``eval/loss``, ``val_ppl``): a measure of fit, not an eval score
+    such as an accuracy, a WER or an F1."""
+    return "loss" in tokenize(name) or is_perplexity(name)
 
 
 def is_raw_perplexity(name: str) -> bool:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..models import Direction, Severity, Signal, SignalKind
-from ..roles import is_perplexity, tokenize
+from ..roles import is_loss_like, tokenize
 from ..state import MetricSeries
 from .chance import names_accuracy
 from .context import STARTED_AT_BEST, JudgeContext, signal, warming_up_at
@@ -214,7 +214,7 @@ class EvalDetector(EvalDegradingTests):
         0.421 at 140× its train loss while its WER improves 0.346 → 0.326, log-Whisper_small_hi-1; a RoBERTa's
         accuracy 0.953 → 0.971, log-roberta-sentiment-1; both ambiguous). Else ""."""
         for series, d in ctx.evals:
-            if "loss" in tokenize(series.name) or is_perplexity(series.name):
+            if is_loss_like(series.name):
                 continue
             _, values = finite_xy(series.steps, series.values)
             if values.size < 2:

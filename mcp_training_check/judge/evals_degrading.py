@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..models import Direction, MetricRole, Severity, Signal, SignalKind
-from ..roles import is_perplexity, tokenize
+from ..roles import is_loss_like, tokenize
 from ..state import MetricSeries
 from .context import JudgeContext, finite_after, signal
 from .evalkinds import SinceBest, has_quality_eval, relative_noise, worse_by
@@ -30,7 +30,7 @@ def only_eval_losses(ctx: JudgeContext) -> bool:
     which `is_quality_eval` does not name) can say the model still improves. A text-to-motion retriever's
     composite val loss rose 8 % over its best at z 7-8 for half its 500 epochs while its recall@10 crept to its
     best (corpus_real log-tu-mukundshankar-dev-1, healthy)."""
-    return all("loss" in tokenize(series.name) or is_perplexity(series.name) for series, _ in ctx.evals)
+    return all(is_loss_like(series.name) for series, _ in ctx.evals)
 
 
 class EvalDegradingTests(EvalBase):
