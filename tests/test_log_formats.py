@@ -288,12 +288,15 @@ def test_the_logs_own_error_lines_reach_the_check(tmp_path) -> None:
     assert again["snapshot"]["warnings"] == [], "only the lines read at this check are quoted"
 
 
-def test_a_trainer_state_json_says_what_to_point_at_instead(tmp_path) -> None:
+def test_a_trainer_state_json_is_read_as_the_document_it_is(tmp_path) -> None:
+    """Before, a trainer_state.json got a note to point `run` at the console output instead; its log_history is
+    read now (`sources.logdoc`), each check taking the records the Trainer added since."""
     state = tmp_path / "trainer_state.json"
     history = [{"epoch": s / 100, "loss": 2.0 - s / 100, "step": s} for s in range(10, 200, 10)]
     state.write_text(json.dumps({"global_step": 190, "log_history": history}, indent=2))
     report = json.loads(cli("check", str(state), "--json", home=tmp_path / "home", cwd=tmp_path).stdout)
-    assert any("trainer_state.json" in w and "console output" in w for w in report["snapshot"]["warnings"])
+    assert report["snapshot"]["last_step"] == 190 and report["snapshot"]["new_points"] == 2 * len(history)
+    assert any("trainer_state.json" in w and "rewrites whole" in w for w in report["snapshot"]["warnings"])
 
 
 def test_a_log_with_lines_but_no_metric_says_so(tmp_path) -> None:

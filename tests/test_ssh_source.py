@@ -69,6 +69,26 @@ def test_growing_jsonl_log_is_read_incrementally_across_checks(ssh_home, tmp_pat
     assert len(steps) == 350 and len(set(steps.tolist())) == 350, "no row is read twice"
 
 
+def test_a_history_document_rewritten_each_epoch_is_read_incrementally(ssh_home, tmp_path):
+    """A Keras History dict a callback rewrites whole each epoch (`sources.logdoc`): over SSH as locally, each
+    check takes the epochs it has not read."""
+    history = tmp_path / "history.json"
+
+    def write(epochs: int) -> None:
+        history.write_text(json.dumps({"loss": [2.0 / (1 + e) for e in range(epochs)],
+                                       "val_loss": [2.2 / (1 + e) for e in range(epochs)]}))  # fmt: skip
+
+    write(20)
+    monitor = Monitor()
+    run = ssh_home.url(history)
+    first = monitor.check(run)
+    assert first.snapshot.data_source is DataSource.SSH and first.snapshot.new_points == 40
+    write(26)
+    second = monitor.check(run)
+    assert second.snapshot.new_points == 12 and second.snapshot.last_step == 26 and not second.snapshot.restarted
+    assert any("(6 of its 26)" in w for w in second.snapshot.warnings), second.snapshot.warnings
+
+
 @pytest.mark.parametrize("fmt", ["jsonl", "csv", "hf", "printed"])
 def test_ssh_reads_exactly_what_the_local_reader_reads(ssh_home, tmp_path, fmt):
     """Same bytes, same cut mid-line: the same points, offsets and parser state, first and second read."""

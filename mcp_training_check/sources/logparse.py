@@ -112,8 +112,8 @@ COUNTED_STEPS_NOTE = (
 )
 
 TRAINER_STATE_NOTE = (
-    "note: this is a Hugging Face trainer_state.json, a JSON document the Trainer rewrites into each new "
-    "checkpoint-N directory, not a log it appends to: point `run` at the training's console output (the "
+    "note: this is a Hugging Face trainer_state.json too large to re-read whole at each check (over 64 MiB; "
+    "smaller ones are read as the document they are): point `run` at the training's console output (the "
     "Trainer prints every log there as {'loss': ...}) or at its W&B run"
 )
 

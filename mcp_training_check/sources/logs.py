@@ -1,4 +1,5 @@
-"""Incremental reader for text training logs: JSONL, CSV/TSV, Hugging Face Trainer dicts, printed lines.
+"""Incremental reader for text training logs: JSONL, CSV/TSV, Hugging Face Trainer dicts, printed lines, and
+histories saved as one JSON document (``logdoc``).
 
 Two layers, so that an SSH source can reuse the second without touching local files:
 
@@ -33,6 +34,7 @@ from ..files import describe_os_error, open_regular
 from ..models import RunInfo, RunStatus
 from . import log_tail
 from .base import Cursor, Progress, ReadBatch, SeriesBuilder, SeriesChunk, TailLimits, catch_up_note, no_progress
+from .logdoc import MAX_DOCUMENT_BYTES, looks_like_document, read_document
 from .logparse import (
     ERROR_PREFIX,
     FATAL_PREFIX,
@@ -224,14 +226,20 @@ def read_open_log(
     or truncated it is read from the start with ``restarted=True``. ``fh`` needs ``seek``, ``tell`` and
     ``read``; ``end`` bounds the read (the size a remote stat reported, so a growing file cannot keep a
     read going). A partial last line is left for the next read. A long log's first read is tail-first,
-    and later reads carry its fill-in on (``log_tail``); ``progress`` hears of those.
+    and later reads carry its fill-in on (``log_tail``); ``progress`` hears of those. A history saved as one
+    JSON document (a Keras History dict, a trainer_state.json) is re-read whole (``logdoc``).
     """
+    size = int(end if end is not None else identity.get("size", 0))
+    if looks_like_document(head) and size <= MAX_DOCUMENT_BYTES:  # a history rewritten whole (`logdoc`)
+        fh.seek(0)
+        document = read_document(fh.read(size), cursor, identity)
+        if document is not None:
+            return document
     offset = int(cursor.get("offset", 0)) if cursor else 0
     same = cursor is not None and _same_file(cursor.get("identity"), identity, head, offset)
     parser = _restore(cursor, fmt) if same else None
     keep = parser is not None  # else read from the start, so that a CSV header is seen again
     limits = limits or log_tail.DEFAULT_LIMITS
-    size = int(end if end is not None else identity.get("size", 0))
     if not keep and size > limits.read_whole_up_to:  # a long log's first read: tail first (log_tail)
         return _tail_first(fh, identity, size, fmt, limits, progress, restarted=cursor is not None)
     if keep and size - offset > max(limits.catch_up_bytes, limits.read_whole_up_to):  # too much to catch up on
