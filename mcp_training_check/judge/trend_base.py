@@ -380,7 +380,13 @@ class LossTrendBase(Detector):
       train loss 0.64 → 0.67 by thirds over steps 101–599 while its eval accuracy climbs 0.807 → 0.838 at
       z 1.94, best at its last eval; unsure at its end, which the README's first command shows a new user).
       A flat eval beats 1.645 one time in twenty by chance, which the two-sided band's 1.96 would make one
-      in forty, at the cost of such saturating climbs.
+      in forty, at the cost of such saturating climbs. In a log that starts mid-run (`holds_start` false: its
+      first points are a trained level, not an untrained one) the same eval keeps the "not learning: within
+      ``stuck_drop_fraction`` of its initial level" finding a flag, never a stop: a late stretch of a long
+      pre-training learns too slowly for its noisy train loss to show it (a resumed GPT-2 124M, steps
+      70,250-152,587, one-batch train loss 2.93-3.56 around a slowly falling median while its eval loss falls at
+      nearly every eval 3.274 → 3.142, corpus_real log-lk-jaipkapoor99-1, healthy: stopped at 3 of its 20
+      checks before). On the train split it moved that run only.
     - ``eval_gain_fraction``: with only 2 or 3 evals over those steps (too few for a rank test), an eval better
       at each than at the one before and whose last has gained ≥ 15 % of what there was to gain from its first
       (to 1 for a bounded higher-is-better eval, else its first value's size) improves just the same: 15 %,

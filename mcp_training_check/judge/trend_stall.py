@@ -195,8 +195,15 @@ class LossStallTests(LossTrendBase):
             return []  # it learned from its first point within the early window: a converged plateau
         critical = stuck and ctx.not_learning_before(loss.name, int(steps[-1]), new_points=True)
         progress = ctx.config.progress(int(steps[-1])) or 1.0  # an unknown total: judged as done
+        resumed_learning = stuck and not holds_start(steps) and self._eval_improving(ctx, int(steps[0]))
         if not stuck:
             tail = ""
+        elif resumed_learning:
+            critical, tail = False, (
+                f"; within {fmt_pct(self.stuck_drop_fraction)} of the level the log starts at, mid-run (step "
+                f"{fmt_step(int(steps[0]))}), while an eval of the run improves significantly over the same steps: a "
+                "flag, not a stop (a late stretch of a long run learns more slowly than its train loss's noise)"
+            )
         elif progress < self.stuck_min_run_fraction:
             critical, tail = False, (
                 f"; within {fmt_pct(self.stuck_drop_fraction)} of its initial level, at {fmt_pct(progress)} of "
