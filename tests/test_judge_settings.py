@@ -15,7 +15,7 @@ from tests.test_judge_helpers import decay_loss, kinds, make_series, run_judge
 
 # `loss`: a level in the loss's own units (a GAN discriminator's loss near zero, `game_won_loss`)
 UNITS = re.compile(
-    r"_(points|steps|ratio|z|fraction|margin|change|evals|checks|share|sigma|signals|spikes|episodes|samples|loss)$"
+    r"_(points|steps|ratio|z|fraction|margin|change|evals|checks|share|sigma|signals|spikes|episodes|samples|loss|classes)$"
 )
 
 

@@ -44,3 +44,40 @@ def test_the_same_stall_beside_an_eval_loss_that_does_not_improve_is_still_stopp
     metrics = dict(run.metrics) | {"eval/loss": (steps, wobble)}
     verdicts = replay_cuts(metrics, checkpoints(run))
     assert any(s.severity is Severity.CRITICAL for v in verdicts for s in _not_learning(v))
+
+
+def test_a_binary_classifier_at_ln_2_on_both_sets_is_stopped_though_it_drifts_down(real):
+    """log-lk-rosepy-1 (round 51, train, bad): a GCN classifying brain graphs, BCE 0.6985 -> 0.6886 on train and
+    0.6964 -> 0.6908 on validation over all 18 epochs (ln 2 = 0.6931), macro F1 at one class's share. With no
+    accuracy to name N, and a slow drift the trend reads as 'learning slowly', it was continue at 16 of its 18
+    checks and never stopped. Both losses within 2 % of ln 2 at every point over 10+ points each is the
+    untrained classifier on both sets."""
+    run = real["log-lk-rosepy-1"]
+    assert run.split == "train" and run.label == "bad"
+    code, visible, verdicts = replay_real(run)
+    assert "S" in code[visible:] and "S" not in code[:visible], code
+    stop = verdicts[code.index("S")]
+    found = [s for s in _not_learning(stop) if s.severity is Severity.CRITICAL]
+    assert found and "ln 2 = 0.693" in found[0].message and "eval/loss" in found[0].message, stop.summary
+
+
+def _at_chance_pair(train_offset: float, eval_offset: float, n: int = 18) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    steps = np.arange(1, n + 1, dtype=np.int64)
+    drift = np.linspace(0.0, -0.008, n)
+    return {
+        "train/loss": (steps, np.log(2) + train_offset + drift),
+        "eval/loss": (steps, np.log(2) + eval_offset + drift / 2),
+    }
+
+
+def test_one_side_at_ln_2_or_a_band_left_is_not_read_as_chance():
+    """Controls: the same drift with the eval loss 5 % under ln 2 (one side only, as a healthy run whose eval
+    loss sat at ln 2 for its first 15 evals, log-tj-ridhap-1) is not that finding; nor are both sides at 3 %
+    under it, outside the band."""
+    cuts = [12, 15, 18]
+    one_side = replay_cuts(_at_chance_pair(0.0, -0.05 * np.log(2)), cuts)
+    outside = replay_cuts(_at_chance_pair(-0.03 * np.log(2), -0.03 * np.log(2)), cuts)
+    for verdicts in (one_side, outside):
+        assert not any("of ln 2" in s.message for v in verdicts for s in v.signals)
+    both = replay_cuts(_at_chance_pair(0.0, 0.0), cuts)
+    assert any("of ln 2" in s.message and s.severity is Severity.CRITICAL for s in both[-1].signals)

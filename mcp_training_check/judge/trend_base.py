@@ -237,6 +237,19 @@ class LossTrendBase(Detector):
       stated warmup are not judged (issue 9: a BERT loss at 11.17 = ln 30k + ln 2 with MLM accuracy 0.000
       from step 10 to 1,460, a TF upgrade's silent failure; a text recogniser at accuracy 0 after 10k
       iterations).
+    - ``chance_band_fraction`` / ``chance_band_min_points`` / ``chance_band_max_classes``: without an accuracy
+      to name N, both sides of the model name it: a train loss (in a log holding the run's start) and an eval
+      loss of the run each within 2 % of ln N at every point from their first, over ≥ 10 points each, for one
+      N from 2 to 10, are the untrained classifier's loss on both sets, and the same warning-then-critical
+      finding, falling or not: a slow drift inside that band is a model learning the classes' shares, not the
+      task. A GCN classifying brain graphs (corpus_real log-lk-rosepy-1, round 51, bad): BCE 0.6985 → 0.6886
+      on train and 0.6964 → 0.6908 on validation over all 18 epochs, ln 2 = 0.6931, macro F1 at one class's
+      share: "learning slowly", continue at 16 of its 18 checks. 2 %: that run's points are within 0.7 % of
+      ln 2, a CIFAR-10 net stuck at 2.26-2.34 (ln 10 = 2.303, log-lj-flyant407-1, bad) within 1.8 %; a
+      healthy run's loss leaves so narrow a band within its first points on at least one side (the one healthy
+      run of the train split with an eval loss there for its first 15 evals, log-tj-ridhap-1, has a train loss
+      outside it). N ≤ 10: ln N of a large vocabulary is where a language model starts and leaves slowly (a
+      healthy LM at ln 917 on both sides for its first 12 of 16 points, log-tw-snpm-1).
     - ``confidence_z``: two-sided normal quantile of the Theil–Sen band (1.96 → 95 %), with the
       variance inflated for autocorrelation (Hamed–Rao effective sample size).
     - ``witness_evals`` / ``witness_drop_fraction``: a train-loss episode not yet confirmed and not
@@ -460,6 +473,9 @@ class LossTrendBase(Detector):
     slow_learner_z: float = Field(default=3.0, gt=0)
     slow_learner_pairs_share: float = Field(default=0.99, gt=0.5, le=1)
     chance_min_points: int = Field(default=3, ge=3)
+    chance_band_fraction: float = Field(default=0.02, gt=0, lt=0.5)
+    chance_band_min_points: int = Field(default=10, ge=3)
+    chance_band_max_classes: int = Field(default=10, ge=2)
     zero_accuracy_fraction: float = Field(default=0.001, ge=0)
     confidence_z: float = Field(default=1.96, gt=0)
     slow_divergence_ratio: float = Field(default=1.10, gt=1)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..models import Direction, MetricRole, Severity, Signal, SignalKind
+from ..roles import tokenize
 from ..state import MetricSeries
 from .chance import implied_class_count, names_accuracy
 from .context import PLATEAU_EVIDENCE, JudgeContext, signal, warming_up_at
@@ -255,17 +256,26 @@ class LossStallTests(LossTrendBase):
 
     def _at_chance(self, ctx: JudgeContext, loss: MetricSeries, steps: np.ndarray, values: np.ndarray) -> list[Signal]:
         """A loss at its untrained model's level (by the run's class count, a frozen value or a zero
-        accuracy), not falling."""
+        accuracy), not falling; or inside a narrow band around ln N with an eval loss inside it too
+        (`_both_in_chance_band`), falling slowly or not."""
         if values.size < self.chance_min_points:
             return []
         y = positive_log(values)
         drop = -np.expm1(float(np.min(rolling_median(y, 3))) - float(y[0]))
-        if self._falling(steps, y) or drop >= self.stuck_drop_fraction:
-            return []
         level = float(np.median(values))  # a perplexity arrives as its ln, the cross-entropy (`scale`)
-        count = ctx.config.class_count or implied_class_count(ctx, level)  # from an accuracy at 1/N (chance.py)
-        if count is not None and level >= (1 - self.stuck_drop_fraction) * np.log(count):
-            chance = fmt(float(np.log(count)))
+        band = self._both_in_chance_band(ctx, steps, values)
+        count = band[0] if band is not None else ctx.config.class_count or implied_class_count(ctx, level)
+        if band is not None:
+            why = (
+                f"has stayed within {fmt_pct(self.chance_band_fraction)} of ln {band[0]} = "
+                f"{fmt(float(np.log(band[0])))} at every point from its first, and {band[1]} too: the untrained "
+                f"model's loss for {band[0]} classes on both sets (a slow drift inside that band learns the classes' "
+                "shares, not the task)"
+            )
+        elif self._falling(steps, y) or drop >= self.stuck_drop_fraction:
+            return []
+        elif count is not None and level >= (1 - self.stuck_drop_fraction) * np.log(count):
+            chance = fmt(float(np.log(count)))  # the count from the config, or an accuracy at 1/N (chance.py)
             implied = f"the {count} classes its accuracy at 1/{count} implies"
             whose = "its class count" if ctx.config.class_count else implied
             why = f"is at or above ln {count:,} = {chance}, the untrained model's loss for {whose}"
@@ -282,15 +292,42 @@ class LossStallTests(LossTrendBase):
             why = f"sits there with {zero} ≤ {zero_at} at every point (never one prediction right)"
         critical = ctx.not_learning_before(loss.name, int(steps[-1]), new_points=False)
         tail = "still there at a second check, so critical" if critical else "critical if the next check still sees it"
+        falling = "" if band is not None else ", and it is not falling"
         msg = (
             f"{loss.name} is not learning: its median {fmt(level)} over {values.size} points up to step "
-            f"{fmt_step(int(steps[-1]))} {why}, and it is not falling; {tail}."
+            f"{fmt_step(int(steps[-1]))} {why}{falling}; {tail}."
         )
         severity = Severity.CRITICAL if critical else Severity.WARNING
         return [
             signal(SignalKind.FLAT, severity, msg, metric=loss.name, step=int(steps[-1]), level=level,
                    class_count=count, points=values.size, **{UNTRAINED_LEVEL: level})
         ]  # fmt: skip
+
+    def _both_in_chance_band(self, ctx: JudgeContext, steps: np.ndarray, values: np.ndarray) -> tuple[int, str] | None:
+        """N and a phrase naming the eval, when this train loss (from the run's start) and an eval loss of the run
+        are each within ``chance_band_fraction`` of ln N at every point from their first, over ≥
+        ``chance_band_min_points`` points each, for one N from 2 to ``chance_band_max_classes``: both sides of
+        the model at the untrained classifier's loss, with no accuracy needed to name N."""
+        if values.size < self.chance_band_min_points or not holds_start(steps):
+            return None
+        count = self._chance_band_count(values)
+        if count is None:
+            return None
+        for series, direction in ctx.evals:
+            if direction is not Direction.LOWER or "loss" not in tokenize(series.name):
+                continue
+            _, evals = finite_xy(series.steps, series.values)
+            if evals.size >= self.chance_band_min_points and self._chance_band_count(evals) == count:
+                return count, f"{series.name} at every one of its {evals.size} evals"
+        return None
+
+    def _chance_band_count(self, values: np.ndarray) -> int | None:
+        """N from 2 to ``chance_band_max_classes`` when every value is within ``chance_band_fraction`` of ln N."""
+        count = round(float(np.exp(float(np.median(values))))) if float(np.median(values)) < 30 else 0
+        if not 2 <= count <= self.chance_band_max_classes:
+            return None
+        inside = np.abs(values / np.log(count) - 1) <= self.chance_band_fraction
+        return count if bool(inside.all()) else None
 
     def _never_below_start(
         self, ctx: JudgeContext, loss: MetricSeries, steps: np.ndarray, values: np.ndarray, y: np.ndarray
