@@ -81,3 +81,28 @@ def test_one_side_at_ln_2_or_a_band_left_is_not_read_as_chance():
         assert not any("of ln 2" in s.message for v in verdicts for s in v.signals)
     both = replay_cuts(_at_chance_pair(0.0, 0.0), cuts)
     assert any("of ln 2" in s.message and s.severity is Severity.CRITICAL for s in both[-1].signals)
+
+
+def test_a_classifier_answering_the_majority_class_on_both_sets_is_stopped(real):
+    """log-ts-p4nzer96-1 (round 55, train, bad): a Keras MLP at train accuracy 0.808919 (the training set's
+    majority share, to six digits) from its second epoch and val accuracy 0.8594 at all 100 epochs while both
+    losses fall: unsure at all 20 checks ('a flag, not a stop: the losses may still move the predictions').
+    Over 15 epochs on both sets not one prediction changed."""
+    run = real["log-ts-p4nzer96-1"]
+    assert run.split == "train" and run.label == "bad"
+    code, visible, verdicts = replay_real(run)
+    assert "S" in code[visible : visible + 3], code
+    stop = verdicts[code.index("S")]
+    found = [s for s in stop.signals if s.metric == "eval/accuracy" and s.severity is Severity.CRITICAL]
+    assert found and "do not change on either set" in found[0].message, stop.summary
+
+
+def test_the_same_eval_accuracy_beside_a_train_accuracy_that_moves_stays_a_flag(real):
+    """Control: the same run with its train accuracy moving in its 4th digit is not read as the same predictions
+    on both sets, and nothing else stops it before its 10th check."""
+    run = real["log-ts-p4nzer96-1"]
+    steps, values = run.metrics["train/accuracy"]
+    moving = values + 1e-3 * (np.arange(values.size) % 3)
+    verdicts = replay_cuts(dict(run.metrics) | {"train/accuracy": (steps, moving)}, checkpoints(run)[:10])
+    assert not any("either set" in s.message for v in verdicts for s in v.signals)
+    assert all(v.decision.value != "stop" for v in verdicts)

@@ -289,6 +289,17 @@ class EvalTrendBase(Detector):
       In a run with no train loss, the primary eval so repeated is a flag, never a stop (`_frozen_primary`): a
       schedule decayed to nothing and a dead network look the same without one (log-lh-agronowski-1,
       ambiguous: an MNIST val loss at 0.5736554 for its last 60 epochs, continue at every check before).
+    - ``same_predictions_stop_evals``: an eval accuracy below that ceiling repeated exactly from its first eval
+      beside a train accuracy frozen to the last digit from its first point (`_same_predictions`), both over
+      ≥ 15 points, is a stop at the next check whatever the losses do: for 15 epochs the model has predicted
+      the same for every example of both sets, the training set's majority share to six digits (a Keras MLP at
+      train accuracy 0.808919 and val accuracy 0.8594 for all its 100 epochs while both losses fell,
+      corpus_real log-ts-p4nzer96-1, round 55, bad: unsure at all 20 checks). Before 15 it is a flag: falling
+      losses may still flip a prediction. One side alone is not enough: an accuracy repeated over its first 23
+      evals while the train accuracy rose, and then learning a little (log-EEG-Classification-1, bad for a
+      later overfit), is a model whose outputs still change; and the two must be one accuracy on two sets
+      (``train/k_accuracy`` beside ``val/k_accuracy``), not two heads of a multi-task model. No healthy run of
+      corpus_real/'s train split has both accuracies so repeated even 3 times below the ceiling.
     """
 
     min_evals: int = Field(default=4, ge=4)
@@ -308,6 +319,7 @@ class EvalTrendBase(Detector):
     plateau_gain_fraction: float = Field(default=0.05, gt=0, lt=1)
     plateau_ceiling_fraction: float = Field(default=0.95, gt=0, le=1)
     frozen_tail_evals: int = Field(default=10, ge=3)
+    same_predictions_stop_evals: int = Field(default=15, ge=3)
     frozen_dead_lr_ratio: float = Field(default=1e-3, gt=0, lt=1)
     zero_head_run_fraction: float = Field(default=0.25, gt=0, le=1)
     stuck_min_run_fraction: float = Field(default=0.25, ge=0, lt=1)

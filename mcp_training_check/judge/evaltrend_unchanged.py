@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..models import Direction, Severity, Signal, SignalKind
-from ..roles import tokenize
+from ..roles import EVAL_SPLIT_TOKENS, TRAIN_SPLIT_TOKENS, tokenize
 from ..state import MetricSeries
 from .chance import implied_class_count, names_accuracy
 from .context import UNCHANGED_EVIDENCE, JudgeContext, signal
@@ -31,6 +31,11 @@ def repeats_across_one_eval(values: np.ndarray) -> int:
     return tail + 1 + trailing_run(before == values[-1])
 
 
+def _without_split(name: str) -> tuple[str, ...]:
+    """A metric's name tokens without its split words: ``train/k_accuracy`` and ``val_k_accuracy`` are one."""
+    return tuple(t for t in tokenize(name) if t not in TRAIN_SPLIT_TOKENS and t not in EVAL_SPLIT_TOKENS)
+
+
 class EvalUnchangedTests(EvalTrendBase):
     """Evals whose repeated or untrained values say the model's output does not change (`_unchanged`);
     thresholds in ``EvalTrendBase``."""
@@ -52,7 +57,10 @@ class EvalUnchangedTests(EvalTrendBase):
         why = why or self._chance_why(ctx, series, d, steps, values)
         why = why or self._frozen_loss_tail_why(ctx, series, d, steps, values, loss_steps, loss)
         flag_only = why is None or moving is not None
-        why = why or self._same_predictions_why(ctx, series, values)
+        if why is None and (same := self._same_predictions(ctx, series, values)) is not None:
+            why, points, paired = same
+            below_ceiling = ceiling_room(series.name, values, d) > 1 - self.plateau_ceiling_fraction
+            flag_only = points < self.same_predictions_stop_evals or not (below_ceiling and paired)
         why = why or self._frozen_tail_why(ctx, series, d, steps, values, loss_steps, loss)
         if why is None:
             return []
@@ -206,10 +214,14 @@ class EvalUnchangedTests(EvalTrendBase):
         since = values[steps >= start]
         return peak > 0 and since.size > 0 and float(since.max()) <= self.frozen_dead_lr_ratio * peak
 
-    def _same_predictions_why(self, ctx: JudgeContext, series: MetricSeries, values: np.ndarray) -> str | None:
+    def _same_predictions(
+        self, ctx: JudgeContext, series: MetricSeries, values: np.ndarray
+    ) -> tuple[str, int, bool] | None:
         """An eval accuracy repeated exactly from its first eval beside a train accuracy frozen to the last digit
         (`is_frozen`) from its first point, both over ≥ ``stuck_baseline_min_evals`` points: the model predicts
-        the same on both sets however its losses move."""
+        the same on both sets however its losses move. The phrase, over how many points of the shorter of the
+        two (a flag below ``same_predictions_stop_evals``, a stop at a second check from there), and whether the
+        two are one accuracy on two sets (``train/k_accuracy`` and ``val/k_accuracy``; not another head's)."""
         train = train_accuracy(ctx)
         if not names_accuracy(series.name) or train is None:
             return None
@@ -222,7 +234,7 @@ class EvalUnchangedTests(EvalTrendBase):
             f"repeats {fmt(float(values[0]))} exactly over its last {values.size} evals while {name} is "
             f"{float(train_values[0]):.8g} to the last digit at each of its last {train_values.size} points "
             "(the predictions do not change on either set)"
-        )
+        ), min(values.size, train_values.size), _without_split(name) == _without_split(series.name)
 
     def _settled(self, values: np.ndarray) -> np.ndarray:
         """The values from the first on, or when those are not all the same, from the one after the first
