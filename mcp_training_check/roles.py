@@ -67,9 +67,11 @@ HIGHER_TOKENS = frozenset(
     {
         "acc", "accuracy", "bleu", "rouge", "rougel", "rougelsum", "f1", "map", "ap", "auc", "auroc",
         "precision", "recall", "exact", "em", "top", "score", "reward", "iou", "miou", "ndcg", "mrr", "pass",
-        "hit", "hits", "psnr", "ssim", "dice", "jaccard", "similarity",
+        "hit", "hits", "psnr", "ssim", "dice", "jaccard", "similarity", "pearson", "spearman",
     }
 )  # fmt: skip
+# A regression error on the training split, the train loss of a run that logs nothing else (`_unnamed_terms`).
+ERROR_TERM_TOKENS = frozenset({"mse", "mae", "rmse", "nll"})
 # Words that turn a quality metric into a setting or a count of something else: ``loss_scale``,
 # ``loss_weight``, ``lr_warmup_steps``, ``nan_loss_count``.
 MODIFIER_TOKENS = frozenset(
@@ -314,7 +316,7 @@ def assign_roles(names: Iterable[str], overrides: Mapping[str, str] | None = Non
         for name, info in result.items():
             if name not in checked and _is_reconstruction_loss(info, tokenize(name)):
                 result[name] = RoleInfo(MetricRole.TRAIN_LOSS, Direction.LOWER)
-    for name in _unnamed_terms(result, checked):
+    for name in _unnamed_terms(result, checked) or _error_terms(result, checked):
         result[name] = RoleInfo(MetricRole.TRAIN_LOSS, Direction.LOWER)
     return result
 
@@ -328,9 +330,12 @@ def _unnamed_terms(roles: Mapping[str, RoleInfo], checked: Mapping[str, str]) ->
     (``train/...``; a counter such as ``epoch`` aside) and none has a role (no loss, eval, LR or grad norm,
     no GAN term), the ones with no word of their own (no quality, modifier, counter, adversarial or
     not-falling word) are its train losses: each falls in a healthy run (the 3D model's five terms all do,
-    corpus_real log-MAJOR-BCT-3D-1), and the judge follows the first by name (`primary_train_loss`). A log
-    with any named loss or eval keeps its named metrics alone; one with a discriminator has its
-    reconstruction terms (above); an overridden metric keeps its override.
+    corpus_real log-MAJOR-BCT-3D-1), and the judge follows the first by name (`primary_train_loss`). Without
+    such terms, a run's regression errors on the training split are (`_error_terms`): a run that logs only
+    its train MAE minimises it (corpus_real log-tt-lbd-hfut-1, healthy, and log-lk-accusmus-1, ambiguous,
+    were unsure at every check for "no train-loss or eval metric"). A log with any named loss or eval keeps
+    its named metrics alone; one with a discriminator has its reconstruction terms (above); an overridden
+    metric keeps its override.
     """
     if any(info.role is not MetricRole.OTHER for info in roles.values()):
         return []
@@ -340,6 +345,19 @@ def _unnamed_terms(roles: Mapping[str, RoleInfo], checked: Mapping[str, str]) ->
     if any(ADVERSARIAL_TOKENS.intersection(t) for t in tokens.values()):
         return []
     return [name for name, t in tokens.items() if name not in checked and _unnamed(t)]
+
+
+def _error_terms(roles: Mapping[str, RoleInfo], checked: Mapping[str, str]) -> list[str]:
+    """The regression errors on the training split (``train/mse``, ``train_mae``: `ERROR_TERM_TOKENS`) of a run
+    with no train loss and no eval: the quantity its model minimises, so its train losses. An LR or a grad
+    norm beside them changes nothing; a named loss or an eval keeps them metrics of their own."""
+    if any(info.role in (MetricRole.TRAIN_LOSS, MetricRole.EVAL) for info in roles.values()):
+        return []
+    return [
+        name for name in roles
+        if name not in checked and ERROR_TERM_TOKENS.intersection(tokenize(name))
+        and TRAIN_SPLIT_TOKENS.intersection(tokenize(name))
+    ]  # fmt: skip
 
 
 def _unnamed(tokens: tuple[str, ...]) -> bool:

@@ -106,3 +106,35 @@ def test_the_same_eval_accuracy_beside_a_train_accuracy_that_moves_stays_a_flag(
     verdicts = replay_cuts(dict(run.metrics) | {"train/accuracy": (steps, moving)}, checkpoints(run)[:10])
     assert not any("either set" in s.message for v in verdicts for s in v.signals)
     assert all(v.decision.value != "stop" for v in verdicts)
+
+
+def test_a_sentence_embedding_models_correlations_are_read_as_its_quality_evals(real):
+    """log-rs-masonbeale-1 (round 53, train, bad): a sentence-transformers fine-tune that logs only its dev
+    Pearson and Spearman correlations (best 0.198 at epoch 8, then falling steadily to 0.138). Neither name said
+    a direction, so the run had 'no train-loss or eval metric' and was unsure at all 20 checks; as
+    higher-is-better quality evals the decay is stopped at the check that first sees it."""
+    run = real["log-rs-masonbeale-1"]
+    assert run.split == "train" and run.label == "bad"
+    code, visible, verdicts = replay_real(run)
+    assert code[visible] == "S" and "S" not in code[:visible], code
+    assert any(s.metric == "eval/pearson_cosine" and s.severity is Severity.CRITICAL for s in verdicts[visible].signals)
+
+
+def test_a_run_that_logs_only_its_train_mae_is_judged_by_it(real):
+    """log-tt-lbd-hfut-1 (round 29, train, healthy): a regressor that logs only its train MAE, 14.65 -> 1.99 over
+    40 epochs: unsure at all 20 checks ('no train-loss or eval metric'); continue at each now."""
+    run = real["log-tt-lbd-hfut-1"]
+    assert run.split == "train" and run.label == "healthy"
+    code, _, verdicts = replay_real(run)
+    assert code == "." * len(code), code
+    assert all("no train-loss or eval metric" not in s.message for v in verdicts for s in v.signals)
+
+
+def test_a_train_mae_beside_a_named_loss_stays_a_metric_of_its_own():
+    from mcp_training_check.models import MetricRole
+    from mcp_training_check.roles import assign_roles
+
+    roles = assign_roles(["train/loss", "train/mae"])
+    assert roles["train/loss"].role is MetricRole.TRAIN_LOSS and roles["train/mae"].role is MetricRole.OTHER
+    alone = assign_roles(["train/mae", "train/lr"])
+    assert alone["train/mae"].role is MetricRole.TRAIN_LOSS

@@ -49,10 +49,12 @@ def relative_noise(values: np.ndarray, reference: float) -> float:
 
 
 QUALITY_TOKENS = frozenset(
-    {"map", "acc", "accuracy", "top", "f1", "auc", "auroc", "iou", "miou", "dice", "bleu", "rouge", "ndcg", "mrr"}
+    {"map", "acc", "accuracy", "top", "f1", "auc", "auroc", "iou", "miou", "dice", "bleu", "rouge", "ndcg", "mrr",
+     "pearson", "spearman"}
 )
 """Words of an eval that sums up the model's quality as a whole (mAP integrates precision over every recall;
-accuracy, F1, AUC, BLEU). Precision and recall are each one side of a trade-off a confidence threshold sets,
+accuracy, F1, AUC, BLEU; a sentence-embedding model's Pearson or Spearman correlation with the gold
+similarities). Precision and recall are each one side of a trade-off a confidence threshold sets,
 and a component loss (YOLO's val cls_loss) one term of the objective: secondary evals, which a quality eval
 at its best outvotes (`EvalDetector`'s ``quality_near_best_margin``)."""
 
