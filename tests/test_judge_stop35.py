@@ -121,7 +121,7 @@ def test_a_sentence_embedding_models_correlations_are_read_as_its_quality_evals(
 
 
 def test_a_run_that_logs_only_its_train_mae_is_judged_by_it(real):
-    """log-tt-lbd-hfut-1 (round 29, train, healthy): a regressor that logs only its train MAE, 14.65 -> 1.99 over
+    """log-tt-lbd-hfut-1 (round 25, train, healthy): a regressor that logs only its train MAE, 14.65 -> 1.99 over
     40 epochs: unsure at all 20 checks ('no train-loss or eval metric'); continue at each now."""
     run = real["log-tt-lbd-hfut-1"]
     assert run.split == "train" and run.label == "healthy"
