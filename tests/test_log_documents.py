@@ -160,3 +160,29 @@ def test_checking_a_keras_history_twice_judges_it_and_reads_only_new_epochs(tmp_
     second = json.loads(cli("check", str(path), "--json", home=home, cwd=tmp_path).stdout)
     assert second["verdict"]["decision"] == "stop" and "NaN" in second["verdict"]["summary"]
     assert any("(5 of its 30)" in w for w in second["snapshot"]["warnings"]), second["snapshot"]["warnings"]
+
+
+@pytest.mark.parametrize(
+    "content",
+    [{"config": {"lr": 0.1}, "name": "run-1"}, [0.9, 0.8, 0.7], {"loss": [0.9, 0.8], "names": ["a", "b"]}],
+    ids=["config", "bare list", "strings beside numbers"],
+)
+def test_a_json_document_of_another_shape_says_what_this_reader_knows(tmp_path: Path, content) -> None:
+    path = tmp_path / "other.json"
+    path.write_text(json.dumps(content))
+    batch = LogFileSource(path).read(None)
+    assert batch.new_points == 0 and not batch.restarted
+    assert any("not a training history this reader knows" in n and "trainer_state.json" in n for n in batch.notes)
+
+
+def test_a_jsonl_log_of_one_record_so_far_is_read_as_a_line(tmp_path: Path) -> None:
+    """Its first record holds a list (an LR per param group) and no second line has come yet: one JSON object,
+    but a record (it holds numbers of its own), read as the JSONL line it is."""
+    path = tmp_path / "metrics.jsonl"
+    path.write_text(json.dumps({"lr": [0.1, 0.01], "loss": 2.5, "step": 1}) + "\n")
+    source = LogFileSource(path)
+    first = source.read(None)
+    assert _steps(first, "loss") == [1]
+    with path.open("a") as fh:
+        fh.write(json.dumps({"lr": [0.1, 0.01], "loss": 2.1, "step": 2}) + "\n")
+    assert _steps(source.read(first.cursor), "loss") == [2]

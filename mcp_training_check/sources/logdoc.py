@@ -13,7 +13,8 @@ A document cannot be read from a byte offset, so each read parses the whole file
 `MAX_DOCUMENT_BYTES`) and hands the parser only the records after those already read; the cursor keeps
 their count and a crc of the first record. Fewer records than before, or another first record, is a new
 history at that path: read from its start with ``restarted=True``. A document that does not parse while it
-is being rewritten leaves the cursor as it was, with a note.
+is being rewritten leaves the cursor as it was, with a note; so does one of another shape (a config, a bare list of
+numbers), with a note that says what this reader knows.
 """
 
 from __future__ import annotations
@@ -39,10 +40,21 @@ DOCUMENT_NOTE = (
     "appends to: each check re-reads it and takes the records not read before ({new:,} of its {total:,})"
 )
 
+UNKNOWN_NOTE = (
+    "note: this file is one JSON document, but not a training history this reader knows (a Hugging Face "
+    "trainer_state.json, a Keras History dict of per-epoch number lists, a list of per-epoch records): point `run` "
+    "at the file the training logs its metrics to, or its W&B run"
+)
+
 TORN_NOTE = (
     "note: the JSON document did not parse this time ({error}); it is probably being rewritten: the next check "
     "reads it again (if it stays so, point `run` at the training's console log or its W&B run)"
 )
+
+
+def _a_record(doc: Any) -> bool:
+    """A dict holding a number of its own: one JSONL record (``{"lr": [0.1], "loss": 2.0}``), not a document."""
+    return isinstance(doc, Mapping) and any(_number(v) and v is not None for v in doc.values())
 
 
 def looks_like_document(head: bytes) -> bool:
@@ -117,7 +129,9 @@ def read_document(data: bytes, cursor: Cursor | None, identity: Mapping[str, Any
         return None
     found = document_records(doc)
     if found is None:
-        return None
+        if _a_record(doc):
+            return None  # one JSONL record so far: read as lines
+        return ReadBatch(series={}, cursor=dict(cursor or {}), notes=[UNKNOWN_NOTE])
     records, shape, total = found
     seen = int(state.get("records", 0)) if isinstance(state, Mapping) else 0
     same = isinstance(state, Mapping) and seen <= len(records) and state.get("first_crc") == _first_crc(records)
