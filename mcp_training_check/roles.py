@@ -70,7 +70,7 @@ HIGHER_TOKENS = frozenset(
         "hit", "hits", "psnr", "ssim", "dice", "jaccard", "similarity", "pearson", "spearman",
     }
 )  # fmt: skip
-# A regression error on the training split, the train loss of a run that logs nothing else (`_unnamed_terms`).
+# A regression error on the training split, the train loss of a run that logs no loss and no eval (`_error_terms`).
 ERROR_TERM_TOKENS = frozenset({"mse", "mae", "rmse", "nll"})
 # Words that turn a quality metric into a setting or a count of something else: ``loss_scale``,
 # ``loss_weight``, ``lr_warmup_steps``, ``nan_loss_count``.

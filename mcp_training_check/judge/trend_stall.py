@@ -266,12 +266,7 @@ class LossStallTests(LossTrendBase):
         band = self._both_in_chance_band(ctx, steps, values)
         count = band[0] if band is not None else ctx.config.class_count or implied_class_count(ctx, level)
         if band is not None:
-            why = (
-                f"has stayed within {fmt_pct(self.chance_band_fraction)} of ln {band[0]} = "
-                f"{fmt(float(np.log(band[0])))} at every point from its first, and {band[1]} too: the untrained "
-                f"model's loss for {band[0]} classes on both sets (a slow drift inside that band learns the classes' "
-                "shares, not the task)"
-            )
+            why = ""  # said whole below
         elif self._falling(steps, y) or drop >= self.stuck_drop_fraction:
             return []
         elif count is not None and level >= (1 - self.stuck_drop_fraction) * np.log(count):
@@ -292,11 +287,18 @@ class LossStallTests(LossTrendBase):
             why = f"sits there with {zero} ≤ {zero_at} at every point (never one prediction right)"
         critical = ctx.not_learning_before(loss.name, int(steps[-1]), new_points=False)
         tail = "still there at a second check, so critical" if critical else "critical if the next check still sees it"
-        falling = "" if band is not None else ", and it is not falling"
-        msg = (
-            f"{loss.name} is not learning: its median {fmt(level)} over {values.size} points up to step "
-            f"{fmt_step(int(steps[-1]))} {why}{falling}; {tail}."
-        )
+        if band is not None:
+            msg = (
+                f"{loss.name} is not learning: every one of its {values.size} points up to step "
+                f"{fmt_step(int(steps[-1]))} is within {fmt_pct(self.chance_band_fraction)} of ln {band[0]} = "
+                f"{fmt(float(np.log(band[0])))}, and {band[1]} too: the untrained model's loss for {band[0]} classes "
+                f"on both sets (a slow drift inside that band learns the classes' shares, not the task); {tail}."
+            )
+        else:
+            msg = (
+                f"{loss.name} is not learning: its median {fmt(level)} over {values.size} points up to step "
+                f"{fmt_step(int(steps[-1]))} {why}, and it is not falling; {tail}."
+            )
         severity = Severity.CRITICAL if critical else Severity.WARNING
         return [
             signal(SignalKind.FLAT, severity, msg, metric=loss.name, step=int(steps[-1]), level=level,
@@ -318,7 +320,7 @@ class LossStallTests(LossTrendBase):
                 continue
             _, evals = finite_xy(series.steps, series.values)
             if evals.size >= self.chance_band_min_points and self._chance_band_count(evals) == count:
-                return count, f"{series.name} at every one of its {evals.size} evals"
+                return count, f"{series.name} at each of its {evals.size} evals"
         return None
 
     def _chance_band_count(self, values: np.ndarray) -> int | None:
