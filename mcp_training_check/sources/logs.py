@@ -230,7 +230,7 @@ def read_open_log(
     JSON document (a Keras History dict, a trainer_state.json) is re-read whole (``logdoc``).
     """
     size = int(end if end is not None else identity.get("size", 0))
-    if looks_like_document(head) and size <= MAX_DOCUMENT_BYTES:  # a history rewritten whole (`logdoc`)
+    if fmt in (None, "jsonl") and looks_like_document(head) and size <= MAX_DOCUMENT_BYTES:  # `logdoc`
         fh.seek(0)
         document = read_document(fh.read(size), cursor, identity)
         if document is not None:
