@@ -149,9 +149,15 @@ def signal(
     return Signal(kind=kind, severity=severity, metric=metric, step=step, message=message, evidence=clean)
 
 
-def restated(s: Signal, note: str, severity: Severity) -> Signal:
-    """``s`` at ``severity``, its message continued by ``note`` (a clause saying why the severity changed)."""
-    return s.model_copy(update={"severity": severity, "message": f"{s.message.rstrip('.')}; {note}"})
+def restated(s: Signal, note: str, severity: Severity | None = None, **evidence: float) -> Signal:
+    """``s`` at ``severity`` (None: its own), its message continued by ``note`` (a clause saying why it is read
+    so) and ``evidence`` added to its own."""
+    update: dict[str, object] = {"message": f"{s.message.rstrip('.')}; {note}"}
+    if severity is not None:
+        update["severity"] = severity
+    if evidence:
+        update["evidence"] = s.evidence | evidence
+    return s.model_copy(update=update)
 
 
 def warming_up_at(ctx: JudgeContext, step: int | None) -> bool:

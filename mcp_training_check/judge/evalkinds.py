@@ -13,7 +13,7 @@ from ..models import Direction, MetricRole, Severity, Signal
 from ..roles import EVAL_SPLIT_TOKENS, TRAIN_SPLIT_TOKENS, tokenize
 from ..state import MetricSeries
 from .chance import ACCURACY_TOKENS
-from .context import JudgeContext
+from .context import JudgeContext, restated
 from .stats import finite_xy, robust_sigma
 
 
@@ -102,9 +102,8 @@ def outvoted(s: Signal, why: str) -> Signal:
     degrading): information, and no cause for another detector's finding (``outvoted`` in its evidence)."""
     if s.severity not in (Severity.WARNING, Severity.CRITICAL):
         return s
-    message = f"{s.message.rstrip('.')}; but {why}, which outvotes a secondary eval: information, not a flag."
-    evidence = s.evidence | {"outvoted": 1.0}
-    return s.model_copy(update={"severity": Severity.INFO, "message": message, "evidence": evidence})
+    return restated(s, f"but {why}, which outvotes a secondary eval: information, not a flag.", Severity.INFO,
+                    outvoted=1.0)
 
 
 def has_quality_eval(ctx: JudgeContext) -> bool:
@@ -125,12 +124,8 @@ def secondary_at_most_warning(signals: list[Signal], ctx: JudgeContext) -> list[
     out = []
     for s in signals:
         if s.severity is Severity.CRITICAL and s.metric and s.metric in names and is_secondary_eval(s.metric, names):
-            message = (
-                f"{s.message.rstrip('.')}; but it is a secondary eval and the run's quality eval judges it: "
-                "a warning, not a stop."
-            )
-            s = s.model_copy(update={"severity": Severity.WARNING, "message": message,
-                                     "evidence": s.evidence | {"secondary": 1.0}})  # fmt: skip
+            note = "but it is a secondary eval and the run's quality eval judges it: a warning, not a stop."
+            s = restated(s, note, Severity.WARNING, secondary=1.0)
         out.append(s)
     return out
 

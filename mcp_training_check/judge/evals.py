@@ -12,7 +12,7 @@ from ..models import Direction, Severity, Signal, SignalKind
 from ..roles import is_loss_like, tokenize
 from ..state import MetricSeries
 from .chance import names_accuracy
-from .context import STARTED_AT_BEST, JudgeContext, signal, warming_up_at
+from .context import STARTED_AT_BEST, JudgeContext, restated, signal, warming_up_at
 from .evalkinds import (
     has_quality_eval,
     is_quality_eval,
@@ -49,12 +49,11 @@ def mild_overfit_outweighed(s: Signal, at_best: str) -> Signal:
     (``at_best``): information, and no cause for another detector's finding."""
     if "mild_overfit" not in s.evidence or s.severity is not Severity.WARNING:
         return s
-    message = (
-        f"{s.message.rstrip('.')}; but the quality eval is at its best ({at_best}): a loss that worsens while "
-        "the model's quality holds is over-confidence, information, not a flag."
+    note = (
+        f"but the quality eval is at its best ({at_best}): a loss that worsens while the model's quality holds is "
+        "over-confidence, information, not a flag."
     )
-    evidence = s.evidence | {"outvoted": 1.0}
-    return s.model_copy(update={"severity": Severity.INFO, "message": message, "evidence": evidence})
+    return restated(s, note, Severity.INFO, outvoted=1.0)
 
 
 def quality_sliding(found: dict[str, list[Signal]]) -> bool:
@@ -78,11 +77,11 @@ def long_overfit_kept(s: Signal, z: float) -> Signal:
         return s
     if (s.evidence.get("train_change") or 0.0) >= 0:
         return s
-    message = (
-        f"{s.message.rstrip('.')}; rising steadily since its best over half the run and more (Mann–Kendall z "
-        f"{z:.1f}): a long overfit, a flag whatever the quality eval says, never a stop."
+    note = (
+        f"rising steadily since its best over half the run and more (Mann–Kendall z {z:.1f}): a long overfit, a "
+        "flag whatever the quality eval says, never a stop."
     )
-    return s.model_copy(update={"message": message, "evidence": s.evidence | {"long_overfit": z}})
+    return restated(s, note, long_overfit=z)
 
 
 def long_overfit_outvoted(s: Signal, z: float) -> Signal:

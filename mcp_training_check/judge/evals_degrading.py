@@ -8,7 +8,7 @@ import numpy as np
 from ..models import Direction, MetricRole, Severity, Signal, SignalKind
 from ..roles import is_loss_like, tokenize
 from ..state import MetricSeries
-from .context import JudgeContext, finite_after, signal
+from .context import JudgeContext, finite_after, restated, signal
 from .evalkinds import SinceBest, has_quality_eval, relative_noise, worse_by
 from .evals_base import EvalBase
 from .stats import (
@@ -45,12 +45,12 @@ class EvalDegradingTests(EvalBase):
         shift = self._final_phase_start(ctx)
         if shift is None or any(s.severity is Severity.CRITICAL for s in self._degrading_since(ctx, series, d, shift)):
             return found
-        tail = (
-            f"; but the last {self.close_mosaic_steps} steps, from step {fmt_step(shift)}, train on other data (a "
+        note = (
+            f"but the last {self.close_mosaic_steps} steps, from step {fmt_step(shift)}, train on other data (a "
             "train loss stepped there: Ultralytics' close_mosaic) and the evals since do not show it: a warning."
         )
         return [
-            s.model_copy(update={"severity": Severity.WARNING, "message": s.message.rstrip(".") + tail})
+            restated(s, note, Severity.WARNING)
             if s.severity is Severity.CRITICAL
             else s
             for s in found

@@ -97,8 +97,7 @@ def _ended(ctx: JudgeContext) -> str | None:
 
 
 def _upgrade(div: Signal, cause: Signal, why: str) -> Signal:
-    message = f"{div.message.rstrip('.')}; {why}: {cause.message}"
-    return div.model_copy(update={"severity": Severity.CRITICAL, "message": message})
+    return restated(div, f"{why}: {cause.message}", Severity.CRITICAL)
 
 
 def _votes(s: Signal) -> bool:
@@ -195,7 +194,7 @@ def witnessed_stall(signals: list[Signal], train_loss: str | None) -> list[Signa
         return signals
     why = f"both sides say so ({chance[0].metric} at ln N, {held[0].metric} frozen from its first eval)"
     return [
-        s.model_copy(update={"severity": Severity.CRITICAL, "message": f"{s.message.rstrip('.')}; {why}: critical."})
+        restated(s, f"{why}: critical.", Severity.CRITICAL)
         if (s in chance or s in held) and s.severity is Severity.WARNING
         else s
         for s in signals
@@ -265,11 +264,11 @@ def exact_evidence_only(signals: list[Signal], history: RunHistory) -> list[Sign
     for s in signals:
         start = s.evidence.get("since_step", s.step)
         if s.severity is Severity.CRITICAL and not history.is_exact(None if start is None else int(start)):
-            message = (
-                f"{s.message.rstrip('.')}; its evidence reaches before step {history.exact_from:,}, read so far "
-                "only as an overview: not enough to stop until the next checks re-read it exactly."
+            note = (
+                f"its evidence reaches before step {history.exact_from:,}, read so far only as an overview: not "
+                "enough to stop until the next checks re-read it exactly."
             )
-            s = s.model_copy(update={"severity": Severity.WARNING, "message": message})
+            s = restated(s, note, Severity.WARNING)
         out.append(s)
     return out
 
@@ -288,7 +287,7 @@ def unchanged_evidence(signals: list[Signal]) -> list[Signal]:
     if not any(s.kind is SignalKind.NO_NEW_DATA for s in signals):
         return signals
     return [
-        s.model_copy(update={"message": f"{s.message.rstrip('.')}; {UNCHANGED_NOTE}."})
+        restated(s, f"{UNCHANGED_NOTE}.")
         if s.severity in (Severity.WARNING, Severity.WATCH)
         else s
         for s in signals

@@ -18,7 +18,7 @@ import numpy as np
 from ..models import Severity, Signal, SignalKind
 from ..roles import adversarial_run, is_discriminator, reconstruction_term, tokenize
 from ..state import MetricSeries
-from .context import JudgeContext, finite_after, signal, train_start
+from .context import JudgeContext, finite_after, restated, signal, train_start
 from .evalkinds import train_accuracy_series
 from .stats import end_thirds, finite_xy, fmt, fmt_pct, fmt_step, positive_log, theil_sen
 from .trend_climb import LossClimbTests
@@ -195,7 +195,7 @@ class TrendDetector(LossClimbTests, LossStallTests, GameTests):
 
 
 GAME_NOTE = (
-    "; in a GAN (the run logs a discriminator) the generator's reconstruction terms trade against its "
+    "in a GAN (the run logs a discriminator) the generator's reconstruction terms trade against its "
     "adversarial game and hold flat for long stretches of healthy runs: information, not a stall"
 )
 
@@ -223,12 +223,11 @@ def _in_a_game(s: Signal) -> Signal:
     (``loss_G``, ``d_loss``) is judged as any loss: no run of the tuning split shows one flat while healthy."""
     if s.severity is Severity.INFO:
         return s
-    message = s.message.rstrip(".") + GAME_NOTE + "."
-    return s.model_copy(update={"severity": Severity.INFO, "message": message})
+    return restated(s, GAME_NOTE + ".", Severity.INFO)
 
 
 ADVERSARIAL_NOTE = (
-    "; but it is one side of a GAN's game (the run logs a discriminator, and this is the discriminator's or a "
+    "but it is one side of a GAN's game (the run logs a discriminator, and this is the discriminator's or a "
     "generator's adversarial loss): it rises when the other side learns, so a rise is a flag, never a stop; "
     "the game is judged by its discriminator (one that holds one value, or has won)"
 )
@@ -260,5 +259,4 @@ def _game_moving(s: Signal) -> Signal:
     non-finite detector's, as for any loss."""
     if s.severity is not Severity.CRITICAL:
         return s
-    message = s.message.rstrip(".") + ADVERSARIAL_NOTE + "."
-    return s.model_copy(update={"severity": Severity.WARNING, "message": message})
+    return restated(s, ADVERSARIAL_NOTE + ".", Severity.WARNING)
