@@ -186,3 +186,15 @@ def test_a_jsonl_log_of_one_record_so_far_is_read_as_a_line(tmp_path: Path) -> N
     with path.open("a") as fh:
         fh.write(json.dumps({"lr": [0.1, 0.01], "loss": 2.1, "step": 2}) + "\n")
     assert _steps(source.read(first.cursor), "loss") == [2]
+
+
+@pytest.mark.parametrize("damage", [{"parser": {"format": 7}}, {"parser": None}, {"parser": "x"}])
+def test_a_document_cursor_with_an_unusable_parser_is_read_again_from_the_start(tmp_path: Path, damage) -> None:
+    """A hand-edited state: the saved parser cannot be used, so the history is read whole again (a restart), not
+    a crash."""
+    path = tmp_path / "history.json"
+    source = LogFileSource(path)
+    _keras(path, 12)
+    first = source.read(None)
+    again = source.read({**first.cursor, **damage})
+    assert again.restarted and _steps(again, "loss") == list(range(1, 13))

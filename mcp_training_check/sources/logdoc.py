@@ -27,7 +27,7 @@ from typing import Any
 
 from .base import Cursor, ReadBatch, SeriesBuilder
 from .loglines import STEP_KEYS
-from .logparse import LogParser, ParseNotes
+from .logparse import LogParser, ParseNotes, restore_parser
 
 __all__ = ["DOCUMENT_NOTE", "MAX_DOCUMENT_BYTES", "document_records", "looks_like_document", "read_document"]
 
@@ -134,15 +134,18 @@ def read_document(data: bytes, cursor: Cursor | None, identity: Mapping[str, Any
         return ReadBatch(series={}, cursor=dict(cursor or {}), notes=[UNKNOWN_NOTE])
     records, shape, total = found
     seen = int(state.get("records", 0)) if isinstance(state, Mapping) else 0
-    same = isinstance(state, Mapping) and seen <= len(records) and state.get("first_crc") == _first_crc(records)
-    parser = LogParser.from_state(cursor["parser"], "jsonl") if same and cursor else LogParser("jsonl")
+    first_crc = _first_crc(records)
+    same = isinstance(state, Mapping) and seen <= len(records) and state.get("first_crc") == first_crc
+    kept = restore_parser(cursor, "jsonl") if same else None
+    same = kept is not None  # a parser state it cannot use (a hand edit) is a read from the start
+    parser = kept or LogParser("jsonl")
     start = seen if same else 0
     sink, notes = SeriesBuilder(), ParseNotes()
     parser.feed((json.dumps(r, default=str) for r in records[start:]), sink, notes)
     parser.finish(sink, notes)
     parser.total_steps = total or parser.total_steps
     new_cursor: Cursor = {
-        "document": {"records": len(records), "first_crc": _first_crc(records)},
+        "document": {"records": len(records), "first_crc": first_crc},
         "identity": dict(identity),
         "parser": parser.to_state(),
     }

@@ -20,7 +20,7 @@ from ..errors import ConfigError
 from ..models import MetricRole
 from ..roles import infer_role
 from .bars import MAX_BAR_METRICS, BarLines
-from .base import STEP_RANGE, SeriesBuilder, SeriesChunk
+from .base import STEP_RANGE, Cursor, SeriesBuilder, SeriesChunk
 from .epochs import EpochBatch, EpochState, epoch_batch, epoch_step, loss_log_line
 from .loglines import (
     EXPLICIT_STEP_KEYS,
@@ -63,6 +63,7 @@ __all__ = [
     "ParseNotes",
     "ParsedLines",
     "parse_lines",
+    "restore_parser",
 ]
 
 FORMATS = ("jsonl", "csv", "tsv", "hf", "text")
@@ -578,3 +579,15 @@ def parse_lines(lines: Iterable[str], state: Mapping[str, Any] | None = None, *,
     parser.feed(lines, sink, notes)
     parser.finish(sink, notes)
     return ParsedLines(sink.build(), parser.to_state(), notes.warnings(), notes.skipped)
+
+
+def restore_parser(cursor: Cursor | None, fmt: str | None) -> LogParser | None:
+    """The parser saved in ``cursor['parser']``, or None when there is none or it cannot be used (a hand edit,
+    a foreign state): the caller then reads from the start."""
+    state = cursor.get("parser") if cursor else None
+    if not isinstance(state, Mapping):
+        return None
+    try:
+        return LogParser.from_state(state, fmt)
+    except ValueError:
+        return None

@@ -45,6 +45,7 @@ from .logparse import (
     ParsedLines,
     ParseNotes,
     parse_lines,
+    restore_parser,
 )
 
 __all__ = [
@@ -128,24 +129,13 @@ def _slices(data: bytes) -> Iterator[bytes]:
         yield data[start : start + CHUNK_BYTES]
 
 
-def _restore(cursor: Cursor | None, fmt: str | None) -> LogParser | None:
-    """The parser saved in ``cursor``, or None when there is none or it cannot be used."""
-    state = cursor.get("parser") if cursor else None
-    if not isinstance(state, Mapping):
-        return None
-    try:
-        return LogParser.from_state(state, fmt)
-    except ValueError:
-        return None
-
-
 def read_log_bytes(data: bytes, cursor: Cursor | None = None, *, fmt: str | None = None) -> ReadBatch:
     """Parse ``data``, the bytes found at ``cursor["offset"]`` and after, without touching any file.
 
     The returned cursor keeps every key of the given one (an SSH source stores its own identity there)
     and advances ``"offset"`` past the whole lines consumed; a partial last line is left for next time.
     """
-    parser = _restore(cursor, fmt)
+    parser = restore_parser(cursor, fmt)
     notes = ParseNotes()
     if parser is None:
         parser = LogParser(fmt)
@@ -237,7 +227,7 @@ def read_open_log(
             return document
     offset = int(cursor.get("offset", 0)) if cursor else 0
     same = cursor is not None and _same_file(cursor.get("identity"), identity, head, offset)
-    parser = _restore(cursor, fmt) if same else None
+    parser = restore_parser(cursor, fmt) if same else None
     keep = parser is not None  # else read from the start, so that a CSV header is seen again
     limits = limits or log_tail.DEFAULT_LIMITS
     if not keep and size > limits.read_whole_up_to:  # a long log's first read: tail first (log_tail)
