@@ -8,6 +8,7 @@ import pytest
 from mcp_training_check.judge.stats import (
     falling_pairs_share,
     fmt,
+    fmt_move,
     fmt_step,
     previous_median_mad,
     rolling_median,
@@ -17,7 +18,7 @@ from mcp_training_check.judge.stats import (
     theil_sen,
     trailing_run,
 )
-from tests.test_judge_helpers import ar1
+from tests.test_judge_helpers import ar1, make_series, run_judge
 
 
 @pytest.mark.parametrize(
@@ -153,3 +154,30 @@ def test_percentages_stay_readable_at_any_size() -> None:
     assert [fmt_pct(x) for x in (0.0123, -0.05, 0.5, 12.3, 250.0, 1115090.99)] == [
         "1.2%", "-5.0%", "50%", "1,230%", "25,000%", "1.1e+08%",
     ]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("first", "last", "text"),
+    [
+        (10.14, 10.11, "10.14 → 10.11"),
+        (2.2912, 1.1, "2.29 → 1.1"),
+        (1.3551, 1.3552, "1.3551 → 1.3552"),
+        (0.5, 0.5, "0.5 → 0.5"),
+        (2.0, float("nan"), "2 → nan"),
+    ],
+)
+def test_fmt_move_shows_the_figures_that_tell_the_ends_apart(first, last, text):
+    assert fmt_move(first, last) == text
+
+
+def test_a_loss_improving_by_little_never_reads_as_the_same_number_twice():
+    """A recommender's loss at ln 26,744 = 10.194 falling under 1 % over a run (corpus_real log-tl-connrlin-1) was
+    "train/loss improving: 10.1 → 10.1"."""
+    rng = np.random.default_rng(5)
+    loss = 10.10 + 0.094 * np.exp(-np.arange(135) / 40) + rng.normal(0, 0.003, 135)
+    verdict = run_judge(make_series("train/loss", loss, np.arange(135) * 100))
+    moved = [s.message for s in verdict.signals if "→" in s.message and s.metric == "train/loss"]
+    assert moved, verdict.signals
+    for message in moved:
+        before, after = message.split(" → ", 1)
+        assert before.split()[-1] != after.split()[0], message

@@ -24,7 +24,7 @@ from .evalkinds import percent_scale, secondary_at_most_warning
 from .evaltrend_base import ceiling_room, judging_eval, primary_eval
 from .evaltrend_stuck import EvalStuckTests
 from .evaltrend_unchanged import EvalUnchangedTests
-from .stats import end_thirds, finite_xy, fmt, fmt_pct, fmt_step, positive_log, theil_sen
+from .stats import end_thirds, finite_xy, fmt_move, fmt_pct, fmt_step, positive_log, theil_sen
 
 
 class EvalTrendDetector(EvalStuckTests, EvalUnchangedTests):
@@ -79,7 +79,7 @@ class EvalTrendDetector(EvalStuckTests, EvalUnchangedTests):
         first, last = end_thirds(values)
         msg = (
             f"{series.name} is flat over all {values.size} evals (steps {fmt_step(int(steps[0]))}–"
-            f"{fmt_step(int(steps[-1]))}): {fmt(first)} → {fmt(last)} (medians of the first and last thirds, "
+            f"{fmt_step(int(steps[-1]))}): {fmt_move(first, last)} (medians of the first and last thirds, "
             f"{d.value} is better), no significant trend, and its slope's band rules out a gain of "
             f"{fmt_pct(self.plateau_gain_fraction)} of its headroom over them (at most "
             f"{fmt_pct(max(gain_bound, 0.0))}) while {ctx.train_loss.name} falls: converged below its ceiling, "
@@ -136,7 +136,7 @@ class EvalTrendDetector(EvalStuckTests, EvalUnchangedTests):
         better = trend.rising if d is Direction.HIGHER else trend.falling
         first, last = end_thirds(ys)
         span = f"over the last {xs.size} evals (steps {fmt_step(int(xs[0]))}–{fmt_step(int(xs[-1]))})"
-        moved = f"{fmt(first)} → {fmt(last)} (medians of the first and last thirds)"
+        moved = f"{fmt_move(first, last)} (medians of the first and last thirds)"
         if better:
             kind, msg = SignalKind.IMPROVING, f"{series.name} improving ({d.value} is better): {moved} {span}."
         else:

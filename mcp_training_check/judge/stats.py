@@ -206,6 +206,19 @@ def fmt(value: float | None) -> str:
     return f"{value:.3g}" if a < 1000 else f"{value:,.0f}"
 
 
+def fmt_move(first: float, last: float) -> str:
+    """"first → last" with the figures it takes to tell them apart (up to six): a loss at 10.194 that fell to
+    10.108 reads "10.19 → 10.11", not "10.1 → 10.1" beside the word "improving"."""
+    a, b = fmt(first), fmt(last)
+    if a != b or first == last or not (np.isfinite(first) and np.isfinite(last)):
+        return f"{a} → {b}"
+    for digits in range(4, 7):
+        a, b = f"{first:.{digits}g}", f"{last:.{digits}g}"
+        if a != b:
+            break
+    return f"{a} → {b}"
+
+
 def fmt_step(step: int | None) -> str:
     return "n/a" if step is None else f"{int(step):,}"
 

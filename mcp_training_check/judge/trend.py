@@ -20,7 +20,7 @@ from ..roles import adversarial_run, is_discriminator, reconstruction_term, toke
 from ..state import MetricSeries
 from .context import JudgeContext, finite_after, restated, signal, train_start
 from .evalkinds import train_accuracy_series
-from .stats import end_thirds, finite_xy, fmt, fmt_pct, fmt_step, positive_log, theil_sen
+from .stats import end_thirds, finite_xy, fmt, fmt_move, fmt_pct, fmt_step, positive_log, theil_sen
 from .trend_climb import LossClimbTests
 from .trend_game import GENERATOR_TOKENS, GameTests
 from .trend_stall import LossStallTests
@@ -56,7 +56,7 @@ class TrendDetector(LossClimbTests, LossStallTests, GameTests):
         if first <= 0 or last > (1 - self.accuracy_fall_fraction) * first:
             return []
         msg = (
-            f"{series.name} falling: {fmt(first)} → {fmt(last)} (medians of the first and last thirds, "
+            f"{series.name} falling: {fmt_move(first, last)} (medians of the first and last thirds, "
             f"{fmt_pct(1 - last / first)} down; threshold {fmt_pct(self.accuracy_fall_fraction)}), Mann–Kendall z "
             f"{trend.z:.1f} over its {values.size} points (steps {fmt_step(int(steps[0]))}–"
             f"{fmt_step(int(steps[-1]))}): the model gets worse on the batches it trains on; worth a look."
@@ -118,7 +118,7 @@ class TrendDetector(LossClimbTests, LossStallTests, GameTests):
             return [signal(SignalKind.TOO_FEW_POINTS, Severity.INFO, msg, metric=loss.name, points=values.size)]
         first, last = end_thirds(values)
         span = f"over its {values.size} points (steps {fmt_step(int(steps[0]))}–{fmt_step(int(steps[-1]))})"
-        moved = f"{fmt(first)} → {fmt(last)} (medians of the first and last thirds)"
+        moved = f"{fmt_move(first, last)} (medians of the first and last thirds)"
         ev = {"slope_per_step": trend.slope, "mk_z": trend.z, "points": values.size}
         step = int(steps[-1])
         if trend.z <= -self.confidence_z or (trend.z < self.confidence_z and last < first):
@@ -158,7 +158,7 @@ class TrendDetector(LossClimbTests, LossStallTests, GameTests):
         change = float(np.expm1(trend.slope * (xs[-1] - xs[0])))
         span = f"over the last {xs.size} points (steps {fmt_step(int(xs[0]))}–{fmt_step(int(xs[-1]))})"
         first, last = (float(np.exp(level)) for level in end_thirds(ys))
-        moved = f"{fmt(first)} → {fmt(last)} (medians of the first and last thirds)"
+        moved = f"{fmt_move(first, last)} (medians of the first and last thirds)"
         ev = {"change": change, "slope_per_step": trend.slope, "mk_z": trend.z, "points": trend.n}
         name, step = loss.name, int(xs[-1])
         not_learning = self._not_learning(ctx, loss)

@@ -10,7 +10,7 @@ import numpy as np
 from ..models import Direction, MetricRole, Severity, Signal, SignalKind
 from ..roles import DISCRIMINATOR_TOKENS, is_discriminator, tokenize
 from .context import PLATEAU_EVIDENCE, JudgeContext, signal
-from .stats import finite_xy, fmt, fmt_pct, fmt_step
+from .stats import finite_xy, fmt, fmt_move, fmt_pct, fmt_step
 from .trend_base import LossTrendBase
 
 GENERATOR_TOKENS = frozenset({"g", "gen", "generator"})
@@ -187,7 +187,7 @@ def _won_signal(
     msg = (
         f"{name} has won its game: the median of its last {window} prints (to step {fmt_step(int(steps[-1]))}) "
         f"is {fmt(level)} (threshold {fmt(threshold)}), so the discriminator tells real from fake almost every "
-        f"time, while {generator} does not fall ({fmt(first)} → {fmt(last)}, medians of its first and last "
+        f"time, while {generator} does not fall ({fmt_move(first, last)}, medians of its first and last "
         f"{window} prints): the generator gets little to learn from; worth a look."
     )
     return signal(SignalKind.FLAT, Severity.WARNING, msg, metric=name, step=int(steps[-1]), level=level,

@@ -16,6 +16,7 @@ from .stats import (
     falling_pairs_share,
     finite_xy,
     fmt,
+    fmt_move,
     fmt_pct,
     fmt_ratio,
     fmt_step,
@@ -84,7 +85,7 @@ class LossStallTests(LossTrendBase):
         )
         msg = (
             f"{loss.name} is flat over all {values.size} points seen (steps {fmt_step(int(steps[0]))}–"
-            f"{fmt_step(int(steps[-1]))}): {fmt(first)} → {fmt(last)} (medians of the first and last thirds), no "
+            f"{fmt_step(int(steps[-1]))}): {fmt_move(first, last)} (medians of the first and last thirds), no "
             f"significant trend (Mann–Kendall z {trend.z:.1f}), and {why}; a plateau or a stuck run, worth a look."
         )
         return [
