@@ -284,6 +284,8 @@ def _simple_scalar(buf: bytes, start: int, end: int, tags: _Tags, add: Callable[
     if i + 4 > end or buf[i] != 0x2A or buf[i + 2] != 0x0A or buf[i + 4] != 0x0A:
         return False
     tag_len = buf[i + 5]
+    if tag_len > 0x76:  # the lengths below are one-byte varints only up to here
+        return False
     tag_end = i + 6 + tag_len
     if buf[i + 1] != tag_len + 9 or buf[i + 3] != tag_len + 7 or tag_end + 5 != end or buf[tag_end] != 0x15:
         return False
@@ -435,7 +437,7 @@ def read_events(
     name: str,
     prefix: str = "",
     other_plugin_tags: Iterable[str] = (),
-    chunk_bytes: int = EVENTS_CHUNK_BYTES,
+    chunk_bytes: int | None = None,
     progress: Progress | None = None,
 ) -> EventsRead:
     """The scalars of the event file open as ``fh`` from byte ``start`` up to ``end`` (the size seen now: a
@@ -445,7 +447,8 @@ def read_events(
     sink = _Sink(prefix)
     tags = _Tags(other_plugin=set(other_plugin_tags))
     skipped = 0
-    for count, (buf, s, e) in enumerate(_records(fh, at, chunk_bytes, progress or no_progress), 1):
+    records = _records(fh, at, chunk_bytes or EVENTS_CHUNK_BYTES, progress or no_progress)
+    for count, (buf, s, e) in enumerate(records, 1):
         try:
             if not _simple_scalar(buf, s, e, tags, sink.add):
                 _event(buf, s, e, tags, sink.add)
