@@ -107,10 +107,9 @@ class TensorBoardDirSource:
     def read(self, cursor: Cursor | None) -> ReadBatch:
         run_dir, files = resolve_run(self.path)
         stored = cursor.get("files") if cursor and cursor.get("dir") == str(run_dir) else None
-        same_dir = isinstance(stored, Mapping)
-        batch = self._read_files(run_dir, files, stored if isinstance(stored, Mapping) else {})
-        if batch.restarted or (cursor is not None and not same_dir):
-            batch = self._read_files(run_dir, files, {})  # the stored series are dropped: read every file whole
+        batch = self._read_files(run_dir, files, stored) if isinstance(stored, Mapping) else None
+        if batch is None or batch.restarted:  # the stored series are dropped: read every file whole
+            batch = self._read_files(run_dir, files, {})
             batch.restarted = cursor is not None
         batch.info = RunInfo(name=run_dir.name)
         return batch
