@@ -406,3 +406,27 @@ def test_the_mcp_check_tool_reads_a_tensorboard_directory(tmp_path: Path) -> Non
     report = CheckReport.model_validate(result.structured_content)
     assert report.snapshot.data_source is DataSource.TENSORBOARD and report.snapshot.last_step == 400
     assert report.verdict is not None and report.verdict.decision is Decision.STOP
+
+
+def test_damaged_event_files_never_raise_and_the_cursor_stays_within_the_file(tmp_path: Path) -> None:
+    """Bit flips and cuts anywhere (a disk error, a copy cut short): each read returns, its offset at a record
+    boundary within the file, and a length checksum that does not hold is said in the notes."""
+    whole = write_scalars(tmp_path / "runs", range(1, 121)).read_bytes()
+    boundaries = {*record_offsets(whole), len(whole)}
+    rng = np.random.default_rng(7)
+    damaged = tmp_path / "damaged.tfevents"
+    read_as_events, said = 0, 0
+    for trial in range(150):
+        data = bytearray(whole)
+        for at in rng.integers(0, len(data), size=1 + trial % 4):
+            data[at] ^= 1 << int(rng.integers(0, 8))
+        if trial % 5 == 0:
+            data = data[: int(rng.integers(1, len(data)))]
+        damaged.write_bytes(bytes(data))
+        batch = LogFileSource(damaged).read(None)
+        offset = batch.cursor.get("events", {}).get("offset")
+        if offset is not None:  # still an event file by its first record
+            assert offset <= len(data) and offset in boundaries, (trial, offset)
+            read_as_events += 1
+            said += any("bad length checksum" in note for note in batch.notes)
+    assert read_as_events > 120 and said > 0, (read_as_events, said)
