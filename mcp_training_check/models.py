@@ -108,6 +108,7 @@ class DataSource(StrEnum):
     WANDB = "wandb"
     WANDB_FILE = "wandb_file"
     LOG = "log"
+    TENSORBOARD = "tensorboard"  # TensorBoard event files: a log directory, or one events.out.tfevents.* file
     LOG_FALLBACK = "log_fallback"
     SSH = "ssh"
     UNREACHABLE = "unreachable"
@@ -119,7 +120,8 @@ class DataSource(StrEnum):
 class RunKind(StrEnum):
     WANDB_DIR = "wandb_dir"  # a directory holding a run-*.wandb file (or wandb/ with latest-run)
     WANDB_FILE = "wandb_file"  # a run-<id>.wandb transaction log
-    LOG_FILE = "log_file"  # a text training log (JSONL, CSV, HF Trainer, printed)
+    LOG_FILE = "log_file"  # a text training log (JSONL, CSV, HF Trainer, printed) or one TensorBoard event file
+    TENSORBOARD_DIR = "tensorboard_dir"  # a TensorBoard log directory (events.out.tfevents.* files) without W&B runs
     WANDB_API = "wandb_api"  # entity/project/run_id on W&B cloud or a self-hosted server
     WANDB_SWEEP = "wandb_sweep"  # every running run of a W&B sweep: entity/project/sweeps/<id>
     WANDB_PROJECT = "wandb_project"  # every running run of a W&B project: entity/project

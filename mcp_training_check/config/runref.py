@@ -6,7 +6,8 @@ Accepted forms, tried in this order:
   https://<wandb host>/<entity>/<project>/sweeps/<id> a sweep URL: every running run of the sweep
   wandb:<entity>/<project>/<id>                     a W&B run on the configured server
   wandb:<entity>/<project>/sweeps/<id>              a W&B sweep
-  an existing local path                            W&B run dir / .wandb file / training log
+  an existing local path                            W&B run dir / .wandb file / training log /
+                                                    TensorBoard log dir or event file
   <entity>/<project>/<id>                           a W&B run (when no such local path exists)
   <entity>/<project>/sweeps/<id>                    a W&B sweep
   <entity>/<project>                                every running run of a W&B project
@@ -38,7 +39,8 @@ _SAAS_HOSTS = ("wandb.ai", "forge.coreweave.com")
 _BARE_ID = re.compile(r"^[a-z0-9]{6,16}$")
 
 _FORMS_HELP = (
-    "pass a local path (W&B run directory, run-<id>.wandb file or training log), "
+    "pass a local path (W&B run directory, run-<id>.wandb file, training log, TensorBoard log directory or "
+    "events.out.tfevents.* file), "
     "'entity/project/run_id', 'wandb:entity/project/run_id', a W&B run URL, or 'ssh://host/path/to/log'"
 )
 
@@ -178,12 +180,69 @@ def _local_path(text: str, base_dir: Path | None) -> Path | None:
 
 def _parse_local(raw: str, path: Path) -> RunRef:
     if path.is_dir():
-        kind = RunKind.WANDB_DIR
+        kind = RunKind.TENSORBOARD_DIR if holds_event_files(path) and not _holds_wandb(path) else RunKind.WANDB_DIR
     elif path.suffix == ".wandb":
         kind = RunKind.WANDB_FILE
     else:
         kind = RunKind.LOG_FILE
     return RunRef(raw=raw, kind=kind, path=str(path))
+
+
+EVENT_FILE_MARKER = "tfevents"
+"""In the name of every TensorBoard event file (``events.out.tfevents.<time>.<host>...``), as TensorBoard
+itself finds them."""
+
+TENSORBOARD_SPLITS = ("train", "validation", "val", "eval", "test", "valid")
+"""Subdirectories that hold one split of a run's scalars (Keras writes ``logs/train`` and ``logs/validation``)."""
+
+
+def is_event_file_name(name: str) -> bool:
+    return EVENT_FILE_MARKER in name
+
+
+def _entries(path: Path) -> list[os.DirEntry[str]]:
+    """The first `MAX_LISTED_ENTRIES` entries of a directory ([] when it cannot be listed)."""
+    try:
+        with os.scandir(path) as found:
+            return [entry for _, entry in zip(range(MAX_LISTED_ENTRIES), found, strict=False)]
+    except OSError:
+        return []
+
+
+def _is_dir(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_dir()
+    except OSError:
+        return False
+
+
+MAX_SCANNED_ENTRIES = 10_000
+"""Entries looked at in all when asking whether a directory holds event files (a home directory passed by
+mistake is not walked whole)."""
+
+
+def holds_event_files(path: Path, *, depth: int = 2) -> bool:
+    """Whether TensorBoard event files are in ``path``, or within ``depth`` levels under it: a run directory, its
+    splits (``train/``), a directory of runs (Lightning's ``lightning_logs/version_0``, HF's ``runs/<date>``) and
+    their splits. Looks at most `MAX_SCANNED_ENTRIES` entries."""
+    budget = [MAX_SCANNED_ENTRIES]
+
+    def walk(here: Path, depth: int) -> bool:
+        entries = _entries(here)[: max(budget[0], 0)]
+        budget[0] -= len(entries)
+        if any(is_event_file_name(entry.name) for entry in entries):
+            return True
+        return depth > 0 and any(_is_dir(e) and walk(Path(e.path), depth - 1) for e in entries)
+
+    return walk(path, depth)
+
+
+def _holds_wandb(path: Path) -> bool:
+    """A W&B run directory, a wandb/ directory or a project holding one: W&B keeps priority over TensorBoard
+    files beside it (the W&B reader then says what it found)."""
+    if _WANDB_RUN_DIR.match(path.name):
+        return True
+    return any(e.name == "wandb" or e.name.endswith(".wandb") or _WANDB_RUN_DIR.match(e.name) for e in _entries(path))
 
 
 _SSH_EXAMPLE = "e.g. ssh://gpu-box/home/me/train.log or ssh://me@10.0.0.5:2222/home/me/train.log"

@@ -1,6 +1,6 @@
 """Where metrics come from, and the fallback chain between those places.
 
-One module per place (`wandb_file`, `logs`, `wandb_api`, `ssh`), all behind the `Source`
+One module per place (`wandb_file`, `logs`, `tensorboard`, `wandb_api`, `ssh`), all behind the `Source`
 protocol in `base`. `read_with_fallback` picks the run's primary source from its `RunRef`, and when
 that place cannot be reached reads the configured log fallback instead, saying so in `data_source`.
 
@@ -82,6 +82,10 @@ def open_primary(
         return "wandb_file", DataSource.WANDB_FILE, _wandb_file_source(ref, progress)
     if ref.kind is RunKind.LOG_FILE:
         return "log", DataSource.LOG, LogFileSource(ref.path or "", progress=progress)
+    if ref.kind is RunKind.TENSORBOARD_DIR:
+        from .tensorboard import TensorBoardDirSource
+
+        return "tensorboard", DataSource.TENSORBOARD, TensorBoardDirSource(ref.path or "", progress=progress)
     if ref.kind is RunKind.WANDB_API:
         return "wandb", DataSource.WANDB, _wandb_api_source(ref, settings, progress)
     if ref.kind in (RunKind.WANDB_SWEEP, RunKind.WANDB_PROJECT):
@@ -146,13 +150,19 @@ def read_with_fallback(
     try:
         name, label, source = open_primary(ref, settings, progress)
         batch, notes = _read(source, name, cursors)
-        return ReadOutcome(batch, label, notes)
+        return ReadOutcome(batch, _read_as(label, batch.cursor[name]), notes)
     except SourceError as primary_error:
         if not settings.log_fallback:
             if isinstance(primary_error, SourceUnavailable):
                 return ReadOutcome(None, DataSource.UNREACHABLE, [str(primary_error)])
             raise
         return _read_fallback(settings, cursors, primary_error)
+
+
+def _read_as(label: DataSource, cursor: Cursor) -> DataSource:
+    """A local file the log reader found to be a TensorBoard event file says so (over SSH the label stays
+    ``ssh``: it names how the file was reached)."""
+    return DataSource.TENSORBOARD if label is DataSource.LOG and "events" in cursor else label
 
 
 def _fallback_source(settings: ResolvedRunConfig) -> Source:

@@ -14,6 +14,10 @@ Two layers, so that an SSH source can reuse the second without touching local fi
   shrank or was replaced is read again from the start with ``restarted=True``.
 - ``LogFileSource``: a local file through ``read_open_log``.
 
+A TensorBoard event file (binary TFRecords, recognised by its first record, not its name) is read by
+``read_event_file`` (decoding in ``tfevents``) in the same ``read_open_log``, so it is read alike locally and
+over SSH; its cursor is its own ``"events"`` sub-dict (offset and identity).
+
 Log lines that matter but hold no number come back as warnings: ``"fatal: ..."`` for lines that always end
 a run (DeepSpeed's loss scale at its minimum), ``"error: ..."`` for tracebacks, CUDA OOM and RuntimeError.
 Deciding what they mean is the judge's job.
@@ -47,6 +51,7 @@ from .logparse import (
     parse_lines,
     restore_parser,
 )
+from .tfevents import looks_like_events, read_events, tags_from
 
 __all__ = [
     "ERROR_PREFIX",
@@ -61,6 +66,7 @@ __all__ = [
     "is_log_path",
     "log_config",
     "parse_lines",
+    "read_event_file",
     "read_log_bytes",
     "read_open_log",
 ]
@@ -220,6 +226,8 @@ def read_open_log(
     JSON document (a Keras History dict, a trainer_state.json) is re-read whole (``logdoc``).
     """
     size = int(end if end is not None else identity.get("size", 0))
+    if looks_like_events(head):  # binary TFRecords: no text format applies, whatever ``fmt`` says
+        return _read_events_log(fh, cursor, identity, head, size, progress)
     if fmt in (None, "jsonl") and looks_like_document(head) and size <= MAX_DOCUMENT_BYTES:  # `logdoc`
         fh.seek(0)
         document = read_document(fh.read(size), cursor, identity)
@@ -252,6 +260,47 @@ def read_open_log(
     if isinstance(fill, dict):
         _continue_fill(fh, fill, batch, fmt, limits, progress)
     return batch
+
+
+def _read_events_log(
+    fh: Any, cursor: Cursor | None, identity: Mapping[str, Any], head: bytes, size: int, progress: Progress | None
+) -> ReadBatch:
+    """An event file passed as a log: its cursor is ``{"events": <the file's cursor>}``; a text log's cursor (a
+    file that was a text log before) reads it from the start."""
+    own = cursor.get("events", {}) if cursor is not None else None
+    batch = read_event_file(fh, own, identity=identity, head=head, end=size, name="the event file", progress=progress)
+    batch.cursor = {"events": batch.cursor}
+    return batch
+
+
+def read_event_file(
+    fh: Any,
+    own: Any,
+    *,
+    identity: Mapping[str, Any],
+    head: bytes,
+    end: int,
+    name: str,
+    prefix: str = "",
+    progress: Progress | None = None,
+) -> ReadBatch:
+    """The scalars appended to an open TensorBoard event file since ``own`` (its cursor: ``offset``, the file's
+    ``identity``, tags another plugin claimed; None: never read). A file that shrank or was replaced is read from
+    its start with ``restarted=True``. The batch's cursor is the file's new one."""
+    own = own if isinstance(own, Mapping) else ({} if own is not None else None)
+    offset = own.get("offset", 0) if own else 0
+    same = own is not None and isinstance(offset, int) and _same_file(own.get("identity"), identity, head, offset)
+    read = read_events(
+        fh, offset if same else 0, end, name=name, prefix=prefix, other_plugin_tags=tags_from(own) if same else (),
+        progress=progress,
+    )  # fmt: skip
+    cursor: Cursor = {"offset": read.offset, "identity": dict(identity)}
+    if read.other_plugin_tags:
+        cursor["other_plugin_tags"] = read.other_plugin_tags
+    return ReadBatch(
+        series=read.series, cursor=cursor, skipped_chunks=read.skipped, restarted=own is not None and not same,
+        notes=read.notes,
+    )  # fmt: skip
 
 
 def _tail_first(

@@ -64,8 +64,9 @@ def resolve_wandb_path(path: str | Path) -> Path:
         return _run_file_in(_latest_run_dir(p / WANDB_DIR_NAME))
     raise RunNotFound(
         f"{p} is a directory without W&B runs (no run-*.wandb file, no latest-run, no wandb/ inside): "
-        f"{_ACCEPTED}. Runs are written where wandb.init(dir=...) points, by default the training "
-        "script's working directory."
+        f"{_ACCEPTED}; or a TensorBoard log directory (one holding events.out.tfevents.* files, directly or in "
+        "run subdirectories such as lightning_logs/version_0) or a training log. W&B runs are written where "
+        "wandb.init(dir=...) points, by default the training script's working directory."
     )
 
 
