@@ -79,8 +79,10 @@ def test_classes_and_size(records):
     # 18.4 with rounds 48 and 49 merged (18,058,296 bytes before the merge's text and stop 34's ROUNDS.md section),
     # 18.6 with rounds 51 and 52 merged (18,513,331 bytes), 18.8 with round 53 too (18,758,515 bytes before its text),
     # 19.0 with round 54 too (18,782,265 bytes before stop 35's text), 19.4 with rounds 55-57 too (19,104,198 bytes
-    # before stop 35's text), 19.6 with rounds 58-59 too (19,279,741 bytes before stop 35's text)
-    assert total < 19_600_000
+    # before stop 35's text), 19.6 with rounds 58-59 too (19,279,741 bytes before stop 35's text),
+    # 20.0 with round 64's 35 trainlog.txt / epoch_loss.txt / loss_train.txt / train_loss.log / log_loss.txt /
+    # loss_record.txt runs on main at fa0b4fc (19,840,353 bytes before its text)
+    assert total < 20_000_000
 
 
 def test_every_run_has_provenance_licence_reason(records):
