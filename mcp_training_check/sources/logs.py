@@ -16,7 +16,8 @@ Two layers, so that an SSH source can reuse the second without touching local fi
 
 A TensorBoard event file (binary TFRecords, recognised by its first record, not its name) is read by
 ``read_event_file`` (decoding in ``tfevents``) in the same ``read_open_log``, so it is read alike locally and
-over SSH; its cursor is its own ``"events"`` sub-dict (offset and identity).
+over SSH, a long one tail-first with the log limits (``events_tail``); its cursor is its own ``"events"``
+sub-dict (offset and identity) and a fill-in under way (``"fill"``).
 
 Log lines that matter but hold no number come back as warnings: ``"fatal: ..."`` for lines that always end
 a run (DeepSpeed's loss scale at its minimum), ``"error: ..."`` for tracebacks, CUDA OOM and RuntimeError.
@@ -28,6 +29,7 @@ from __future__ import annotations
 import os
 import zlib
 from collections.abc import Iterable, Iterator, Mapping
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -36,8 +38,18 @@ import numpy as np
 from ..errors import SourceError
 from ..files import describe_os_error, open_regular
 from ..models import RunInfo, RunStatus
-from . import log_tail
-from .base import Cursor, Progress, ReadBatch, SeriesBuilder, SeriesChunk, TailLimits, catch_up_note, no_progress
+from . import events_tail, log_tail
+from .base import (
+    Cursor,
+    FillBatch,
+    Progress,
+    ReadBatch,
+    SeriesBuilder,
+    SeriesChunk,
+    TailLimits,
+    catch_up_note,
+    no_progress,
+)
 from .logdoc import MAX_DOCUMENT_BYTES, looks_like_document, read_document
 from .logparse import (
     ERROR_PREFIX,
@@ -226,8 +238,9 @@ def read_open_log(
     JSON document (a Keras History dict, a trainer_state.json) is re-read whole (``logdoc``).
     """
     size = int(end if end is not None else identity.get("size", 0))
+    limits = limits or log_tail.DEFAULT_LIMITS
     if looks_like_events(head):  # binary TFRecords: no text format applies, whatever ``fmt`` says
-        return _read_events_log(fh, cursor, identity, head, size, progress)
+        return _read_events_log(fh, cursor, identity, head, size, limits, progress)
     if fmt in (None, "jsonl") and looks_like_document(head) and size <= MAX_DOCUMENT_BYTES:  # `logdoc`
         fh.seek(0)
         document = read_document(fh.read(size), cursor, identity)
@@ -237,7 +250,6 @@ def read_open_log(
     same = cursor is not None and _same_file(cursor.get("identity"), identity, head, offset)
     parser = restore_parser(cursor, fmt) if same else None
     keep = parser is not None  # else read from the start, so that a CSV header is seen again
-    limits = limits or log_tail.DEFAULT_LIMITS
     if not keep and size > limits.read_whole_up_to:  # a long log's first read: tail first (log_tail)
         return _tail_first(fh, identity, size, fmt, limits, progress, restarted=cursor is not None)
     if keep and size - offset > max(limits.catch_up_bytes, limits.read_whole_up_to):  # too much to catch up on
@@ -263,13 +275,27 @@ def read_open_log(
 
 
 def _read_events_log(
-    fh: Any, cursor: Cursor | None, identity: Mapping[str, Any], head: bytes, size: int, progress: Progress | None
+    fh: Any,
+    cursor: Cursor | None,
+    identity: Mapping[str, Any],
+    head: bytes,
+    size: int,
+    limits: TailLimits,
+    progress: Progress | None,
 ) -> ReadBatch:
-    """An event file passed as a log: its cursor is ``{"events": <the file's cursor>}``; a text log's cursor (a
-    file that was a text log before) reads it from the start."""
+    """An event file passed as a log: its cursor is ``{"events": <the file's cursor>, "fill": <a fill-in under
+    way>}``; a text log's cursor (a file that was a text log before) reads it from the start."""
     own = cursor.get("events", {}) if cursor is not None else None
-    batch = read_event_file(fh, own, identity=identity, head=head, end=size, name="the event file", progress=progress)
-    batch.cursor = {"events": batch.cursor}
+    name = "the event file"
+    batch = read_event_file(
+        fh, own, identity=identity, head=head, end=size, name=name, limits=limits, progress=progress
+    )  # fmt: skip
+    live = events_tail.FillFile(name, "", int(batch.cursor["offset"]), lambda: nullcontext(fh))
+    batch.fill, fill = events_tail.advance_fill(
+        batch.fill, cursor.get("fill") if cursor else None, [live], limits, restarted=batch.restarted,
+        cursors={name: batch.cursor}, progress=progress or no_progress,
+    )  # fmt: skip
+    batch.cursor = {"events": batch.cursor, **({"fill": fill} if fill is not None else {})}
     return batch
 
 
@@ -282,24 +308,61 @@ def read_event_file(
     end: int,
     name: str,
     prefix: str = "",
+    limits: TailLimits | None = None,
     progress: Progress | None = None,
 ) -> ReadBatch:
     """The scalars appended to an open TensorBoard event file since ``own`` (its cursor: ``offset``, the file's
     ``identity``, tags another plugin claimed; None: never read). A file that shrank or was replaced is read from
-    its start with ``restarted=True``. The batch's cursor is the file's new one."""
+    its start with ``restarted=True``. The batch's cursor is the file's new one.
+
+    A long file read from its start (over ``limits.read_whole_up_to``), or one that grew more than a check
+    catches up on (``limits.catch_up_bytes``: then ``restarted``, with `catch_up_note`), is read tail-first
+    (``events_tail``): the batch's ``fill`` is then a first `FillBatch` with its first exact step (None when the
+    read was exact after all), and the caller carries the fill-in on (`events_tail.advance_fill`)."""
     own = own if isinstance(own, Mapping) else ({} if own is not None else None)
     offset = own.get("offset", 0) if own else 0
     same = own is not None and isinstance(offset, int) and _same_file(own.get("identity"), identity, head, offset)
+    limits = limits or log_tail.DEFAULT_LIMITS
+    catching_up = same and end - offset > max(limits.catch_up_bytes, limits.read_whole_up_to)
+    if catching_up or (not same and end > limits.read_whole_up_to):
+        batch = _events_tail_first(fh, identity, end, name, prefix, limits, progress)
+        batch.restarted = own is not None
+        if catching_up:
+            batch.notes.append(catch_up_note(end - offset, limits.catch_up_bytes))
+        return batch
     read = read_events(
         fh, offset if same else 0, end, name=name, prefix=prefix, other_plugin_tags=tags_from(own) if same else (),
         progress=progress,
     )  # fmt: skip
-    cursor: Cursor = {"offset": read.offset, "identity": dict(identity)}
-    if read.other_plugin_tags:
-        cursor["other_plugin_tags"] = read.other_plugin_tags
     return ReadBatch(
-        series=read.series, cursor=cursor, skipped_chunks=read.skipped, restarted=own is not None and not same,
-        notes=read.notes,
+        series=read.series, cursor=_events_cursor(read.offset, identity, read.other_plugin_tags),
+        skipped_chunks=read.skipped, restarted=own is not None and not same, notes=read.notes,
+    )  # fmt: skip
+
+
+def _events_cursor(offset: int, identity: Mapping[str, Any], other_plugin_tags: list[str]) -> Cursor:
+    cursor: Cursor = {"offset": offset, "identity": dict(identity)}
+    if other_plugin_tags:
+        cursor["other_plugin_tags"] = other_plugin_tags
+    return cursor
+
+
+def _events_tail_first(
+    fh: Any,
+    identity: Mapping[str, Any],
+    size: int,
+    name: str,
+    prefix: str,
+    limits: TailLimits,
+    progress: Progress | None,
+) -> ReadBatch:
+    first = events_tail.read_events_tail_first(
+        fh, size, name=name, prefix=prefix, limits=limits, progress=progress or no_progress
+    )  # fmt: skip
+    return ReadBatch(
+        series=first.series, cursor=_events_cursor(first.offset, identity, first.other_plugin_tags),
+        skipped_chunks=first.skipped, notes=first.notes,
+        fill=None if first.exact_from is None else FillBatch({}, first.exact_from, first=True),
     )  # fmt: skip
 
 
