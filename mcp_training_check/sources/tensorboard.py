@@ -12,7 +12,7 @@ are read:
   ``runs/<date>_<host>``): exactly one is read; several are an error that lists them, newest first.
 
 The cursor is ``{"dir": <the run directory read>, "files": {<name under it>: <that file's cursor>}, "fill":
-<a fill-in under way>}`` (the file cursors of ``logs.read_event_file``). A file that shrank or was replaced, or
+<a fill-in under way>}`` (the file cursors of ``events_file.read_event_file``). A file that shrank or was replaced, or
 grew more than a check catches up on, or another run directory than the one read before, reads every file again
 from its start with ``restarted=True``: the stored series are dropped, so every file must be read again.
 
@@ -38,8 +38,9 @@ from ..files import describe_os_error, open_regular
 from ..models import RunInfo
 from . import log_tail
 from .base import Cursor, FillBatch, Progress, ReadBatch, SeriesChunk, TailLimits, concat_series, no_progress
+from .events_file import read_event_file
 from .events_tail import FillFile, advance_fill
-from .logs import HEAD_BYTES, file_identity, read_event_file
+from .identity import HEAD_BYTES, file_identity
 
 __all__ = ["MAX_LISTED_RUNS", "TensorBoardDirSource", "event_files"]
 
