@@ -606,3 +606,23 @@ def test_a_long_event_file_over_ssh_is_read_tail_first_and_filled_in(
     assert {n: c.steps.tolist() for n, c in first.series.items()} == {n: steps_of(local, n) for n in local.series}
     assert fill_in_until_exact(store, source) > 3
     assert_same_history(full_history(tmp_path, LogFileSource(path), monkeypatch), store.load_history("run"))
+
+
+def test_a_file_that_appears_before_the_one_being_filled_in_restarts_the_fill_in(
+    tmp_path: Path, long_limits: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A tag's exact history is every file's points in reading order: a new train/ file, read before the
+    validation/ file the fill-in is in, starts the fill-in again from the first file."""
+    logdir = tmp_path / "logs"
+    write_scalars(logdir / "train", range(100), suffix=".1")
+    write_scalars(logdir / "validation", range(6000))
+    store, source = StateStore(tmp_path / "tail"), TensorBoardDirSource(logdir)
+    read_into(store, source)
+    read_into(store, source)
+    assert store.get_cursor("run")["fill"]["file"].startswith("validation")
+    write_scalars(logdir / "train", range(100, 200), suffix=".2")
+    again = read_into(store, source)
+    assert again.fill is not None and again.fill.first and store.get_cursor("run")["fill"]["done"] == []
+    assert steps_of(again, "train/train/loss") == list(range(100, 200))
+    assert fill_in_until_exact(store, source) > 3
+    assert_same_history(full_history(tmp_path, TensorBoardDirSource(logdir), monkeypatch), store.load_history("run"))

@@ -277,6 +277,10 @@ def _continue_fill(
     budget = limits.fill_bytes_per_check
     parts: list[dict[str, SeriesChunk]] = []
     done = [name for name in fill.get("done", []) if isinstance(name, str)]
+    names = [file.name for file in files if file.name not in done]
+    if fill.get("file") in names and names[0] != fill["file"]:  # a file appeared before the one under way
+        exact_from = int(fill["exact_from"])  # its points go first: a tag's order is only kept from the start
+        return FillBatch({}, exact_from, first=True), start_fill(exact_from)
     for file in files:
         if file.name in done:
             continue
