@@ -626,3 +626,28 @@ def test_a_file_that_appears_before_the_one_being_filled_in_restarts_the_fill_in
     assert steps_of(again, "train/train/loss") == list(range(100, 200))
     assert fill_in_until_exact(store, source) > 3
     assert_same_history(full_history(tmp_path, TensorBoardDirSource(logdir), monkeypatch), store.load_history("run"))
+
+
+def test_damaged_long_event_files_are_read_tail_first_and_filled_in_without_raising(
+    tmp_path: Path, long_limits: None
+) -> None:
+    """Bit flips past the head (record starts found after cuts may land next to them): every read returns, the
+    live cursor stays on a record boundary, and the fill-in resyncs past damage and arrives."""
+    whole = write_scalars(tmp_path / "runs", range(3000)).read_bytes()
+    boundaries = {*record_offsets(whole), len(whole)}
+    rng = np.random.default_rng(1)
+    damaged = tmp_path / "damaged.tfevents"
+    for trial in range(20):
+        data = bytearray(whole)
+        for at in rng.integers(4096, len(data), size=1 + trial):
+            data[at] ^= 1 << int(rng.integers(0, 8))
+        damaged.write_bytes(bytes(data))
+        source, cursor = LogFileSource(damaged), None
+        for _ in range(12):
+            batch = source.read(cursor)
+            cursor = batch.cursor
+            assert cursor["events"]["offset"] in boundaries, trial
+            if batch.fill is not None and batch.fill.done:
+                break
+        else:
+            pytest.fail(f"trial {trial}: the fill-in never arrived")

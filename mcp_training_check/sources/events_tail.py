@@ -22,7 +22,8 @@ uint32 masked crc32c(length)``; a start is a position whose 12 bytes hold a leng
 record is near 4 GiB) and its masked crc, and whose next record's header holds as well (up to
 `CONFIRM_RECORDS` of them, as far as the bytes scanned reach). A false start needs the 32-bit crc to match by
 chance twice (1 in 2^64 per position holding 4 zero bytes; below 2^-44 over a whole `BOUNDARY_SCAN_BYTES`
-scan even if every byte were one): negligible. If one slipped through anyway, its records are garbage until
+scan even if every byte were one): negligible. Only a record ending exactly at the end of the file is taken on
+its own crc, once its length lands exactly there too. If one slipped through anyway, its records are garbage until
 the chain meets a real header or fails one: garbage is counted as undecodable records (said in the notes, or
 rarely a wrong value under a tag), a failed header ends that part's read with the damaged-file note; nothing
 is raised, and the fill-in re-reads that part exactly from the start of the file.
