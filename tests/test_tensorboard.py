@@ -9,6 +9,7 @@ event file writer, record by record as TF2 writes them.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -29,11 +30,13 @@ from mcp_training_check.errors import RunNotFound, RunRefError
 from mcp_training_check.models import CheckReport, DataSource, Decision, RunKind, StopOutcome
 from mcp_training_check.server import build_server
 from mcp_training_check.service import Monitor
-from mcp_training_check.sources import tfevents
+from mcp_training_check.sources import events_tail, log_tail, tfevents
 from mcp_training_check.sources.base import ReadBatch
 from mcp_training_check.sources.logs import LogFileSource
 from mcp_training_check.sources.tensorboard import TensorBoardDirSource
+from mcp_training_check.state import StateStore
 from tests.test_cli import cli
+from tests.test_first_check import assert_same_history
 from tests.test_server import call
 
 from .test_ssh_source import ssh_source
@@ -430,3 +433,221 @@ def test_damaged_event_files_never_raise_and_the_cursor_stays_within_the_file(tm
             read_as_events += 1
             said += any("bad length checksum" in note for note in batch.notes)
     assert read_as_events > 120 and said > 0, (read_as_events, said)
+
+
+# --------------------------------------------------------------------------- long files: tail-first, then filled in
+
+KiB = 1024
+LONG_LIMITS = dataclasses.replace(
+    log_tail.DEFAULT_LIMITS,
+    small_bytes=64 * KiB,
+    head_bytes=8 * KiB,
+    tail_first_bytes=16 * KiB,
+    tail_max_bytes=160 * KiB,
+    tail_points=256,
+    overview_reads=4,
+    overview_read_bytes=32 * KiB,
+    fill_bytes_per_check=256 * KiB,
+    catch_up_bytes=512 * KiB,
+)  # a 6,000-step file (~1.7 MB) is "long": head, tail, four windows, filled in over ~7 checks
+
+
+@pytest.fixture
+def long_limits(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(log_tail, "DEFAULT_LIMITS", LONG_LIMITS)
+
+
+def read_into(store: StateStore, source, key: str = "run") -> ReadBatch:
+    batch = source.read(store.get_cursor(key))
+    store.apply_batch(key, batch)
+    return batch
+
+
+def full_history(tmp_path: Path, source, monkeypatch: pytest.MonkeyPatch):
+    """What a first read of the whole of ``source`` stores, as every first check did before."""
+    monkeypatch.setattr(log_tail, "DEFAULT_LIMITS", dataclasses.replace(LONG_LIMITS, small_bytes=1 << 40))
+    store = StateStore(tmp_path / "full")
+    read_into(store, source)
+    monkeypatch.setattr(log_tail, "DEFAULT_LIMITS", LONG_LIMITS)
+    return store.load_history("run")
+
+
+def fill_in_until_exact(store: StateStore, source, grow=None) -> int:
+    """Checks until the stored history is exact (``grow()`` between them); returns how many it took."""
+    checks = 0
+    while store.load_history("run").exact_from is not None:
+        if grow is not None:
+            grow()
+        read_into(store, source)
+        checks += 1
+        assert checks < 40, "the fill-in never arrived"
+    return checks
+
+
+class Growing:
+    """An event file written whole by tensorboardX (whose writer flushes from a thread of its own), handed out
+    as a writer appends it: up to the record that starts ``steps`` in, then more records per `grow`."""
+
+    def __init__(self, tmp_path: Path, steps: int, more_steps: int) -> None:
+        self.data = write_scalars(tmp_path / "written", range(steps + more_steps)).read_bytes()
+        self.starts = record_offsets(self.data)
+        self.path = tmp_path / "runs" / "events.out.tfevents.1700000000.trainbox"
+        self.path.parent.mkdir()
+        self.records = 1 + 2 * steps + 3 * -(-steps // 50)  # file_version, 2 scalars a step, 3 more every 50
+        self.path.write_bytes(self.data[: self.starts[self.records]])
+
+    def grow(self, records: int = 200) -> None:
+        old, self.records = self.starts[self.records], min(self.records + records, len(self.starts) - 1)
+        with self.path.open("ab") as fh:
+            fh.write(self.data[old : self.starts[self.records]])
+
+
+def test_a_long_event_file_is_read_tail_first_and_filled_in_to_what_a_full_read_stores(
+    tmp_path: Path, long_limits: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run = Growing(tmp_path, 6000, 2000)
+    store, source = StateStore(tmp_path / "tail"), LogFileSource(run.path)
+    first = read_into(store, source)
+    assert first.fill is not None and first.fill.first and first.cursor["fill"]["offset"] == 0
+    history = store.load_history("run")
+    loss = history.metrics["train/loss"]
+    assert history.exact_from == first.fill.exact_from and 4000 < history.exact_from < 5900
+    assert loss.raw_steps[-1] == 5999 and np.array_equal(loss.raw_steps[-256:], np.arange(5744, 6000))
+    assert loss.total_points < 3000, "the older history is a sample"
+    read = steps_of(first, "train/loss")
+    middle = [s for s in read if 100 < s < history.exact_from - 1]
+    assert read[:10] == list(range(10)) and 100 < len(middle) < 2000, "the first steps, and an overview"
+    assert fill_in_until_exact(store, source, run.grow) > 3  # the run goes on between checks
+    assert "fill" not in store.get_cursor("run")
+    exact = full_history(tmp_path, LogFileSource(run.path), monkeypatch)
+    assert_same_history(exact, store.load_history("run"))
+
+
+def test_a_cut_inside_any_record_finds_the_next_record_start(tmp_path: Path) -> None:
+    """Cuts at every byte of a stretch of scalars and every 23rd byte across step 50's histogram and text records:
+    the record start found is the first at or after the cut, from the file and from bytes alone."""
+    path = write_scalars(tmp_path / "runs", range(1, 120))
+    data = path.read_bytes()
+    starts = record_offsets(data)
+    cuts = [*range(starts[20], starts[40]), *range(starts[100], starts[112], 23)]  # 104-108: step 50's 5 records
+    with path.open("rb") as fh:
+        for cut in cuts:
+            want = next(s for s in starts if s >= cut)
+            assert events_tail.record_start(fh, cut, len(data)) == want, cut
+            assert events_tail.find_record_start(data, cut) == want, cut
+        assert events_tail.record_start(fh, starts[-1] + 1, len(data)) == len(data)  # inside the last record
+    noise = np.random.default_rng(3).integers(0, 256, size=1 << 20, dtype=np.uint8).tobytes()
+    assert events_tail.find_record_start(noise) is None
+
+
+def test_nan_in_the_tail_of_a_long_event_file_says_stop_at_the_first_check(tmp_path: Path, long_limits: None) -> None:
+    path = write_scalars(tmp_path / "runs", range(6000), nan_from=5990)
+    report = Monitor(home=tmp_path / "home").check(str(path))
+    assert report.snapshot.overview_before_step is not None, "read tail-first"
+    assert report.verdict is not None and report.verdict.decision is Decision.STOP
+    assert "NaN" in report.verdict.summary
+
+
+def test_an_event_file_that_grew_past_the_catch_up_cap_is_read_tail_first_again(
+    tmp_path: Path, long_limits: None
+) -> None:
+    run = Growing(tmp_path, 6000, 3000)
+    store, source = StateStore(tmp_path / "tail"), LogFileSource(run.path)
+    read_into(store, source)
+    read_into(store, source)  # the fill-in under way
+    assert store.get_cursor("run")["fill"]["offset"] > 0
+    run.grow(10_000)  # ~0.8 MB appended: more than one check catches up on
+    again = read_into(store, source)
+    assert again.restarted and again.fill is not None and again.fill.first
+    assert any("were appended since the last check" in note for note in again.notes), again.notes
+    history = store.load_history("run")
+    assert history.metrics["train/loss"].raw_steps[-1] == 8999 and history.exact_from > 6000
+    assert store.get_cursor("run")["fill"]["offset"] == 0
+
+
+def resumed(logdir: Path) -> None:  # a resumed run: a second file from an earlier checkpoint's step on
+    write_scalars(logdir, range(0, 5000), suffix=".1")
+    write_scalars(logdir, range(4000, 9000), suffix=".2")
+
+
+def keras(logdir: Path) -> None:  # Keras: a long train/ file, a short validation/ one (read whole)
+    write_scalars(logdir / "train", range(6000))
+    write_scalars(logdir / "validation", range(0, 6000, 40))
+
+
+@pytest.mark.parametrize("layout", [resumed, keras])
+def test_a_long_tensorboard_directory_is_read_tail_first_and_filled_in_to_what_a_full_read_stores(
+    tmp_path: Path, long_limits: None, monkeypatch: pytest.MonkeyPatch, layout
+) -> None:
+    logdir = tmp_path / "version_0"
+    layout(logdir)
+    store, source = StateStore(tmp_path / "tail"), TensorBoardDirSource(logdir)
+    first = read_into(store, source)
+    assert first.fill is not None and first.fill.first and first.cursor["fill"]["done"] == []
+    history = store.load_history("run")
+    assert history.exact_from is not None and history.metrics[next(iter(history.metrics))].total_points < 5000
+    assert fill_in_until_exact(store, source) > 3
+    assert "fill" not in store.get_cursor("run")
+    assert_same_history(full_history(tmp_path, TensorBoardDirSource(logdir), monkeypatch), store.load_history("run"))
+    writer = SummaryWriter(str(logdir), filename_suffix=".3")  # after the fill-in the live reading goes on
+    fill(writer, range(9000, 9010))
+    writer.close()
+    assert steps_of(read_into(store, source), "train/loss") == list(range(9000, 9010))
+
+
+def test_a_long_event_file_over_ssh_is_read_tail_first_and_filled_in(
+    ssh_home, tmp_path: Path, long_limits: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = write_scalars(tmp_path / "runs", range(6000))
+    store, source = StateStore(tmp_path / "remote"), ssh_source(ssh_home, path)
+    first = read_into(store, source)
+    assert first.fill is not None and first.fill.first and store.load_history("run").exact_from is not None
+    local = LogFileSource(path).read(None)
+    assert {n: c.steps.tolist() for n, c in first.series.items()} == {n: steps_of(local, n) for n in local.series}
+    assert fill_in_until_exact(store, source) > 3
+    assert_same_history(full_history(tmp_path, LogFileSource(path), monkeypatch), store.load_history("run"))
+
+
+def test_a_file_that_appears_before_the_one_being_filled_in_restarts_the_fill_in(
+    tmp_path: Path, long_limits: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A tag's exact history is every file's points in reading order: a new train/ file, read before the
+    validation/ file the fill-in is in, starts the fill-in again from the first file."""
+    logdir = tmp_path / "logs"
+    write_scalars(logdir / "train", range(100), suffix=".1")
+    write_scalars(logdir / "validation", range(6000))
+    store, source = StateStore(tmp_path / "tail"), TensorBoardDirSource(logdir)
+    read_into(store, source)
+    read_into(store, source)
+    assert store.get_cursor("run")["fill"]["file"].startswith("validation")
+    write_scalars(logdir / "train", range(100, 200), suffix=".2")
+    again = read_into(store, source)
+    assert again.fill is not None and again.fill.first and store.get_cursor("run")["fill"]["done"] == []
+    assert steps_of(again, "train/train/loss") == list(range(100, 200))
+    assert fill_in_until_exact(store, source) > 3
+    assert_same_history(full_history(tmp_path, TensorBoardDirSource(logdir), monkeypatch), store.load_history("run"))
+
+
+def test_damaged_long_event_files_are_read_tail_first_and_filled_in_without_raising(
+    tmp_path: Path, long_limits: None
+) -> None:
+    """Bit flips past the head (record starts found after cuts may land next to them): every read returns, the
+    live cursor stays on a record boundary, and the fill-in resyncs past damage and arrives."""
+    whole = write_scalars(tmp_path / "runs", range(3000)).read_bytes()
+    boundaries = {*record_offsets(whole), len(whole)}
+    rng = np.random.default_rng(1)
+    damaged = tmp_path / "damaged.tfevents"
+    for trial in range(20):
+        data = bytearray(whole)
+        for at in rng.integers(4096, len(data), size=1 + trial):
+            data[at] ^= 1 << int(rng.integers(0, 8))
+        damaged.write_bytes(bytes(data))
+        source, cursor = LogFileSource(damaged), None
+        for _ in range(12):
+            batch = source.read(cursor)
+            cursor = batch.cursor
+            assert cursor["events"]["offset"] in boundaries, trial
+            if batch.fill is not None and batch.fill.done:
+                break
+        else:
+            pytest.fail(f"trial {trial}: the fill-in never arrived")

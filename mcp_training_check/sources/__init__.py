@@ -10,7 +10,7 @@ sub-cursor its source cannot use (a hand edit, a bit flip the state's JSON decod
 again from the start, with a note in ``warnings``.
 
 A long run's first read is tail-first: the recent history exactly, an overview of the older one, then a
-bounded fill-in per read (`base.FillBatch`; ``wandb_tail``, ``log_tail``, ``wandb_api_overview``). Long
+bounded fill-in per read (`base.FillBatch`; ``wandb_tail``, ``log_tail``, ``events_tail``, ``wandb_api_overview``). Long
 reads report to a `Progress` callback (`ThrottledProgress` passes on only those lasting over a second).
 """
 

@@ -15,8 +15,9 @@ Two layers, so that an SSH source can reuse the second without touching local fi
 - ``LogFileSource``: a local file through ``read_open_log``.
 
 A TensorBoard event file (binary TFRecords, recognised by its first record, not its name) is read by
-``read_event_file`` (decoding in ``tfevents``) in the same ``read_open_log``, so it is read alike locally and
-over SSH; its cursor is its own ``"events"`` sub-dict (offset and identity).
+``events_file`` (decoding in ``tfevents``) in the same ``read_open_log``, so it is read alike locally and
+over SSH, a long one tail-first with the log limits (``events_tail``); its cursor is its own ``"events"``
+sub-dict (offset and identity) and a fill-in under way (``"fill"``).
 
 Log lines that matter but hold no number come back as warnings: ``"fatal: ..."`` for lines that always end
 a run (DeepSpeed's loss scale at its minimum), ``"error: ..."`` for tracebacks, CUDA OOM and RuntimeError.
@@ -26,7 +27,6 @@ Deciding what they mean is the judge's job.
 from __future__ import annotations
 
 import os
-import zlib
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -38,6 +38,8 @@ from ..files import describe_os_error, open_regular
 from ..models import RunInfo, RunStatus
 from . import log_tail
 from .base import Cursor, Progress, ReadBatch, SeriesBuilder, SeriesChunk, TailLimits, catch_up_note, no_progress
+from .events_file import read_event_file, read_events_log
+from .identity import HEAD_BYTES, file_identity, same_file
 from .logdoc import MAX_DOCUMENT_BYTES, looks_like_document, read_document
 from .logparse import (
     ERROR_PREFIX,
@@ -51,7 +53,7 @@ from .logparse import (
     parse_lines,
     restore_parser,
 )
-from .tfevents import looks_like_events, read_events, tags_from
+from .tfevents import looks_like_events
 
 __all__ = [
     "ERROR_PREFIX",
@@ -73,7 +75,6 @@ __all__ = [
 
 LOG_SUFFIXES = frozenset({".log", ".txt", ".out", ".err", ".jsonl", ".ndjson", ".csv", ".tsv"})
 CHUNK_BYTES = 1 << 18  # bytes read and parsed at a time: bounds memory whatever the file size
-HEAD_BYTES = 4096  # bytes hashed to tell a replaced file from an appended one
 LOG_FIX = "point `run` at the training's log file (train.log, metrics.jsonl, ...) or its W&B run directory"
 
 
@@ -176,24 +177,6 @@ def is_log_path(path: str | Path) -> bool:
     return b"\0" not in head
 
 
-def file_identity(*, inode: int | None, dev: int | None, size: int, head: bytes) -> dict[str, Any]:
-    """What tells an appended file from a replaced one: inode and device (None when the place cannot
-    say, e.g. over SFTP without a shell), size, and a crc of the first ``HEAD_BYTES``."""
-    return {"inode": inode, "dev": dev, "size": size, "head_len": len(head), "head_crc": zlib.crc32(head)}
-
-
-def _same_file(old: Any, new: Mapping[str, Any], head: bytes, offset: int) -> bool:
-    """Same file, only appended to: same inode and device, not shorter, same first bytes as before."""
-    if not isinstance(old, Mapping):
-        return False
-    try:
-        if (old["inode"], old["dev"]) != (new["inode"], new["dev"]) or new["size"] < offset:
-            return False
-        return zlib.crc32(head[: int(old["head_len"])]) == old["head_crc"] and len(head) >= old["head_len"]
-    except (KeyError, TypeError, ValueError):
-        return False
-
-
 def _chunks(fh: Any, end: int | None) -> Iterator[bytes]:
     """``fh`` from its position in CHUNK_BYTES pieces, up to ``end`` (None: to the end of the file)."""
     position = fh.tell()
@@ -226,18 +209,18 @@ def read_open_log(
     JSON document (a Keras History dict, a trainer_state.json) is re-read whole (``logdoc``).
     """
     size = int(end if end is not None else identity.get("size", 0))
+    limits = limits or log_tail.DEFAULT_LIMITS
     if looks_like_events(head):  # binary TFRecords: no text format applies, whatever ``fmt`` says
-        return _read_events_log(fh, cursor, identity, head, size, progress)
+        return read_events_log(fh, cursor, identity=identity, head=head, size=size, limits=limits, progress=progress)
     if fmt in (None, "jsonl") and looks_like_document(head) and size <= MAX_DOCUMENT_BYTES:  # `logdoc`
         fh.seek(0)
         document = read_document(fh.read(size), cursor, identity)
         if document is not None:
             return document
     offset = int(cursor.get("offset", 0)) if cursor else 0
-    same = cursor is not None and _same_file(cursor.get("identity"), identity, head, offset)
+    same = cursor is not None and same_file(cursor.get("identity"), identity, head, offset)
     parser = restore_parser(cursor, fmt) if same else None
     keep = parser is not None  # else read from the start, so that a CSV header is seen again
-    limits = limits or log_tail.DEFAULT_LIMITS
     if not keep and size > limits.read_whole_up_to:  # a long log's first read: tail first (log_tail)
         return _tail_first(fh, identity, size, fmt, limits, progress, restarted=cursor is not None)
     if keep and size - offset > max(limits.catch_up_bytes, limits.read_whole_up_to):  # too much to catch up on
@@ -260,47 +243,6 @@ def read_open_log(
     if isinstance(fill, dict):
         _continue_fill(fh, fill, batch, fmt, limits, progress)
     return batch
-
-
-def _read_events_log(
-    fh: Any, cursor: Cursor | None, identity: Mapping[str, Any], head: bytes, size: int, progress: Progress | None
-) -> ReadBatch:
-    """An event file passed as a log: its cursor is ``{"events": <the file's cursor>}``; a text log's cursor (a
-    file that was a text log before) reads it from the start."""
-    own = cursor.get("events", {}) if cursor is not None else None
-    batch = read_event_file(fh, own, identity=identity, head=head, end=size, name="the event file", progress=progress)
-    batch.cursor = {"events": batch.cursor}
-    return batch
-
-
-def read_event_file(
-    fh: Any,
-    own: Any,
-    *,
-    identity: Mapping[str, Any],
-    head: bytes,
-    end: int,
-    name: str,
-    prefix: str = "",
-    progress: Progress | None = None,
-) -> ReadBatch:
-    """The scalars appended to an open TensorBoard event file since ``own`` (its cursor: ``offset``, the file's
-    ``identity``, tags another plugin claimed; None: never read). A file that shrank or was replaced is read from
-    its start with ``restarted=True``. The batch's cursor is the file's new one."""
-    own = own if isinstance(own, Mapping) else ({} if own is not None else None)
-    offset = own.get("offset", 0) if own else 0
-    same = own is not None and isinstance(offset, int) and _same_file(own.get("identity"), identity, head, offset)
-    read = read_events(
-        fh, offset if same else 0, end, name=name, prefix=prefix, other_plugin_tags=tags_from(own) if same else (),
-        progress=progress,
-    )  # fmt: skip
-    cursor: Cursor = {"offset": read.offset, "identity": dict(identity)}
-    if read.other_plugin_tags:
-        cursor["other_plugin_tags"] = read.other_plugin_tags
-    return ReadBatch(
-        series=read.series, cursor=cursor, skipped_chunks=read.skipped, restarted=own is not None and not same,
-        notes=read.notes,
-    )  # fmt: skip
 
 
 def _tail_first(

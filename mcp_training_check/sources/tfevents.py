@@ -31,6 +31,7 @@ from .tfproto import LENGTH_CRCS, Tags, decode_event, fields, simple_scalar, spa
 
 __all__ = [
     "EVENTS_CHUNK_BYTES",
+    "MAX_RECORD_BYTES",
     "EventsRead",
     "looks_like_events",
     "read_events",
@@ -93,6 +94,7 @@ class EventsRead:
     notes: list[str] = field(default_factory=list)
     skipped: int = 0  # records that could not be decoded
     other_plugin_tags: list[str] = field(default_factory=list)
+    corrupt_at: int | None = None  # where a bad length checksum stopped the read
 
 
 class _Sink:
@@ -219,7 +221,7 @@ def read_events(
         if count % 65536 == 0:
             sink.flush()
     claimed = sorted(tags.other_plugin)[:MAX_OTHER_PLUGIN_TAGS]
-    result = EventsRead(sink.build(), at.offset, skipped=skipped, other_plugin_tags=claimed)
+    result = EventsRead(sink.build(), at.offset, skipped=skipped, other_plugin_tags=claimed, corrupt_at=at.corrupt_at)
     if at.corrupt_at is not None:
         result.notes.append(CORRUPT_NOTE.format(path=name, offset=at.corrupt_at))
     if skipped:
