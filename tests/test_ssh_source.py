@@ -217,8 +217,9 @@ def test_missing_file_names_the_host_and_the_path(ssh_home, tmp_path):
 
 
 def test_directory_is_not_a_log(ssh_home, tmp_path):
-    with pytest.raises(RunNotFound, match="is a directory"):
+    with pytest.raises(RunNotFound, match="is a directory") as caught:
         ssh_source(ssh_home, tmp_path).read(None)
+    assert "events.out.tfevents" in str(caught.value)  # a TensorBoard user learns which file to name
 
 
 def test_closed_port_is_reported_at_once(ssh_home, tmp_path):

@@ -107,7 +107,10 @@ def _log_error(exc: RemoteFileError, path: str, target: SshTarget) -> RunNotFoun
             f"`{target.ssh_command.removesuffix(' true')} ls -l {shlex.quote(path)}`."
         )
     if exc.kind == "directory":
-        return RunNotFound(f"{where} is a directory, not a log file: name the log file inside it, e.g. train.log.")
+        return RunNotFound(
+            f"{where} is a directory, not a log file: name the log file inside it, e.g. train.log (for a "
+            "TensorBoard log directory, one of its events.out.tfevents.* files: over SSH a run is one file)."
+        )
     if exc.kind in ("fifo", "special"):
         kind = "a FIFO" if exc.kind == "fifo" else "not a regular file"
         return RunNotFound(
