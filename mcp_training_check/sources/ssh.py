@@ -140,7 +140,9 @@ class SshLogSource:
             mode = sftp.stat(self.path).st_mode or 0
             if not stat.S_ISREG(mode):
                 where, kind = f"{self.path} on {target.where}", not_regular(mode, "log file")
-                raise RunNotFound(f"{where} is {kind}: name the training's log file, e.g. train.log.")
+                fix = "name the training's log file, e.g. train.log"
+                fix = ssh_exec.REMOTE_DIRECTORY_FIX if stat.S_ISDIR(mode) else fix
+                raise RunNotFound(f"{where} is {kind}: {fix}.")
             return sftp.open(self.path, "rb")
         except OSError as exc:
             raise _file_error(exc, self.path, target) from exc

@@ -99,6 +99,12 @@ def stat_remote(client: paramiko.SSHClient, path: str, target: SshTarget, *, tim
         raise _log_error(exc, path, target) from exc
 
 
+REMOTE_DIRECTORY_FIX = (
+    "name the log file inside it, e.g. train.log (for a TensorBoard log directory, one of its "
+    "events.out.tfevents.* files: over SSH a run is one file)"
+)
+
+
 def _log_error(exc: RemoteFileError, path: str, target: SshTarget) -> RunNotFound | SourceUnavailable:
     where = f"{path} on {target.where}"
     if exc.kind == "missing":
@@ -107,10 +113,7 @@ def _log_error(exc: RemoteFileError, path: str, target: SshTarget) -> RunNotFoun
             f"`{target.ssh_command.removesuffix(' true')} ls -l {shlex.quote(path)}`."
         )
     if exc.kind == "directory":
-        return RunNotFound(
-            f"{where} is a directory, not a log file: name the log file inside it, e.g. train.log (for a "
-            "TensorBoard log directory, one of its events.out.tfevents.* files: over SSH a run is one file)."
-        )
+        return RunNotFound(f"{where} is a directory, not a log file: {REMOTE_DIRECTORY_FIX}.")
     if exc.kind in ("fifo", "special"):
         kind = "a FIFO" if exc.kind == "fifo" else "not a regular file"
         return RunNotFound(
