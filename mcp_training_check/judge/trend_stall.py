@@ -197,15 +197,10 @@ class LossStallTests(LossTrendBase):
             return []  # it learned from its first point within the early window: a converged plateau
         critical = stuck and ctx.not_learning_before(loss.name, int(steps[-1]), new_points=True)
         progress = ctx.config.progress(int(steps[-1])) or 1.0  # an unknown total: judged as done
-        resumed_learning = stuck and not holds_start(steps) and self._eval_improving(ctx, int(steps[0]))
         if not stuck:
             tail = ""
-        elif resumed_learning:
-            critical, tail = False, (
-                f"; within {fmt_pct(self.stuck_drop_fraction)} of the level the log starts at, mid-run (step "
-                f"{fmt_step(int(steps[0]))}), while an eval of the run improves significantly over the same steps: a "
-                "flag, not a stop (a late stretch of a long run learns more slowly than its train loss's noise)"
-            )
+        elif not holds_start(steps):
+            critical, tail = False, self._mid_run_tail(ctx, int(steps[0]))
         elif progress < self.stuck_min_run_fraction:
             critical, tail = False, (
                 f"; within {fmt_pct(self.stuck_drop_fraction)} of its initial level, at {fmt_pct(progress)} of "
@@ -228,6 +223,20 @@ class LossStallTests(LossTrendBase):
             signal(SignalKind.FLAT, severity, msg, metric=loss.name, step=int(steps[-1]), drop=drop,
                    eval_drop=eval_drop, points=values.size)
         ]  # fmt: skip
+
+    def _mid_run_tail(self, ctx: JudgeContext, first: int) -> str:
+        """Why a loss within ``stuck_drop_fraction`` of where a log that starts mid-run starts is a flag, not a stop:
+        the level a log starts at mid-run is not the run's initial one, so "still at its initial level" cannot be
+        said: a late stretch of a long run learns more slowly than its loss's noise. An eval improving over the
+        same steps says so too (log-lk-jaipkapoor99-1, a resumed GPT-2 124M pre-training); without one it is a
+        converged tail (log-qk-abhi0069-1, a 30M decoder's steps 8,201-8,548, stopped at a second check)."""
+        improving = self._eval_improving(ctx, first)
+        evals = ", while an eval of the run improves significantly over the same steps" if improving else ""
+        return (
+            f"; within {fmt_pct(self.stuck_drop_fraction)} of the level the log starts at, mid-run (step "
+            f"{fmt_step(first)}){evals}: a flag, not a stop (a log that starts mid-run does not show the run's initial "
+            "level, and a late stretch of a long run learns more slowly than its train loss's noise)"
+        )
 
     def _learning_slowly(self, name: str, steps: np.ndarray, y: np.ndarray, drop: float) -> list[Signal]:
         """Info when the loss falls over the whole run at a Mann–Kendall z of ``slow_learner_z`` or more, or with
