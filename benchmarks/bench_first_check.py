@@ -95,6 +95,14 @@ def local_first_check(steps: int, metrics: int, full_read_steps: int, fill: bool
     path = cached_run_file(steps, metrics)
     size = path.stat().st_size
     print(f"\n(a) local .wandb, {steps:,} steps × {metrics} metrics, {size / 1e6:,.0f} MB")
+    report = tail_first_check(path, fill)
+    if steps <= full_read_steps:
+        _full_first_check(path, report)
+
+
+def tail_first_check(path: Path, fill: bool) -> CheckReport:
+    """The first `Monitor.check` of ``path`` in a fresh state, timed and printed; with ``fill`` the checks after it
+    until the stored history is exact."""
     with tempfile.TemporaryDirectory(prefix="bench-first-") as home:
         monitor = Monitor(home=Path(home))
         cost, report = measured(lambda: monitor.check(str(path), roles=ROLES))
@@ -104,12 +112,12 @@ def local_first_check(steps: int, metrics: int, full_read_steps: int, fill: bool
             f"{cost.bytes_read / 1e6:8.1f} MB read  {snap.new_points:>10,} values  target ≤ {FIRST_CHECK_SECONDS:g} s "
             f"{_ok(cost.wall_s, FIRST_CHECK_SECONDS)}"
         )
-        print(f"    overview before step {snap.overview_before_step:,}; verdict: {_decision(report)}")
+        before = snap.overview_before_step
+        print(f"    overview before step {'none' if before is None else f'{before:,}'}; verdict: {_decision(report)}")
         if fill:
             _fill_until_exact(monitor, str(path))
         monitor.close()
-    if steps <= full_read_steps:
-        _full_first_check(path, report)
+    return report
 
 
 ROLES = {"train/metric_0": "train_loss"}
@@ -137,17 +145,18 @@ def _fill_until_exact(monitor: Monitor, run: str) -> None:
     )
 
 
-def _full_first_check(path: Path, tail_first: CheckReport) -> None:
-    """What every first check did before: the whole file read, stored and judged."""
-    saved = wandb_file.DEFAULT_LIMITS
-    wandb_file.DEFAULT_LIMITS = dataclasses.replace(saved, small_bytes=WHOLE_FILE)
+def _full_first_check(path: Path, tail_first: CheckReport, reader: Any = wandb_file) -> None:
+    """What every first check did before: the whole file read, stored and judged (``reader``: the module whose
+    ``DEFAULT_LIMITS`` say what is read tail-first: ``wandb_file``, or ``log_tail`` for logs and event files)."""
+    saved = reader.DEFAULT_LIMITS
+    reader.DEFAULT_LIMITS = dataclasses.replace(saved, small_bytes=WHOLE_FILE)
     try:
         with tempfile.TemporaryDirectory(prefix="bench-full-") as home:
             monitor = Monitor(home=Path(home))
             cost, report = measured(lambda: monitor.check(str(path), roles=ROLES))
             monitor.close()
     finally:
-        wandb_file.DEFAULT_LIMITS = saved
+        reader.DEFAULT_LIMITS = saved
     same = report.verdict and tail_first.verdict and report.verdict.decision is tail_first.verdict.decision
     print(
         f"  full first check (before) {cost.wall_s:7.2f} s wall {cost.cpu_s:7.2f} s CPU  "

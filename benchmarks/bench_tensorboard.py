@@ -15,11 +15,9 @@ whether both decide alike, and with ``--fill`` the checks until the stored histo
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import os
 import shutil
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -29,17 +27,10 @@ for entry in (str(ROOT), str(ROOT / "benchmarks")):
         sys.path.insert(0, entry)
 
 from bench_first_check import (  # noqa: E402
-    FIRST_CHECK_SECONDS,
-    ROLES,
-    WHOLE_FILE,
-    _decision,
-    _fill_until_exact,
-    _ok,
-    measured,
+    _full_first_check,
+    tail_first_check,
 )
 
-from mcp_training_check.models import CheckReport  # noqa: E402
-from mcp_training_check.service import Monitor  # noqa: E402
 from mcp_training_check.sources import log_tail  # noqa: E402
 
 OUT_DIR = ROOT / "benchmarks" / "out"
@@ -79,39 +70,8 @@ def first_check(steps: int, metrics: int, fill: bool) -> None:
     run = cached_event_dir(steps, metrics)
     size = sum(f.stat().st_size for f in run.iterdir())
     print(f"\nTensorBoard directory, {steps:,} steps × {metrics} metrics (tensorboardX), {size / 1e6:,.0f} MB")
-    with tempfile.TemporaryDirectory(prefix="bench-tb-") as home:
-        monitor = Monitor(home=Path(home))
-        cost, report = measured(lambda: monitor.check(str(run), roles=ROLES))
-        snap = report.snapshot
-        print(
-            f"  first check (tail-first)  {cost.wall_s:7.2f} s wall {cost.cpu_s:7.2f} s CPU  "
-            f"{cost.bytes_read / 1e6:8.1f} MB read  {snap.new_points:>10,} values  target ≤ {FIRST_CHECK_SECONDS:g} s "
-            f"{_ok(cost.wall_s, FIRST_CHECK_SECONDS)}"
-        )
-        print(f"    overview before step {snap.overview_before_step}; verdict: {_decision(report)}")
-        if fill:
-            _fill_until_exact(monitor, str(run))
-        monitor.close()
-    _full_first_check(run, report)
-
-
-def _full_first_check(run: Path, tail_first: CheckReport) -> None:
-    """What every first check of an event file did before: the whole file read, stored and judged."""
-    saved = log_tail.DEFAULT_LIMITS
-    log_tail.DEFAULT_LIMITS = dataclasses.replace(saved, small_bytes=WHOLE_FILE)
-    try:
-        with tempfile.TemporaryDirectory(prefix="bench-tb-full-") as home:
-            monitor = Monitor(home=Path(home))
-            cost, report = measured(lambda: monitor.check(str(run), roles=ROLES))
-            monitor.close()
-    finally:
-        log_tail.DEFAULT_LIMITS = saved
-    same = report.verdict and tail_first.verdict and report.verdict.decision is tail_first.verdict.decision
-    print(
-        f"  full first check (before) {cost.wall_s:7.2f} s wall {cost.cpu_s:7.2f} s CPU  "
-        f"{cost.bytes_read / 1e6:8.1f} MB read  {report.snapshot.new_points:>10,} values  "
-        f"same decision as tail-first: {'yes' if same else 'NO'} ({_decision(report)[:40]})"
-    )
+    report = tail_first_check(run, fill)
+    _full_first_check(run, report, log_tail)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -37,6 +37,7 @@ from mcp_training_check.sources.tensorboard import TensorBoardDirSource
 from mcp_training_check.state import StateStore
 from tests.test_cli import cli
 from tests.test_first_check import assert_same_history
+from tests.test_first_check_logs import LIMITS as LOG_LIMITS
 from tests.test_server import call
 
 from .test_ssh_source import ssh_source
@@ -439,17 +440,9 @@ def test_damaged_event_files_never_raise_and_the_cursor_stays_within_the_file(tm
 
 KiB = 1024
 LONG_LIMITS = dataclasses.replace(
-    log_tail.DEFAULT_LIMITS,
-    small_bytes=64 * KiB,
-    head_bytes=8 * KiB,
-    tail_first_bytes=16 * KiB,
-    tail_max_bytes=160 * KiB,
-    tail_points=256,
-    overview_reads=4,
-    overview_read_bytes=32 * KiB,
-    fill_bytes_per_check=256 * KiB,
-    catch_up_bytes=512 * KiB,
-)  # a 6,000-step file (~1.7 MB) is "long": head, tail, four windows, filled in over ~7 checks
+    LOG_LIMITS, tail_points=256, overview_read_bytes=32 * KiB, catch_up_bytes=512 * KiB
+)  # the long-log tests' limits with windows wide enough for whole event records: a 6,000-step file (~1.7 MB) is
+# "long": head, tail, four windows, filled in over ~7 checks
 
 
 @pytest.fixture
