@@ -297,6 +297,26 @@ def test_a_directory_with_one_event_file_is_a_run(tmp_path: Path) -> None:
     assert report["verdict"]["decision"] == "continue"
 
 
+def test_a_tensorboard_directory_is_a_w_and_b_run_s_log_fallback(tmp_path: Path, monkeypatch) -> None:
+    """A Lightning run logging to W&B and TensorBoard: with the W&B server out of reach (a closed port), the check
+    reads the TensorBoard directory named as ``log_fallback``, and a later check only what was appended."""
+    from tests.wandb_api_fixtures import closed_port, wandb_monitor
+
+    logdir = tmp_path / "lightning_logs" / "version_0"
+    write_scalars(logdir, range(1, 101))
+    monkeypatch.setenv("WANDB_BASE_URL", f"http://127.0.0.1:{closed_port()}")
+    monkeypatch.setenv("WANDB_API_KEY", "k" * 44)
+    body = '[runs.job]\nrun = "ent/proj/run1"\nlog_fallback = "lightning_logs"\n'
+    monitor = wandb_monitor(tmp_path, body=body)
+    report = monitor.check("job")
+    assert report.snapshot.data_source is DataSource.LOG_FALLBACK and report.snapshot.last_step == 100
+    assert report.verdict is not None and report.verdict.decision is Decision.CONTINUE
+    write_scalars(logdir, range(101, 151), suffix=".resumed")
+    again = monitor.check("job")
+    assert again.snapshot.last_step == 150 and again.snapshot.new_points == 50 * 2 + 1  # loss, lr; one eval
+    monitor.close()
+
+
 def test_a_resumed_run_s_second_file_is_read_after_the_first_and_a_file_that_appears_later_too(tmp_path: Path) -> None:
     logdir = tmp_path / "version_0"
     write_scalars(logdir, range(1, 101), suffix=".1")

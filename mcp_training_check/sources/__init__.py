@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..config import parse_run
+from ..config.runref import holds_event_files
 from ..config.schema import DEFAULT_SSH_TIMEOUT_SECONDS
 from ..errors import RunRefError, SourceError, SourceUnavailable
 from ..models import DataSource, RunKind, RunRef
@@ -166,11 +167,17 @@ def _read_as(label: DataSource, cursor: Cursor) -> DataSource:
 
 
 def _fallback_source(settings: ResolvedRunConfig) -> Source:
-    """The configured log fallback: a local log, or one on another machine (``ssh://host/path``)."""
+    """The configured log fallback: a local log or TensorBoard log directory (a Lightning run logging to both W&B
+    and TensorBoard), or a log on another machine (``ssh://host/path``)."""
     where = settings.log_fallback
     if isinstance(where, str) and where.startswith("ssh://"):
         return _ssh_source(parse_run(where), settings.ssh_timeout_seconds)
-    return LogFileSource(Path(str(where)))
+    path = Path(str(where))
+    if path.is_dir() and holds_event_files(path):
+        from .tensorboard import TensorBoardDirSource
+
+        return TensorBoardDirSource(path)
+    return LogFileSource(path)
 
 
 def _read_fallback(settings: ResolvedRunConfig, cursors: Cursor, primary_error: SourceError) -> ReadOutcome:
