@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -124,16 +124,26 @@ class ReadBatch:
         return sum(len(chunk) for chunk in self.series.values())
 
 
-def concat_series(parts: Iterable[dict[str, SeriesChunk]]) -> dict[str, SeriesChunk]:
-    """The parts of a read (head, overview, tail), each metric's chunks joined in the order given."""
+def concat_series(parts: Iterable[Mapping[str, SeriesChunk]]) -> dict[str, SeriesChunk]:
+    """The parts of a read (head, overview, tail; a log's chunks), each metric's chunks joined in the order given:
+    per-chunk numpy arrays joined once, 16 bytes a point instead of Python lists of objects."""
     pieces: dict[str, list[SeriesChunk]] = {}
     for series in parts:
         for name, chunk in series.items():
             pieces.setdefault(name, []).append(chunk)
     return {
-        name: SeriesChunk(np.concatenate([c.steps for c in chunks]), np.concatenate([c.values for c in chunks]))
+        name: chunks[0]
+        if len(chunks) == 1
+        else SeriesChunk(np.concatenate([c.steps for c in chunks]), np.concatenate([c.values for c in chunks]))
         for name, chunks in pieces.items()
     }
+
+
+def tail_holds_enough(counts: Mapping[str, int], names: Iterable[str], limits: TailLimits) -> bool:
+    """Whether a tail grown backwards may stop: every metric the head or the tail saw (``names``, ``counts``) has
+    ``limits.tail_points`` values in it (the recent window state keeps at full resolution)."""
+    wanted = {*names, *counts}
+    return bool(wanted) and all(counts.get(name, 0) >= limits.tail_points for name in wanted)
 
 
 def first_step(series: dict[str, SeriesChunk]) -> int | None:

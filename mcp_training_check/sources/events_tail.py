@@ -34,7 +34,6 @@ tail-first read skipped is resynced past, `_fill_file`).
 
 from __future__ import annotations
 
-import struct
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
@@ -43,9 +42,25 @@ from typing import Any
 
 import numpy as np
 
-from .base import FillBatch, Progress, SeriesChunk, TailLimits, concat_series, first_step, no_progress
-from .tfevents import MAX_RECORD_BYTES, EventsRead, read_events
-from .tfproto import LENGTH_CRCS
+from .base import (
+    FillBatch,
+    Progress,
+    SeriesChunk,
+    TailLimits,
+    concat_series,
+    first_step,
+    no_progress,
+    tail_holds_enough,
+)
+from .tfevents import (
+    FOOTER_BYTES,
+    HEADER_BYTES,
+    MAX_RECORD_BYTES,
+    RECORD_HEADER,
+    EventsRead,
+    read_events,
+    record_length,
+)
 
 __all__ = ["EventsFirstRead", "FillFile", "advance_fill", "find_record_start", "read_events_tail_first"]
 
@@ -60,28 +75,25 @@ SCAN_FIRST_BYTES = 64 * 1024
 BOUNDARY_SCAN_BYTES = 1 * MiB
 """Bytes read past a cut when the first scan found no start (an image); none found: the cut moves on."""
 
-_HEADER = struct.Struct("<QI")
-_HEADER_BYTES = 12
-_FOOTER_BYTES = 4
 _HIGH_ZEROS = b"\0\0\0\0"
 
 
 def _header_holds(data: bytes, at: int) -> int | None:
-    """The record length at ``at`` when its header's crc holds, else None."""
-    length, crc = _HEADER.unpack_from(data, at)
-    return length if length <= MAX_RECORD_BYTES and LENGTH_CRCS[length] == crc else None
+    """The record length at ``at`` when its header's crc holds and it is not over `MAX_RECORD_BYTES`, else None."""
+    length = record_length(data, at)
+    return length if length is not None and length <= MAX_RECORD_BYTES else None
 
 
 def _chain_holds(data: bytes, at: int, *, ends_at_limit: bool) -> bool:
     """Whether the record at ``at`` and the next `CONFIRM_RECORDS` headers within ``data`` hold: at least one
     header after the candidate, or the candidate ending exactly where ``data`` ends when that is the limit."""
     held = 0
-    while held <= CONFIRM_RECORDS and at + _HEADER_BYTES <= len(data):
+    while held <= CONFIRM_RECORDS and at + HEADER_BYTES <= len(data):
         length = _header_holds(data, at)
         if length is None:
             return False
         held += 1
-        at += _HEADER_BYTES + length + _FOOTER_BYTES
+        at += HEADER_BYTES + length + FOOTER_BYTES
     return held >= 2 or (ends_at_limit and at == len(data))
 
 
@@ -200,8 +212,7 @@ def _read_tail(
         parts.insert(0, part)
         counts.update({tag: len(chunk) for tag, chunk in part.series.items()})
         progress(size - start, None, f"read the newest {(size - start) / MiB:.0f} MiB of the event file exactly")
-        wanted = names | set(counts)
-        if start <= floor or (wanted and all(counts[tag] >= limits.tail_points for tag in wanted)):
+        if start <= floor or tail_holds_enough(counts, names, limits):
             return parts, start
         stop, span = start, span * 2
 
@@ -313,8 +324,8 @@ def _fill_file(
     read = read_events(fh, start, stop, name=file.name, prefix=file.prefix, other_plugin_tags=tags)
     if read.offset == start and read.corrupt_at is None and start < file.live_offset:  # a record over the budget
         fh.seek(start)
-        length = _HEADER.unpack(fh.read(_HEADER_BYTES))[0]
-        stop = min(start + _HEADER_BYTES + length + _FOOTER_BYTES, file.live_offset)
+        length = RECORD_HEADER.unpack(fh.read(HEADER_BYTES))[0]
+        stop = min(start + HEADER_BYTES + length + FOOTER_BYTES, file.live_offset)
         read = read_events(fh, start, stop, name=file.name, prefix=file.prefix, other_plugin_tags=tags)
     offset = read.offset
     if read.corrupt_at is not None and offset < file.live_offset:

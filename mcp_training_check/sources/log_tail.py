@@ -29,7 +29,16 @@ from typing import Any
 
 import numpy as np
 
-from .base import FillBatch, Progress, SeriesChunk, TailLimits, concat_series, first_step, no_progress
+from .base import (
+    FillBatch,
+    Progress,
+    SeriesChunk,
+    TailLimits,
+    concat_series,
+    first_step,
+    no_progress,
+    tail_holds_enough,
+)
 from .logparse import LogParser, ParseNotes
 
 __all__ = ["DEFAULT_LIMITS", "continue_fill", "read_log_tail_first"]
@@ -223,8 +232,7 @@ def _read_tail(
         parts.insert(0, part)
         counts.update({name: len(chunk) for name, chunk in part.series.items()})
         progress(size - start, None, f"read the newest {(size - start) / MiB:.0f} MiB of the log exactly")
-        wanted = names | set(counts)
-        if start <= floor or (wanted and all(counts[name] >= limits.tail_points for name in wanted)):
+        if start <= floor or tail_holds_enough(counts, names, limits):
             return parts, start
         stop, start = start, max(floor, _line_start(fh, start - (size - start), start))
 

@@ -31,13 +31,21 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from ..errors import SourceError
 from ..files import describe_os_error, open_regular
 from ..models import RunInfo, RunStatus
 from . import log_tail
-from .base import Cursor, Progress, ReadBatch, SeriesBuilder, SeriesChunk, TailLimits, catch_up_note, no_progress
+from .base import (
+    Cursor,
+    Progress,
+    ReadBatch,
+    SeriesBuilder,
+    SeriesChunk,
+    TailLimits,
+    catch_up_note,
+    concat_series,
+    no_progress,
+)
 from .events_file import read_event_file, read_events_log
 from .identity import HEAD_BYTES, file_identity, same_file
 from .logdoc import MAX_DOCUMENT_BYTES, looks_like_document, read_document
@@ -81,25 +89,6 @@ LOG_FIX = "point `run` at the training's log file (train.log, metrics.jsonl, ...
 # --------------------------------------------------------------------------- bytes
 
 
-class _Accumulator:
-    """Per-chunk numpy arrays, joined once: 16 bytes a point instead of Python lists of objects."""
-
-    def __init__(self) -> None:
-        self._parts: dict[str, list[SeriesChunk]] = {}
-
-    def add(self, series: Mapping[str, SeriesChunk]) -> None:
-        for name, chunk in series.items():
-            self._parts.setdefault(name, []).append(chunk)
-
-    def build(self) -> dict[str, SeriesChunk]:
-        return {
-            name: parts[0]
-            if len(parts) == 1
-            else SeriesChunk(np.concatenate([p.steps for p in parts]), np.concatenate([p.values for p in parts]))
-            for name, parts in self._parts.items()
-        }
-
-
 def _complete_length(buffer: bytes) -> int:
     """Bytes of ``buffer`` made of whole lines (each ended by \\n or \\r)."""
     return max(buffer.rfind(b"\n"), buffer.rfind(b"\r")) + 1
@@ -107,7 +96,7 @@ def _complete_length(buffer: bytes) -> int:
 
 def _consume(chunks: Iterable[bytes], parser: LogParser, notes: ParseNotes) -> tuple[dict[str, SeriesChunk], int]:
     """Parse the whole lines in ``chunks``; returns the series and how many bytes were consumed."""
-    acc = _Accumulator()
+    parts: list[dict[str, SeriesChunk]] = []  # per-chunk arrays, joined once (`concat_series`)
     pending = b""
     consumed = 0
     for chunk in chunks:
@@ -119,7 +108,7 @@ def _consume(chunks: Iterable[bytes], parser: LogParser, notes: ParseNotes) -> t
         elif cut:
             sink = SeriesBuilder()
             parser.feed(buffer[:cut].decode("utf-8", "replace").splitlines(), sink, notes)
-            acc.add(sink.build())
+            parts.append(sink.build())
         consumed += cut
         pending = buffer[cut:]
     if len(pending) > MAX_LINE_BYTES:  # an unfinished line already over the cap: never wait for its end
@@ -127,8 +116,8 @@ def _consume(chunks: Iterable[bytes], parser: LogParser, notes: ParseNotes) -> t
         consumed += len(pending)
     sink = SeriesBuilder()
     parser.finish(sink, notes)
-    acc.add(sink.build())
-    return acc.build(), consumed
+    parts.append(sink.build())
+    return concat_series(parts), consumed
 
 
 def _slices(data: bytes) -> Iterator[bytes]:

@@ -24,17 +24,19 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
-from .base import STEP_RANGE, Progress, SeriesBuilder, SeriesChunk, no_progress
+from .base import STEP_RANGE, Progress, SeriesBuilder, SeriesChunk, concat_series, no_progress
 from .tfproto import LENGTH_CRCS, Tags, decode_event, fields, simple_scalar, span
 
 __all__ = [
     "EVENTS_CHUNK_BYTES",
+    "FOOTER_BYTES",
+    "HEADER_BYTES",
     "MAX_RECORD_BYTES",
+    "RECORD_HEADER",
     "EventsRead",
     "looks_like_events",
     "read_events",
+    "record_length",
     "tags_from",
 ]
 
@@ -50,21 +52,29 @@ MAX_OTHER_PLUGIN_TAGS = 1000
 
 FILE_VERSION_PREFIX = b"brain.Event:"
 
-_HEADER = struct.Struct("<QI")
-_HEADER_BYTES = 12
-_FOOTER_BYTES = 4
+RECORD_HEADER = struct.Struct("<QI")
+"""A TFRecord's header: ``uint64 length (LE) | uint32 masked crc32c(length)``; its data and a ``uint32`` crc follow."""
+HEADER_BYTES = 12
+FOOTER_BYTES = 4
+
+
+def record_length(data: bytes, at: int) -> int | None:
+    """The length the TFRecord header at ``at`` gives, None when its masked crc does not hold. (`_records` makes
+    the same test inline: it runs once a record.)"""
+    length, crc = RECORD_HEADER.unpack_from(data, at)
+    return length if LENGTH_CRCS[length] == crc else None
 
 
 def looks_like_events(head: bytes) -> bool:
     """Whether ``head`` (a file's first bytes) starts an event file: a TFRecord whose length crc holds and whose
     first record is an Event with a ``file_version`` of ``brain.Event:...``."""
-    if len(head) < _HEADER_BYTES:
+    if len(head) < HEADER_BYTES:
         return False
-    length, crc = _HEADER.unpack_from(head)
-    if length > len(head) - _HEADER_BYTES or LENGTH_CRCS[length] != crc:
+    length = record_length(head, 0)
+    if length is None or length > len(head) - HEADER_BYTES:
         return False
     try:
-        for number, wire, i in fields(head, _HEADER_BYTES, _HEADER_BYTES + length):
+        for number, wire, i in fields(head, HEADER_BYTES, HEADER_BYTES + length):
             if number == 3 and wire == 2:
                 s, e = span(head, i)
                 return head[s:e].startswith(FILE_VERSION_PREFIX)
@@ -98,12 +108,13 @@ class EventsRead:
 
 
 class _Sink:
-    """Points in per-chunk numpy arrays: 16 bytes a point instead of Python lists for the whole file."""
+    """Points in per-chunk numpy arrays, joined once (`concat_series`): 16 bytes a point instead of Python lists for
+    the whole file."""
 
     def __init__(self, prefix: str) -> None:
         self.prefix = prefix
         self.builder = SeriesBuilder()
-        self.parts: dict[str, list[SeriesChunk]] = {}
+        self.parts: list[dict[str, SeriesChunk]] = []
         self.names: dict[str, str] = {}
 
     def add(self, tag: str, step: int, value: float) -> None:
@@ -120,18 +131,12 @@ class _Sink:
         self.builder.add(name, step, value)
 
     def flush(self) -> None:
-        for name, chunk in self.builder.build().items():
-            self.parts.setdefault(name, []).append(chunk)
+        self.parts.append(self.builder.build())
         self.builder = SeriesBuilder()
 
     def build(self) -> dict[str, SeriesChunk]:
         self.flush()
-        return {
-            name: parts[0]
-            if len(parts) == 1
-            else SeriesChunk(np.concatenate([p.steps for p in parts]), np.concatenate([p.values for p in parts]))
-            for name, parts in self.parts.items()
-        }
+        return concat_series(self.parts)
 
 
 @dataclass
@@ -155,25 +160,26 @@ def _records(fh: Any, at: _Position, chunk_bytes: int, progress: Progress) -> It
         more = fh.read(want) if want > 0 else b""
         buf, base, pos = buf[pos:] + more, base + pos, 0
         size = len(buf)
-        while pos + _HEADER_BYTES <= size:
-            length, crc = _HEADER.unpack_from(buf, pos)
+        while pos + HEADER_BYTES <= size:
+            length, crc = RECORD_HEADER.unpack_from(buf, pos)
             if LENGTH_CRCS[length] != crc:
                 at.corrupt_at = base + pos
                 return
-            stop = pos + _HEADER_BYTES + length + _FOOTER_BYTES
+            stop = pos + HEADER_BYTES + length + FOOTER_BYTES
             if stop > size:
                 break
-            yield buf, pos + _HEADER_BYTES, stop - _FOOTER_BYTES
+            yield buf, pos + HEADER_BYTES, stop - FOOTER_BYTES
             pos = stop
             at.offset = base + pos
         progress(at.offset, at.end, "reading TensorBoard events, bytes")
-        whole = _HEADER_BYTES + _HEADER.unpack_from(buf, pos)[0] + _FOOTER_BYTES if pos + _HEADER_BYTES <= size else 0
+        fits = pos + HEADER_BYTES <= size
+        whole = HEADER_BYTES + RECORD_HEADER.unpack_from(buf, pos)[0] + FOOTER_BYTES if fits else 0
         if whole > chunk_bytes:  # a record that no chunk holds
             big = _big_record(fh, buf[pos:], whole, at)
             if big is None:
                 return  # partial: the writer is mid-write
             if big:
-                yield big, _HEADER_BYTES, whole - _FOOTER_BYTES
+                yield big, HEADER_BYTES, whole - FOOTER_BYTES
             at.offset += whole
             fh.seek(at.offset)
             buf, base, pos = b"", at.offset, 0

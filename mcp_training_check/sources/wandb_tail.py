@@ -25,7 +25,7 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
-from .base import Progress, SeriesChunk, TailLimits, concat_series, first_step, no_progress
+from .base import Progress, SeriesChunk, TailLimits, concat_series, first_step, no_progress, tail_holds_enough
 from .wandb_framing import BLOCK_SIZE, FILE_HEADER, Framer, block_floor, frame_range, frame_records
 from .wandb_records import Decoder, RunState
 
@@ -156,8 +156,7 @@ def _read_tail(
         parts.insert(0, part)
         counts.update({name: len(chunk) for name, chunk in part.series.items()})
         progress(size - start, None, f"read the newest {(size - start) / MiB:.0f} MiB of the run file exactly")
-        wanted = names | set(counts)
-        if start <= floor or (wanted and all(counts[name] >= limits.tail_points for name in wanted)):
+        if start <= floor or tail_holds_enough(counts, names, limits):
             return parts, start
         stop, start = start, max(floor, block_floor(start - (size - start)))
 
