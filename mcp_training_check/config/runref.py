@@ -109,10 +109,7 @@ MAX_LISTED_ENTRIES = 2000
 
 def _close_names(path: Path) -> str:
     """" Did you mean …?" with the entries of ``path``'s directory closest to its name (a typo), else ""."""
-    try:
-        names = [entry.name for _, entry in zip(range(MAX_LISTED_ENTRIES), os.scandir(path.parent), strict=False)]
-    except OSError:
-        return ""
+    names = [entry.name for entry in _entries(path.parent)]
     close = difflib.get_close_matches(path.name, names, n=3, cutoff=0.7)
     return f" Did you mean {' or '.join(repr(str(path.parent / name)) for name in close)}?" if close else ""
 
