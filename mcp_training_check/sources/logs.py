@@ -26,7 +26,6 @@ Deciding what they mean is the judge's job.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -47,7 +46,7 @@ from .base import (
     no_progress,
 )
 from .events_file import read_event_file, read_events_log
-from .identity import HEAD_BYTES, file_identity, same_file
+from .identity import HEAD_BYTES, file_identity, local_identity, same_file
 from .logdoc import MAX_DOCUMENT_BYTES, looks_like_document, read_document
 from .logparse import (
     ERROR_PREFIX,
@@ -313,11 +312,9 @@ class LogFileSource:
                 raise describe_os_error(exc, self.path, fix=LOG_FIX) from exc
 
     def _read_open(self, fh: Any, cursor: Cursor | None) -> ReadBatch:
-        st = os.fstat(fh.fileno())
-        head = fh.read(HEAD_BYTES)
-        identity = file_identity(inode=st.st_ino, dev=st.st_dev, size=st.st_size, head=head)
+        identity, head = local_identity(fh)
         batch = read_open_log(  # up to the size seen now: a file written faster than it is read cannot keep it going
-            fh, cursor, identity=identity, head=head, fmt=self.fmt, end=st.st_size, progress=self.progress
+            fh, cursor, identity=identity, head=head, fmt=self.fmt, end=identity["size"], progress=self.progress
         )
         batch.info = RunInfo(name=self.path.name, status=log_status(batch.cursor), config=log_config(batch.cursor))
         return batch

@@ -40,7 +40,7 @@ from . import log_tail
 from .base import Cursor, FillBatch, Progress, ReadBatch, SeriesChunk, TailLimits, concat_series, no_progress
 from .events_file import read_event_file
 from .events_tail import FillFile, advance_fill
-from .identity import HEAD_BYTES, file_identity
+from .identity import local_identity
 
 __all__ = ["MAX_LISTED_RUNS", "TensorBoardDirSource", "event_files"]
 
@@ -161,11 +161,9 @@ class TensorBoardDirSource:
     def _read_file(self, path: Path, own: Any, *, name: str, prefix: str, limits: TailLimits) -> ReadBatch:
         with open_regular(path, what="event file", fix=DIR_FIX) as fh:
             try:
-                st = os.fstat(fh.fileno())
-                head = fh.read(HEAD_BYTES)
-                identity = file_identity(inode=st.st_ino, dev=st.st_dev, size=st.st_size, head=head)
+                identity, head = local_identity(fh)
                 return read_event_file(
-                    fh, own, identity=identity, head=head, end=st.st_size, name=name, prefix=prefix,
+                    fh, own, identity=identity, head=head, end=identity["size"], name=name, prefix=prefix,
                     limits=limits, progress=self.progress,
                 )  # fmt: skip
             except OSError as exc:
