@@ -132,6 +132,19 @@ class LossTrendBase(Detector):
       learns from there (log-drowsy-driver-detection-1, 0.109 at step 100 and at step 2,000, 0.06 at the
       end); a run without an LR series, or with a constant one, stays at the warning (a slow start that
       learns later, log-DeepConvLstm-1, logs no LR).
+    - ``stuck_persist_min_points``: a run that logs no LR and states no total gives neither answer, so its flat start
+      stays a warning until it has persisted: critical when the previous check (with points since) found it too,
+      the log now holds ≥ 50 points from its start, all within ``stuck_drop_fraction`` of the first, and its last
+      third's median is not below its first third's by ``rising_z`` standard errors of a median (the point noise
+      from first differences): no step down anywhere in it, however small, that its noise cannot explain. Issue
+      9's "stuck at its initial loss for a large share of its steps: unsure, then stopped when it persists". A
+      run that converged within its first logged point has nothing left to gain from fifty more of them either.
+      50 is ``reference_window_points``, the points the rules take for a level; on corpus_real/'s train split
+      the healthy logs flat from their start reach 49 and 52 points, and both step down between their thirds (a
+      NumPy GPT whose 97 micro-batch losses hold 3 optimizer updates, 1,287 → 1,228 by thirds at its 44th point,
+      log-ts-olepl-1; a slow learner falling at every print, log-tu-bclavie-1). An LSTM classifier at 2.80-2.97
+      for all 121 epochs (log-lv-maple-ntf-1, bad) and a binary classifier at 100 ln 2 with its accuracy at
+      0.50 for 100 epochs (log-tw-kruthikahassan-1, bad) were unsure to their end.
     - ``confirm_checks``: divergence seen alone (no LR jump, grad-norm explosion or eval collapse behind
       it, not a blow-up) becomes critical only when this many consecutive checks (3) saw the same episode
       and it is not falling: a corrupted shard lifts the train loss 3× for hundreds of steps and recovers.
@@ -484,6 +497,7 @@ class LossTrendBase(Detector):
     start_blowup_ratio: float = Field(default=3.0, gt=1)
     flat_start_min_points: int = Field(default=20, ge=4)
     stuck_lr_spent_fraction: float = Field(default=0.5, gt=0, lt=1)
+    stuck_persist_min_points: int = Field(default=50, ge=4)
     witness_evals: int = Field(default=5, ge=1)
     witness_drop_fraction: float = Field(default=0.02, gt=0, lt=1)
     floor_min_share: float = Field(default=0.25, gt=0, lt=1)

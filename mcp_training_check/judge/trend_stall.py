@@ -30,6 +30,10 @@ from .stats import (
 )
 from .trend_base import MEDIAN_SE, LossTrendBase, holds_start
 
+PERSISTED_START = "persisted_start"
+"""Evidence key of a flat start made critical by its persistence alone (`LossStallTests._persisted`): the one
+finding of this kind that a GAN's adversarial side holds by design (`trend._game_level`)."""
+
 UNTRAINED_LEVEL = "untrained_level"
 """Evidence key of a loss found at its untrained level (`_at_chance`): the next check's flat-start test reads it."""
 
@@ -371,8 +375,16 @@ class LossStallTests(LossTrendBase):
             how = "it never went below its first value"
         critical = spent is not None and ctx.not_learning_before(loss.name, int(steps[-1]), new_points=True)
         at_chance_before = within_start and spent is None and self._at_chance_before(ctx, loss.name, int(steps[-1]))
-        critical = critical or at_chance_before
-        if at_chance_before:
+        persisted = within_start and spent is None and not at_chance_before and self._persisted(ctx, loss.name, y,
+                                                                                                 int(steps[-1]))
+        critical = critical or at_chance_before or persisted
+        if persisted:
+            tail = (
+                "; no LR or total steps tell a warmup from a stall, but the previous check found it too, it now "
+                f"spans ≥ {self.stuck_persist_min_points} points, and its last third is no lower than its first "
+                "beyond its noise: stuck at its initial level for a large share of its steps, so critical."
+            )
+        elif at_chance_before:
             tail = (
                 "; the previous check found it at its untrained level (at chance, or identical to the last digit), "
                 "and it has not moved from its start since: still not learning at a second check, so critical."
@@ -398,8 +410,23 @@ class LossStallTests(LossTrendBase):
         severity = Severity.CRITICAL if critical else Severity.WARNING
         return [
             signal(SignalKind.FLAT, severity, msg, metric=loss.name, step=int(steps[-1]),
-                   level=float(np.median(values)), points=values.size, since_step=int(steps[0]))
+                   level=float(np.median(values)), points=values.size, since_step=int(steps[0]),
+                   **({PERSISTED_START: 1.0} if persisted else {}))
         ]  # fmt: skip
+
+    def _persisted(self, ctx: JudgeContext, name: str, y: np.ndarray, last: int) -> bool:
+        """A flat start of ≥ ``stuck_persist_min_points`` (log) points found at the previous check too, in a run that
+        logs no LR and states no total (either would judge it: `_lr_spent`, `_stuck_for_its_run`), whose last
+        third's median is not below its first third's by ``rising_z`` standard errors (`MEDIAN_SE`, the point
+        noise from first differences): no step down its noise cannot explain."""
+        if y.size < self.stuck_persist_min_points or ctx.learning_rate is not None or ctx.config.total_steps:
+            return False
+        start, now = end_thirds(y)
+        error = MEDIAN_SE * robust_sigma(y) * float(np.sqrt(2 / (y.size // 3)))
+        fall = start - now
+        if fall > 0 and fall >= self.rising_z * error:
+            return False
+        return ctx.not_learning_before(name, last, new_points=True)
 
     @staticmethod
     def _at_chance_before(ctx: JudgeContext, name: str, last: int) -> bool:
