@@ -83,8 +83,9 @@ def test_classes_and_size(records):
     # 20.0 with rounds 60-63 (19,784,789 bytes with round 63's 30 loss.log and other runs on rounds 60-62),
     # 20.4 with round 65 too (20,001,659 bytes with its 20 train_log.log runs and text), 20.8 with rounds 64 and
     # 66 too (20,526,075 bytes before stop 36's text), 21.2 with rounds 67-69 too (21,065,413 bytes before stop
-    # 36's text)
-    assert total < 21_200_000
+    # 36's text), 22.1 with round 74's 67 runs/detect/train3/results.csv runs on main after stop 36 (22,054,165 bytes
+    # before its text)
+    assert total < 22_100_000
 
 
 def test_every_run_has_provenance_licence_reason(records):
