@@ -84,8 +84,10 @@ def test_classes_and_size(records):
     # 20.4 with round 65 too (20,001,659 bytes with its 20 train_log.log runs and text), 20.8 with rounds 64 and
     # 66 too (20,526,075 bytes before stop 36's text), 21.2 with rounds 67-69 too (21,065,413 bytes before stop
     # 36's text), 21.4 with round 70 too (21,378,922 bytes with its 44 lightning_logs/version_3 metrics.csv runs,
-    # before its text), 21.7 with round 71 too (21,601,442 bytes with its 28 lightning_logs/version_0 runs)
-    assert total < 21_700_000
+    # before its text), 21.7 with round 71 too (21,601,442 bytes with its 28 lightning_logs/version_0 runs),
+    # 22.5 with round 75 too (22,418,406 bytes with its 88 runs/classify/train2 and runs/segment/train2
+    # results.csv runs on rounds 70-72, before its text)
+    assert total < 22_500_000
 
 
 def test_every_run_has_provenance_licence_reason(records):
