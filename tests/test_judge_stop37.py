@@ -83,3 +83,23 @@ def test_a_gan_generator_loss_held_at_its_first_level_is_a_flag(real):
     assert "S" not in decisions(verdicts)
     held = [s for v in verdicts for s in _flat_start(v, "train/g_loss") if PERSISTED in s.message]
     assert held and all(s.severity is Severity.WARNING and "one side of a GAN" in s.message for s in held)
+
+
+def test_a_frozen_eval_loss_beside_a_perfect_top1_is_not_a_dead_network(real):
+    """log-nf-hsbi-lerngruppe-bres-1 (round 75, train, healthy): an Ultralytics classifier at top-1 1.0 for its last
+    epochs, its val loss 2.2484 to the last digit at 19 of its last 20 evals while its train loss rests at its floor:
+    the held-out predictions no longer change because they are all right. It was stopped for the frozen loss."""
+    run = real["log-nf-hsbi-lerngruppe-bres-1"]
+    assert run.split == "train" and run.label == "healthy"
+    code, _, _ = replay_real(run)
+    assert "S" not in code, code
+
+
+def test_a_frozen_eval_loss_beside_an_imperfect_top1_still_stops(real):
+    """Control: the same run with its top-1 at 0.99 over the evals where the loss repeats is the frozen output it was:
+    stopped as before."""
+    run = real["log-nf-hsbi-lerngruppe-bres-1"]
+    steps, top1 = run.metrics["eval/accuracy_top1"]
+    imperfect = np.where(top1 >= 1.0, 0.99, top1)
+    verdicts = replay_cuts(dict(run.metrics) | {"eval/accuracy_top1": (steps, imperfect)}, checkpoints(run))
+    assert "S" in decisions(verdicts)

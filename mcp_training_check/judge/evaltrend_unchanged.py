@@ -11,7 +11,7 @@ from ..roles import EVAL_SPLIT_TOKENS, TRAIN_SPLIT_TOKENS, tokenize
 from ..state import MetricSeries
 from .chance import implied_class_count, names_accuracy
 from .context import UNCHANGED_EVIDENCE, JudgeContext, signal
-from .evalkinds import is_quality_eval, train_accuracy
+from .evalkinds import is_quality_eval, train_accuracy, unit_scaled
 from .evaltrend_base import EvalTrendBase, ceiling_room
 from .stats import finite_xy, fmt, fmt_pct, fmt_step, is_frozen, positive_log, rolling_median, trailing_run
 
@@ -171,10 +171,32 @@ class EvalUnchangedTests(EvalTrendBase):
         span, _, frozen = tail
         if self._train_loss_moves_since(int(steps[-span]), loss_steps, loss) or self._lr_dead_since(ctx, steps[-span]):
             return None
+        if self._quality_eval_perfect(ctx, steps[-span:]):
+            return None
         return (
             f"{frozen} while the train loss does not fall over them either (the model's held-out output no longer "
             "changes)"
         )
+
+    @staticmethod
+    def _quality_eval_perfect(ctx: JudgeContext, steps: np.ndarray) -> bool:
+        """Whether a quality eval of the run (`is_quality_eval`, higher is better) sits at the top of its scale at
+        every one of its ≥ 2 evals over ``steps``, having been below it before: a held-out set the model has learned
+        to get all right (not a top-5 of five classes, right from its first eval). Its eval loss then
+        repeats because the predictions no longer change, which is where a converged classifier rests, not a dead
+        network. Ultralytics classifiers at top-1 1.0 over their last 13-19 epochs, their val loss 2.2484 and
+        2.3223 to the last digit while the train loss sits at its floor of 0.002-0.004 (corpus_real
+        log-nf-hsbi-lerngruppe-bres-1, log-nf-luis-ntonio-1, round 75, healthy), were stopped for the frozen loss."""
+        for other, direction in ctx.evals:
+            if direction is not Direction.HIGHER or not is_quality_eval(other.name):
+                continue
+            o_steps, o_values = finite_xy(other.steps, other.values)
+            scaled = unit_scaled(other.name, o_values)
+            inside = scaled[(o_steps >= steps[0]) & (o_steps <= steps[-1])]
+            climbed = bool(np.any(scaled < 1.0))  # one at 1.0 from its first eval is a degenerate test (top-5 of 5)
+            if climbed and inside.size >= 2 and bool(np.all(inside >= 1.0)):
+                return True
+        return False
 
     def _frozen_loss_tail(
         self, ctx: JudgeContext, series: MetricSeries, d: Direction, steps: np.ndarray, values: np.ndarray
