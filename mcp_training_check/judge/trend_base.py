@@ -16,6 +16,12 @@ TAIL_POINTS = 512  # trailing runs above a threshold are counted over at most th
 MEDIAN_SE = 1.2533  # standard error of a median of n normal points is this × σ / √n
 
 
+def median_gap_error(sigma: float, n1: int, n2: int) -> float:
+    """Standard error of the difference between a median of ``n1`` points and one of ``n2`` points whose noise is
+    ``sigma`` (`MEDIAN_SE`): how far two levels of a loss must be apart before the gap is more than its noise."""
+    return MEDIAN_SE * sigma * float(np.sqrt(1 / n1 + 1 / n2))
+
+
 def holds_start(steps: np.ndarray) -> bool:
     """A log holding the run's start: its first step within two of its logging intervals (the median step
     between points, so unit-free: updates or epochs)."""

@@ -21,7 +21,7 @@ from .stats import (
     theil_sen,
     trailing_run,
 )
-from .trend_base import MEDIAN_SE, TAIL_POINTS, LossTrendBase
+from .trend_base import MEDIAN_SE, TAIL_POINTS, LossTrendBase, median_gap_error
 
 
 class LossRiseTests(LossTrendBase):
@@ -58,7 +58,7 @@ class LossRiseTests(LossTrendBase):
         """Standard error of (recent median − best block median) in log units, from the point noise."""
         sigma = robust_sigma(y[-TAIL_POINTS:])
         w_ref = self._block_width(y.size)
-        return MEDIAN_SE * sigma * float(np.sqrt(1 / window + 1 / w_ref))
+        return median_gap_error(sigma, window, w_ref)
 
     def _blowup(
         self,
@@ -311,7 +311,7 @@ class LossRiseTests(LossTrendBase):
             return None
         m1, m2, m3 = (float(np.median(part)) for part in (y[:k], y[k : 2 * k], y[-k:]))
         rise = m3 - m1
-        noise = self.rising_z * MEDIAN_SE * sigma * float(np.sqrt(2 / k))
+        noise = self.rising_z * median_gap_error(sigma, k, k)
         if not (m1 < m2 < m3) or rise < max(float(np.log1p(self.rising_min_change)), noise):
             return None
         return float(np.expm1(rise))

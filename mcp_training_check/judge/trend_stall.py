@@ -28,7 +28,7 @@ from .stats import (
     strictly_rising,
     theil_sen,
 )
-from .trend_base import MEDIAN_SE, LossTrendBase, holds_start
+from .trend_base import MEDIAN_SE, LossTrendBase, holds_start, median_gap_error
 
 PERSISTED_START = "persisted_start"
 """Evidence key of a flat start made critical by its persistence alone (`LossStallTests._persisted`): the one
@@ -417,14 +417,14 @@ class LossStallTests(LossTrendBase):
     def _persisted(self, ctx: JudgeContext, name: str, y: np.ndarray, last: int) -> bool:
         """A flat start of ≥ ``stuck_persist_min_points`` (log) points found at the previous check too, in a run that
         logs no LR and states no total (either would judge it: `_lr_spent`, `_stuck_for_its_run`), whose last
-        third's median is not below its first third's by ``rising_z`` standard errors (`MEDIAN_SE`, the point
+        third's median is not below its first third's by ``rising_z`` standard errors (`median_gap_error`, the point
         noise from first differences): no step down its noise cannot explain."""
         if y.size < self.stuck_persist_min_points or ctx.learning_rate is not None or ctx.config.total_steps:
             return False
         start, now = end_thirds(y)
-        error = MEDIAN_SE * robust_sigma(y) * float(np.sqrt(2 / (y.size // 3)))
+        third = y.size // 3
         fall = start - now
-        if fall > 0 and fall >= self.rising_z * error:
+        if fall > 0 and fall >= self.rising_z * median_gap_error(robust_sigma(y), third, third):
             return False
         return ctx.not_learning_before(name, last, new_points=True)
 
