@@ -8,8 +8,9 @@ import pytest
 
 from benchmarks.corpus_runs import Run, load_corpus
 from benchmarks.replay import checkpoints
-from mcp_training_check.models import Severity, SignalKind
+from mcp_training_check.models import Severity
 from tests.test_judge_classes import REAL, decisions, replay_cuts, replay_real
+from tests.test_judge_stop35 import _not_learning
 
 PERSISTED = "large share of its steps"
 
@@ -20,9 +21,7 @@ def real() -> dict[str, Run]:
 
 
 def _flat_start(verdict, metric: str = "train/loss"):
-    return [
-        s for s in verdict.signals if s.kind is SignalKind.FLAT and s.metric == metric and "from its start" in s.message
-    ]
+    return [s for s in _not_learning(verdict, metric) if "from its start" in s.message]
 
 
 def test_a_loss_at_its_first_level_for_all_its_epochs_is_stopped_once_the_stall_persists(real):
