@@ -19,7 +19,6 @@ from .evalkinds import (
     is_secondary_eval,
     outvoted,
     percent_scale,
-    relative_noise,
     secondary_at_most_warning,
     train_accuracy,
     unit_scaled,
@@ -148,24 +147,6 @@ class EvalDetector(EvalDegradingTests):
         out += degrading if flagged else degrading + self._memorised(ctx, series, direction)
         out += [] if flagged else self._far_above_train(ctx, series, direction)
         return out
-
-    def _quality_at_best(self, ctx: JudgeContext) -> str:
-        """The run's quality evals (`is_quality_eval`) when every one of them is at or near its best: the
-        median of its last 3 evals within ``quality_near_best_margin`` of its best eval, or within
-        ``degrade_noise_z`` × its noise (over ≥ ``patience_evals`` + 1 evals); else ""."""
-        quality = [(s, d) for s, d in ctx.evals if is_quality_eval(s.name)]
-        parts = []
-        for series, d in quality:
-            _, values = finite_xy(series.steps, series.values)
-            if values.size <= self.patience_evals:
-                return ""
-            level = float(np.median(values[-3:]))
-            best = float(values.min() if d is Direction.LOWER else values.max())
-            margin = max(self.quality_near_best_margin, self.degrade_noise_z * relative_noise(values, best))
-            if float(worse_by(level, best, d)) >= margin:
-                return ""
-            parts.append(f"{series.name} {fmt(level)}, best {fmt(best)}")
-        return ", ".join(parts)
 
     def _far_above_train(self, ctx: JudgeContext, series: MetricSeries, d: Direction) -> list[Signal]:
         """An eval loss ≥ ``overfit_gap_ratio`` × the train loss and worse than at the eval before at each of

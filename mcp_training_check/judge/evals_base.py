@@ -285,6 +285,17 @@ class EvalBase(Detector):
       log-OSCCC-Detection-1, log-irrigation-classification-1: healthy, unsure at 1-4 checks each on it). An
       overfit grows eval after eval: a RoBERTa's val loss 0.111 → 0.114 → 0.142, a sentiment classifier's
       0.279 → 0.282 → 0.284 (ambiguous, still flagged).
+    - ``overfit_confirm_checks``: an eval found overfitting (its degrading finding above, the train loss falling) at 6
+      checks in a row, each with evals since the one before and none nearer its best than the check before, is a
+      sustained overfit → critical at any gap past the degrade margin: issue 9's confirmation across checks, for a slide
+      too small for the large-overfit stop (1.5×) that a cron sees widen all afternoon. Never while every quality eval
+      of the run is at or near its best (`_quality_at_best`: over-confidence, as for the mild overfit; corpus/'s
+      ambiguous MLP overfits keep their accuracy and stay flags). A leaf-segmentation U-Net's val loss 1.05× → 1.20× its
+      best over six checks (epochs 40-54) while its train loss falls (log-tm-vikas-gp-1, bad) and a multi-label
+      classifier's mean val accuracy held at 0.795, 7 % under its first-epoch best, for 40 epochs (log-tj-longcinao-1,
+      bad) were unsure to their ends. Six: the most checks a verdict keeps (the service's ``PREVIOUS_VERDICTS`` 5, and
+      this one); the healthy runs of corpus_real/'s train split widen at 4 checks in a row at most (a bike-share GNN
+      whose val loss settles 5-8 % over its best, log-hj-facuvcanale-1; a YOLOv5's val obj loss, log-rt-zhangmmei-1).
     """
 
     baseline_margin: float = Field(default=0.02, ge=0)
@@ -325,4 +336,5 @@ class EvalBase(Detector):
     overfit_rising_evals: int = Field(default=2, ge=1)
     overfit_long_z: float = Field(default=4.0, gt=0)
     overfit_long_fraction: float = Field(default=0.5, gt=0, le=1)
+    overfit_confirm_checks: int = Field(default=6, ge=2, le=6)
     sole_overfit_stop_margin: float = Field(default=0.2, gt=0)

@@ -9,7 +9,7 @@ from ..models import Direction, MetricRole, Severity, Signal, SignalKind
 from ..roles import is_loss_like, tokenize
 from ..state import MetricSeries
 from .context import JudgeContext, finite_after, restated, signal
-from .evalkinds import SinceBest, has_quality_eval, relative_noise, worse_by
+from .evalkinds import SinceBest, has_quality_eval, is_quality_eval, relative_noise, worse_by
 from .evals_base import EvalBase
 from .stats import (
     falling_pairs_share,
@@ -140,6 +140,12 @@ class EvalDegradingTests(EvalBase):
                 "; the run logs no quality eval, so this is its only measure of generalisation, and it has risen "
                 f"{sole}: a long overfit, critical."
             )
+        elif seen := self._sustained_overfit(ctx, series.name, gap, train, int(steps[-1])):
+            severity = Severity.CRITICAL
+            msg = msg[:-1] + (
+                f"; overfitting at each of the last {seen} checks, with evals between them, and never nearer its "
+                "best than at the check before: a sustained overfit, critical."
+            )
         elif still_down:
             severity = Severity.CRITICAL
             msg = msg[:-1] + (
@@ -159,6 +165,24 @@ class EvalDegradingTests(EvalBase):
                 train_change=train,
             )
         ]
+
+    def _quality_at_best(self, ctx: JudgeContext) -> str:
+        """The run's quality evals (`is_quality_eval`) when every one of them is at or near its best: the
+        median of its last 3 evals within ``quality_near_best_margin`` of its best eval, or within
+        ``degrade_noise_z`` × its noise (over ≥ ``patience_evals`` + 1 evals); else ""."""
+        quality = [(s, d) for s, d in ctx.evals if is_quality_eval(s.name)]
+        parts = []
+        for series, d in quality:
+            _, values = finite_xy(series.steps, series.values)
+            if values.size <= self.patience_evals:
+                return ""
+            level = float(np.median(values[-3:]))
+            best = float(values.min() if d is Direction.LOWER else values.max())
+            margin = max(self.quality_near_best_margin, self.degrade_noise_z * relative_noise(values, best))
+            if float(worse_by(level, best, d)) >= margin:
+                return ""
+            parts.append(f"{series.name} {fmt(level)}, best {fmt(best)}")
+        return ", ".join(parts)
 
     def _final_phase_start(self, ctx: JudgeContext) -> int | None:
         """The first step of a final phase of ``close_mosaic_steps`` before a known total (Ultralytics turns
@@ -335,6 +359,37 @@ class EvalDegradingTests(EvalBase):
             and prev.step is not None
             and prev.step <= last_step
         )
+
+    def _sustained_overfit(
+        self, ctx: JudgeContext, name: str, gap: float, train: float | None, last_step: int
+    ) -> int:
+        """The number of checks, this one included, that found ``name`` overfitting (its degrading finding with the
+        train loss falling, not a mild overfit, a steady decay or a collapse) when that reaches
+        ``overfit_confirm_checks`` in a row, each with evals since the one before and its gap never narrower than
+        at the check before; else 0. Never while every quality eval of the run is at or near its best
+        (`_quality_at_best`: a loss that worsens while the model's quality holds is over-confidence)."""
+        if train is None or train >= 0 or (has_quality_eval(ctx) and self._quality_at_best(ctx)):
+            return 0
+        seen, later, later_gap = 1, last_step, gap
+        for verdict in ctx.previous[: self.overfit_confirm_checks - 1]:
+            prev = next(
+                (s for s in verdict.signals if s.kind is SignalKind.EVAL_DEGRADING and s.metric == name), None
+            )
+            if prev is None or prev.step is None or prev.step >= later or not self._overfit_finding(prev):
+                break
+            if prev.evidence["gap"] > later_gap:
+                break
+            seen, later, later_gap = seen + 1, prev.step, prev.evidence["gap"]
+        return seen if seen >= self.overfit_confirm_checks else 0
+
+    @staticmethod
+    def _overfit_finding(s: Signal) -> bool:
+        """``s`` is a degrading finding of `_degrading_since`'s own (not a mild overfit, a steady decay or a
+        collapse) made while the train loss fell, at warning or above."""
+        other = ("mild_overfit", "mk_z", "collapsed_evals")
+        if s.severity not in (Severity.WARNING, Severity.CRITICAL) or any(key in s.evidence for key in other):
+            return False
+        return "gap" in s.evidence and s.evidence.get("train_change", 0.0) < 0
 
     def _large_overfit(
         self, ctx: JudgeContext, name: str, d: Direction, gap: float, since_best: int, train: float | None, last: int

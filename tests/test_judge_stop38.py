@@ -1,0 +1,91 @@
+"""Judge change of stop 38: an overfit confirmed across checks. Each real-run test fails on the code before the change;
+the controls (a gap that narrows once, a quality eval holding its best, a healthy run widening for four checks) pass on
+both."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from benchmarks.corpus_runs import Run, load_corpus
+from benchmarks.replay import checkpoints
+from mcp_training_check.models import Severity, SignalKind, Verdict
+from tests.test_judge_classes import REAL, decisions, replay_cuts, replay_real
+
+SUSTAINED = "a sustained overfit"
+
+
+@pytest.fixture(scope="module")
+def real() -> dict[str, Run]:
+    return {run.id: run for run in load_corpus(REAL)}
+
+
+def _overfit(verdict: Verdict, metric: str = "eval/loss"):
+    return [s for s in verdict.signals if s.kind is SignalKind.EVAL_DEGRADING and s.metric == metric]
+
+
+def test_a_val_loss_widening_its_gap_at_six_checks_in_a_row_is_stopped(real):
+    """log-tm-vikas-gp-1 (round 44, train, bad): a leaf-segmentation U-Net's val loss climbs from its best 0.522
+    (epoch 32) for 25 epochs while the train loss falls, 1.15x its best at epoch 49. Every check from epoch 40 on
+    flagged it overfitting (unsure), each further from its best than the one before, and the run was never stopped:
+    the large-overfit stop waits for 1.5x its best, and its LR is still logged. It is now stopped at the sixth such
+    check, two checks after its fault became visible."""
+    run = real["log-tm-vikas-gp-1"]
+    assert run.split == "train" and run.label == "bad"
+    code, visible, verdicts = replay_real(run)
+    first = code.index("S")
+    assert first >= visible and set(code[first:]) == {"S"}, (code, visible)
+    stop = [s for s in _overfit(verdicts[first]) if s.severity is Severity.CRITICAL]
+    assert stop and SUSTAINED in stop[0].message, verdicts[first].summary
+    gaps = [_overfit(v)[0].evidence["gap"] for v in verdicts[first - 5 : first + 1]]
+    assert all(a <= b for a, b in itertools.pairwise(gaps)), gaps
+    assert all(_overfit(v)[0].severity is Severity.WARNING for v in verdicts[first - 5 : first])
+
+
+def test_a_val_accuracy_held_below_its_best_for_six_checks_is_stopped(real):
+    """log-tj-longcinao-1 (round 37, train, bad, the other fold): a four-label tongue-image classifier whose mean val
+    accuracy is 0.855 exactly for 17 epochs, then 0.795 exactly (each label at its majority share or its flip),
+    7 % under its first-epoch best while its train loss falls 25 %: overfitting at every check from its 3rd, each
+    as far from its best as the one before (a gap held is no recovery), unsure to its end and never stopped. Stopped
+    now at the sixth such check."""
+    run = real["log-tj-longcinao-1"]
+    assert run.split == "train" and run.label == "bad"
+    code, visible, verdicts = replay_real(run)
+    first = code.index("S")
+    assert first >= visible and set(code[first:]) == {"S"}, code
+    assert any(SUSTAINED in s.message for s in _overfit(verdicts[first], "eval/accuracy"))
+
+
+def test_a_gap_that_narrows_at_one_check_restarts_the_count(real):
+    """Control: the U-Net's val loss brought back near its best for the three epochs up to its 16th check (epoch 49):
+    that check is nearer its best than the one before, so the six-check count starts again and the run ends before
+    it is reached: flagged, not stopped."""
+    run = real["log-tm-vikas-gp-1"]
+    steps, values = run.metrics["eval/loss"]
+    dipped = np.where((steps >= 47) & (steps <= 49), 0.53, values)
+    verdicts = replay_cuts(dict(run.metrics) | {"eval/loss": (steps, dipped)}, checkpoints(run), run_config=run.config)
+    code = decisions(verdicts)
+    assert "S" not in code and "u" in code[-3:], code
+
+
+def test_a_val_loss_widening_beside_a_quality_eval_at_its_best_is_not_stopped(real):
+    """Control: the same U-Net with a Dice that holds its best while its val loss widens: a loss that worsens while
+    the model's quality holds is over-confidence (the mild overfit's exemption), so the count does not stop it."""
+    run = real["log-tm-vikas-gp-1"]
+    steps, _ = run.metrics["eval/loss"]
+    dice = np.minimum(0.80, 0.5 + steps / 40.0) + np.random.default_rng(0).normal(0.0, 0.002, steps.size)
+    verdicts = replay_cuts(dict(run.metrics) | {"eval/dice": (steps, dice)}, checkpoints(run), run_config=run.config)
+    assert "S" not in decisions(verdicts), decisions(verdicts)
+
+
+def test_a_healthy_val_loss_widening_for_four_checks_is_not_stopped(real):
+    """Control: log-hj-facuvcanale-1 (train, healthy), a bike-share GNN whose val loss settles 5-8 % above its best
+    while its LR decays: overfitting at up to four checks in a row, each further from its best, then nearer again.
+    Never stopped."""
+    run = real["log-hj-facuvcanale-1"]
+    assert run.split == "train" and run.label == "healthy"
+    code, _, verdicts = replay_real(run)
+    assert "S" not in code, code
+    assert any(_overfit(v) for v in verdicts)
