@@ -88,8 +88,9 @@ def test_classes_and_size(records):
     # rounds 72-73 too (21,780,227 bytes with round 73's 19 W&B output.log runs), 22.9 with round 74 too (22,783,487
     # bytes with its 67 YOLO runs/detect/train3 results.csv, about 11 metrics an epoch), 23.7 with round 75 too
     # (23,607,579 bytes with its 89 YOLO classify and segment train2 runs, before stop 37's text), 24.8 with round 77
-    # on stop 37 (24,799,299 bytes with its 67 YOLOv5 / YOLOv9 / YOLO11 runs/train/exp results.csv, before its text)
-    assert total < 24_800_000
+    # on stop 37 (24,799,299 bytes with its 67 YOLOv5 / YOLOv9 / YOLO11 runs/train/exp results.csv, before its text),
+    # 24.9 with its ROUNDS.md and README text (24,819,662 bytes)
+    assert total < 24_900_000
 
 
 def test_every_run_has_provenance_licence_reason(records):
