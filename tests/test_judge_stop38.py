@@ -11,6 +11,7 @@ import pytest
 
 from benchmarks.corpus_runs import Run, load_corpus
 from benchmarks.replay import checkpoints
+from mcp_training_check.judge.evalkinds import is_per_class_score
 from mcp_training_check.models import Severity, SignalKind, Verdict
 from tests.test_judge_classes import REAL, decisions, replay_cuts, replay_real
 
@@ -89,3 +90,38 @@ def test_a_healthy_val_loss_widening_for_four_checks_is_not_stopped(real):
     code, _, verdicts = replay_real(run)
     assert "S" not in code, code
     assert any(_overfit(v) for v in verdicts)
+
+
+def test_a_per_class_map_beside_the_overall_map_does_not_stop_the_run(real):
+    """log-ni-jordana-gc-1 (round 77, train, healthy): a YOLOv5 run logging an mAP and an mAP50 per grocery class
+    beside its overall mAPs. Its egg-carton mAP (best 0.044, the rarest class) slid to 0.019 by epoch 25 while the
+    overall mAP rose, and the run was stopped at 4 checks for it. One class's score is one term of the overall
+    score, as a component loss is of the total: secondary now, never a stop while the overall mAP judges the run."""
+    run = real["log-ni-jordana-gc-1"]
+    assert run.split == "train" and run.label == "healthy"
+    code, _, verdicts = replay_real(run)
+    assert "S" not in code, code
+    per_class = [s for v in verdicts for s in v.signals if s.metric and s.metric.startswith("eval/egg_carton")]
+    assert all(s.severity is not Severity.CRITICAL for s in per_class)
+
+
+def test_a_class_named_map_without_an_overall_map_is_judged_as_before(real):
+    """Control: the same run without its overall mAP columns: the egg-carton mAP has no overall score beside it to
+    be a term of, so its slide is judged as any quality eval's (stopped, as before)."""
+    run = real["log-ni-jordana-gc-1"]
+    metrics = {k: v for k, v in run.metrics.items() if k not in ("eval/mAP_0.5", "eval/mAP_0.5:0.95")}
+    code = decisions(replay_cuts(metrics, checkpoints(run), run_config=run.config))
+    assert "S" in code, code
+
+
+@pytest.mark.parametrize(
+    ("name", "names", "per_class"),
+    [
+        ("val/acc_cat", ["val/acc", "val/acc_cat", "val/acc_dog"], True),
+        ("val/acc", ["val/acc", "val/acc_cat", "val/acc_dog"], False),
+        ("eval/mAP50(M)", ["eval/mAP50(B)", "eval/mAP50(M)"], False),  # two heads, neither the overall
+        ("eval/acc_c1", ["eval/accuracy", "eval/acc_c1"], False),  # another word than the overall's
+    ],
+)
+def test_per_class_scores_are_named_against_a_plain_sibling(name, names, per_class):
+    assert is_per_class_score(name, names) is per_class
