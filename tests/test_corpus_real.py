@@ -90,8 +90,9 @@ def test_classes_and_size(records):
     # (23,607,579 bytes with its 89 YOLO classify and segment train2 runs, before stop 37's text), 24.3 with round 76
     # too (24,265,555 bytes with its 36 YOLO segment and pose train2 runs on stop 37's merge, before its text), 25.5
     # with round 77 too (25,487,764 bytes with its 67 YOLOv5-style runs/train/exp results.csv runs), 26.0 with round 78
-    # too (25,952,939 bytes with its 38 YOLO runs/detect/train4 results.csv runs, before stop 38's text)
-    assert total < 26_000_000
+    # too (25,952,939 bytes with its 38 YOLO runs/detect/train4 results.csv runs, before stop 38's text), 26.5 with
+    # round 81 too (26,423,720 bytes with its 41 YOLO runs/detect/train5 results.csv runs, before its text)
+    assert total < 26_500_000
 
 
 def test_every_run_has_provenance_licence_reason(records):
