@@ -811,7 +811,8 @@ def test_an_lr_excerpt_still_inside_its_warmup_is_not_above_its_peak(real):
     9.2e-6 -> 1.4e-5 at the same rate per step across the gap. Without a configured peak, the first logged
     LR is no peak: an LR that rose at every logged point has not reached its own yet. Before, the last check
     called the LR 1.5× "the peak reached after warmup" and escalated a healthy run. An LR that rose and came
-    down before rising 1.5× above where it started is still reported."""
+    down before rising 1.5× above where it started is still reported (a warning where first found; since stop 38 the
+    checks after it, finding it no higher, say it as information)."""
     run = real["issue-megatron-llm-11"]
     code, _, verdicts = replay_real(run)
     assert code == "." * len(code), code
@@ -821,8 +822,9 @@ def test_an_lr_excerpt_still_inside_its_warmup_is_not_above_its_peak(real):
     dipped[4] = lr[3] * 0.9  # came down from a peak once: the schedule has shown it
     dipped[-1] = lr[0] * 1.6
     metrics = {name: run.metrics[name] for name in ("train/loss", "train/grad_norm")} | {"train/lr": (steps, dipped)}
-    last = replay_cuts(metrics, [int(s) for s in steps])[-1]
-    assert any(s.kind.value == "lr_anomaly" and s.severity.value == "warning" for s in last.signals), last.summary
+    verdicts = replay_cuts(metrics, [int(s) for s in steps])
+    reported = [s for v in verdicts for s in v.signals if s.kind.value == "lr_anomaly"]
+    assert reported and reported[0].severity.value == "warning", [s.message for s in reported]
 
 
 def test_a_short_real_log_whose_loss_keeps_climbing_past_twice_its_start_is_flagged_not_stopped(real):

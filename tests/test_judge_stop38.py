@@ -125,3 +125,35 @@ def test_a_class_named_map_without_an_overall_map_is_judged_as_before(real):
 )
 def test_per_class_scores_are_named_against_a_plain_sibling(name, names, per_class):
     assert is_per_class_score(name, names) is per_class
+
+
+def _above_peak(verdict: Verdict):
+    return [s for s in verdict.signals if s.kind is SignalKind.LR_ANOMALY and "ratio" in s.evidence]
+
+
+def test_an_lr_above_its_configured_value_from_the_start_is_said_once(real):
+    """log-ng-saksham1000-mish-1 (round 76, train, healthy): an Ultralytics YOLOv8n-seg with lr0 1e-4 in its args and
+    optimizer=auto, which ignores lr0: its logged LR warms up to 1.9e-3 and decays linearly, 19x the configured value
+    at every point. It was unsure at all 20 checks for 'lr/pg0 ... 19.5x the configured peak'. The first check that
+    sees it still warns; the later ones, finding it no higher, say it as information."""
+    run = real["log-ng-saksham1000-mish-1"]
+    assert run.split == "train" and run.label == "healthy"
+    code, _, verdicts = replay_real(run)
+    found = [(i, s) for i, v in enumerate(verdicts) for s in _above_peak(v)]
+    warned = [i for i, s in found if s.severity is Severity.WARNING]
+    assert len(warned) == 1 and found[0][0] == warned[0], [(i, s.severity) for i, s in found]
+    later = [s for i, s in found if i > warned[0]]
+    assert later and all(s.severity is Severity.INFO and "as since a previous check" in s.message for s in later)
+    assert code.count("u") <= 2, code
+
+
+def test_an_lr_that_keeps_climbing_above_its_configured_value_stays_a_warning(real):
+    """Control: the same run with its LR multiplied by 1.1 more at each of its epochs from the 10th: past 1.25x the
+    ratio it was first found at, it is an LR leaving its schedule again, a warning at the checks that see it."""
+    run = real["log-ng-saksham1000-mish-1"]
+    steps, lr = run.metrics["train/lr/pg0"]
+    climbing = lr * np.where(steps >= 10, 1.1 ** (steps - 9.0), 1.0)
+    metrics = dict(run.metrics) | {name: (steps, climbing) for name in run.metrics if name.startswith("train/lr/")}
+    verdicts = replay_cuts(metrics, checkpoints(run), run_config=run.config)
+    late = [s for v in verdicts[-5:] for s in _above_peak(v)]
+    assert late and all(s.severity is not Severity.INFO for s in late), [s.severity for s in late]

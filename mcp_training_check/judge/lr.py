@@ -132,7 +132,13 @@ class LrDetector(Detector):
       LR is that group's, and this one carries a per-group multiplier (a YOLOv8-pose run's groups pg0/pg2/…
       at 0.0294, exactly 3× its groups pg1/pg3/… at 0.0098 against lr0 0.01, falling together over 100
       epochs: log-pose-vbalab26s-1, healthy, unsure at its first 10 checks for an LR '2.9× the configured
-      peak').
+      peak'). Said once: found so at the previous check too (at an earlier step), and no higher than
+      ``restart_peak_ratio`` × the ratio it was first found at, it is information — a schedule above the
+      configured value, not one leaving it, which the loss judges from there (the configured LR is not the one
+      in use: Ultralytics' ``optimizer=auto`` ignores ``lr0`` and picks its own, 0.002 for a small data set; a
+      YOLOv8n-seg at 19× its lr0 of 1e-4 through a normal warmup and decay was unsure at all 20 checks,
+      log-ng-saksham1000-mish-1, healthy). A runaway stays critical, and an LR still climbing past that bound a
+      warning.
     - ``group_ratio_fraction``: two groups' LRs are one schedule scaled when their ratio varies by at most 2 %
       of its median over their shared steps: LRs logged to 4 significant digits round by at most 0.05 % each,
       and two different schedules (a warmup against a constant) part by far more within a few points.
@@ -246,7 +252,14 @@ class LrDetector(Detector):
             f"{fmt_ratio(lr[-1] / peak)} {what} {fmt(peak)} (threshold {fmt_ratio(self.above_peak_ratio)})"
         )
         since = self._runaway_since(ctx, steps, lr, peak) if ctx.config.peak_lr else None
-        if since is None:
+        first = self._first_above_peak(ctx, series.name, int(steps[-1]))
+        if since is None and first is not None and lr[-1] / peak <= self.restart_peak_ratio * first:
+            severity, tail = Severity.INFO, (
+                f", as since a previous check ({fmt_ratio(first)}, and not {fmt_ratio(self.restart_peak_ratio)} that "
+                "since): a schedule above that value, not one leaving it (the configured LR is not the one in use, as "
+                "with Ultralytics' optimizer=auto); the loss judges it from here."
+            )
+        elif since is None:
             severity, tail = Severity.WARNING, "."
         else:
             severity = Severity.CRITICAL
@@ -256,8 +269,21 @@ class LrDetector(Detector):
             )
         return [
             signal(SignalKind.LR_ANOMALY, severity, msg + tail, metric=series.name, step=int(steps[-1]),
-                   ratio=lr[-1] / peak, since_step=since)
+                   ratio=lr[-1] / peak, since_step=since, first_ratio=first)
         ]  # fmt: skip
+
+    @staticmethod
+    def _first_above_peak(ctx: JudgeContext, name: str, last_step: int) -> float | None:
+        """The ratio to the peak at which this LR was first found above it, when the previous check, at an earlier
+        step, found it above the peak too; else None."""
+        if not ctx.previous:
+            return None
+        for s in ctx.previous[0].signals:
+            if s.kind is not SignalKind.LR_ANOMALY or s.metric != name or "ratio" not in s.evidence:
+                continue
+            if s.step is not None and s.step < last_step:
+                return float(s.evidence.get("first_ratio", s.evidence["ratio"]))
+        return None
 
     def _scaled_group(self, ctx: JudgeContext, name: str, steps: np.ndarray, lr: np.ndarray, peak: float) -> bool:
         """Another LR of the run (a parameter group) peaks within ``above_peak_ratio`` of the configured peak,
