@@ -143,7 +143,7 @@ def test_an_lr_above_its_configured_value_from_the_start_is_said_once(real):
     warned = [i for i, s in found if s.severity is Severity.WARNING]
     assert len(warned) == 1 and found[0][0] == warned[0], [(i, s.severity) for i, s in found]
     later = [s for i, s in found if i > warned[0]]
-    assert later and all(s.severity is Severity.INFO and "as since a previous check" in s.message for s in later)
+    assert later and all(s.severity is Severity.INFO and "as when first found" in s.message for s in later)
     assert code.count("u") <= 2, code
 
 

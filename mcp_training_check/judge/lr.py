@@ -135,10 +135,10 @@ class LrDetector(Detector):
       peak'). Said once: found so at the previous check too (at an earlier step), and no higher than
       ``restart_peak_ratio`` × the ratio it was first found at, it is information — a schedule above the
       configured value, not one leaving it, which the loss judges from there (the configured LR is not the one
-      in use: Ultralytics' ``optimizer=auto`` ignores ``lr0`` and picks its own, 0.002 for a small data set; a
-      YOLOv8n-seg at 19× its lr0 of 1e-4 through a normal warmup and decay was unsure at all 20 checks,
-      log-ng-saksham1000-mish-1, healthy). A runaway stays critical, and an LR still climbing past that bound a
-      warning.
+      in use: Ultralytics' ``optimizer=auto`` ignores ``lr0`` and picks its own, AdamW at 0.01 / (4 + classes)
+      on a short run; a YOLOv8n-seg at 19× its lr0 of 1e-4 through a normal warmup and decay was unsure at all
+      20 checks, log-ng-saksham1000-mish-1, healthy). A runaway stays critical, and an LR still climbing past that
+      bound a warning.
     - ``group_ratio_fraction``: two groups' LRs are one schedule scaled when their ratio varies by at most 2 %
       of its median over their shared steps: LRs logged to 4 significant digits round by at most 0.05 % each,
       and two different schedules (a warmup against a constant) part by far more within a few points.
@@ -255,8 +255,8 @@ class LrDetector(Detector):
         first = self._first_above_peak(ctx, series.name, int(steps[-1]))
         if since is None and first is not None and lr[-1] / peak <= self.restart_peak_ratio * first:
             severity, tail = Severity.INFO, (
-                f", as since a previous check ({fmt_ratio(first)}, and not {fmt_ratio(self.restart_peak_ratio)} that "
-                "since): a schedule above that value, not one leaving it (the configured LR is not the one in use, as "
+                f", as when first found ({fmt_ratio(first)}) and not {fmt_ratio(self.restart_peak_ratio)} above "
+                "that: a schedule above that value, not one leaving it (the configured LR is not the one in use, as "
                 "with Ultralytics' optimizer=auto); the loss judges it from here."
             )
         elif since is None:
