@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -81,12 +81,22 @@ class JudgeContext:
 
     def previous_signal(self, kind: SignalKind, metric: str | None) -> Signal | None:
         """The matching signal of the most recent earlier check, if it had one."""
-        if not self.previous:
-            return None
-        for signal in self.previous[0].signals:
-            if signal.kind is kind and signal.metric == metric:
-                return signal
-        return None
+        return _signal_of(self.previous[0], kind, metric) if self.previous else None
+
+    def earlier_findings(
+        self, kind: SignalKind, metric: str | None, last_step: int | None, checks: int
+    ) -> Iterator[tuple[Signal, int]]:
+        """The matching signal of each of up to ``checks`` earlier checks and its step, newest first, for as long as
+        each check found it at a step before the one after it (the first before ``last_step``): one finding seen at
+        consecutive checks with new points between them. It ends at the first check without it, or without a point
+        since."""
+        later = last_step
+        for verdict in self.previous[:checks]:
+            prev = _signal_of(verdict, kind, metric)
+            if prev is None or prev.step is None or later is None or prev.step >= later:
+                return
+            yield prev, prev.step
+            later = prev.step
 
     def not_learning_before(self, metric: str, last_step: int, *, new_points: bool) -> bool:
         """The previous check already found ``metric`` not learning (a FLAT warning or critical): at an
@@ -102,6 +112,11 @@ class JudgeContext:
         if new_points:
             return prev.step < last_step or prev.severity is Severity.CRITICAL
         return prev.step <= last_step
+
+
+def _signal_of(verdict: Verdict, kind: SignalKind, metric: str | None) -> Signal | None:
+    """The first signal of ``verdict`` of this kind on this metric, if it has one."""
+    return next((s for s in verdict.signals if s.kind is kind and s.metric == metric), None)
 
 
 PLATEAU_EVIDENCE = "plateau_fall_bound"

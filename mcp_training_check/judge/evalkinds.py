@@ -101,11 +101,10 @@ def is_secondary_eval(name: str, eval_names: Sequence[str]) -> bool:
 
 
 def _quality_words(name: str) -> tuple[set[str], set[str]]:
-    """The quality words of an eval's name (`QUALITY_TOKENS`, digits stripped) and its other words (no split
-    word, no number)."""
-    tokens = [t for t in tokenize(name) if t not in EVAL_SPLIT_TOKENS and not t.isdigit()]
-    quality = {t.rstrip("0123456789") for t in tokens if t.rstrip("0123456789") in QUALITY_TOKENS}
-    return quality, {t for t in tokens if t.rstrip("0123456789") not in QUALITY_TOKENS}
+    """The quality words of an eval's name (`QUALITY_TOKENS`) and its other words, digits stripped (no split word,
+    no number)."""
+    stems = {t.rstrip("0123456789") for t in tokenize(name) if t not in EVAL_SPLIT_TOKENS and not t.isdigit()}
+    return stems & QUALITY_TOKENS, stems - QUALITY_TOKENS
 
 
 def is_per_class_score(name: str, eval_names: Sequence[str]) -> bool:

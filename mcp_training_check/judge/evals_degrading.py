@@ -368,19 +368,17 @@ class EvalDegradingTests(EvalBase):
         ``overfit_confirm_checks`` in a row, each with evals since the one before and its gap never narrower than
         at the check before; else 0. Never while every quality eval of the run is at or near its best
         (`_quality_at_best`: a loss that worsens while the model's quality holds is over-confidence)."""
-        if train is None or train >= 0 or (has_quality_eval(ctx) and self._quality_at_best(ctx)):
+        if train is None or train >= 0:
             return 0
-        seen, later, later_gap = 1, last_step, gap
-        for verdict in ctx.previous[: self.overfit_confirm_checks - 1]:
-            prev = next(
-                (s for s in verdict.signals if s.kind is SignalKind.EVAL_DEGRADING and s.metric == name), None
-            )
-            if prev is None or prev.step is None or prev.step >= later or not self._overfit_finding(prev):
+        seen, later_gap = 1, gap
+        checks = self.overfit_confirm_checks - 1
+        for prev, _ in ctx.earlier_findings(SignalKind.EVAL_DEGRADING, name, last_step, checks):
+            if not self._overfit_finding(prev) or prev.evidence["gap"] > later_gap:
                 break
-            if prev.evidence["gap"] > later_gap:
-                break
-            seen, later, later_gap = seen + 1, prev.step, prev.evidence["gap"]
-        return seen if seen >= self.overfit_confirm_checks else 0
+            seen, later_gap = seen + 1, prev.evidence["gap"]
+        if seen < self.overfit_confirm_checks or (has_quality_eval(ctx) and self._quality_at_best(ctx)):
+            return 0
+        return seen
 
     @staticmethod
     def _overfit_finding(s: Signal) -> bool:

@@ -322,14 +322,11 @@ class LossRiseTests(LossTrendBase):
         """Critical when the ``confirm_checks - 1`` previous checks saw this same episode, it has lasted
         ``confirm_share`` of the judged steps (``steps``, from ``since``), and it is not falling."""
         share = (int(steps[-1]) - since) / max(int(steps[-1]) - int(steps[0]), 1)
-        seen, later = 1, ctx.last_step
-        for verdict in ctx.previous[: self.confirm_checks - 1]:
-            prev = next((s for s in verdict.signals if s.kind is SignalKind.DIVERGENCE and s.metric == name), None)
-            if prev is None or prev.step is None or later is None or prev.step >= later:
-                break  # no such signal, or no new point since that check: it confirms nothing
-            if prev.evidence.get("since_step", prev.step) < since:
-                break
-            seen, later = seen + 1, prev.step
+        seen = 1
+        for prev, step in ctx.earlier_findings(SignalKind.DIVERGENCE, name, ctx.last_step, self.confirm_checks - 1):
+            if prev.evidence.get("since_step", step) < since:
+                break  # an earlier episode's finding confirms nothing of this one
+            seen += 1
         if falling:
             return False, f"seen on {seen} consecutive check(s) but falling again, so not confirmed"
         if seen >= self.confirm_checks and share >= self.confirm_share:
