@@ -95,8 +95,9 @@ def test_classes_and_size(records):
     # with round 80 too (26,306,646 bytes with its 43 YOLO runs/classify/train3 results.csv runs), 26.9 with round 81
     # too and stop 38's text (26,795,677 bytes with its 41 YOLO runs/detect/train5 results.csv runs, before the text),
     # 27.2 with round 82 too (27,177,559 bytes with its 29 YOLO runs/detect/train6 results.csv runs, before its text),
-    # 27.8 with round 83 too (27,768,149 bytes with its 33 YOLO runs/segment/train3 results.csv runs, before its text)
-    assert total < 27_800_000
+    # 27.8 with round 83 too (27,768,149 bytes with its 33 YOLO runs/segment/train3 results.csv runs and text), 28.8
+    # with round 84 too (28,778,183 bytes with its 51 YOLOv5-style runs/train/exp2 results.csv runs and text)
+    assert total < 28_800_000
 
 
 def test_every_run_has_provenance_licence_reason(records):
