@@ -93,8 +93,10 @@ def test_classes_and_size(records):
     # too (25,952,939 bytes with its 38 YOLO runs/detect/train4 results.csv runs, before stop 38's text), 26.1 with
     # round 79 too (26,042,498 bytes with its 11 lightning_logs/version_2 metrics.csv runs, before its text), 26.4
     # with round 80 too (26,306,646 bytes with its 43 YOLO runs/classify/train3 results.csv runs), 26.9 with round 81
-    # too and stop 38's text (26,795,677 bytes with its 41 YOLO runs/detect/train5 results.csv runs, before the text)
-    assert total < 26_900_000
+    # too and stop 38's text (26,795,677 bytes with its 41 YOLO runs/detect/train5 results.csv runs, before the text),
+    # 27.2 with round 86 too (27,167,250 bytes with its 21 YOLO runs/pose/train3 and runs/obb/train2 results.csv runs,
+    # before its text)
+    assert total < 27_200_000
 
 
 def test_every_run_has_provenance_licence_reason(records):
