@@ -126,6 +126,13 @@ class EvalTrendBase(Detector):
       on its epoch-2 best and the train loss fell 4.4 → 0.09 was unsure at 18 checks and never stopped
       (log-th-jayshenoy-1, round 9, bad). No other run of corpus_real/'s train split changed a decision for it;
       its one healthy run with both at one check (a YOLOv8-pose at its first check) has no check before.
+    - ``memorised_train_fall_fraction``: the witness's train loss has fallen to at most half (≥ 50 %) of its
+      level at the eval loss's best: a memorised training set, as the CLIP fine-tune's 4.4 → 0.09 (90 %) is. A
+      train loss easing 5-20 % is a model still learning, and a slow-starting detector's val box or objectness
+      loss off its first-epoch best is no witness beside it. At stop 39 (1,974 train runs) the witness made
+      critical the hopeless evals (5-15 % of their headroom) of three healthy YOLO runs with the train box loss
+      5.4-14 % lower, and stopped one of them (a segmenter at 7.5 % of its mAP's headroom after 16 epochs, 0.5
+      later: log-np-it21344756-1); at half, it stops none of them and the bad run it was written for still.
     - ``stuck_stop_fraction``: below 5 % (the metric sits at its initial value: chance accuracy, a WER
       near 1) and seen by the previous check too → critical: a run stuck for a large share of its steps
       does not start learning later. The previous check need not have had fewer evals: evals can be hours
@@ -326,6 +333,7 @@ class EvalTrendBase(Detector):
     steady_pairs_share: float = Field(default=0.95, gt=0.5, le=1)
     steady_min_change_fraction: float = Field(default=0.01, ge=0, lt=1)
     overfit_witness_margin: float = Field(default=0.05, gt=0, lt=1)
+    memorised_train_fall_fraction: float = Field(default=0.5, gt=0, lt=1)
     zero_accuracy_flag_evals: int = Field(default=1, ge=1)
 
     def _real_fall(self, steps: np.ndarray, y: np.ndarray) -> float | None:

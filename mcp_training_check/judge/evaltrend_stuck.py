@@ -108,9 +108,10 @@ class EvalStuckTests(EvalTrendBase):
     def _overfit_witness(self, ctx: JudgeContext, name: str) -> str | None:
         """An eval loss of the run (lower is better, positive) whose median of its last 3 evals is
         ≥ ``overfit_witness_margin`` worse than its best eval, ≥ 3 evals before its last, while the train loss
-        (median of its last 5 points) fell ≥ ``overfit_witness_margin`` since that best: overfitting, said as a
-        phrase; else None. Beside a hopeless eval that gained under ``stuck_progress_fraction`` it is the same
-        failure read twice: the held-out side never learned and is losing what little it had."""
+        (median of its last 5 points) fell ≥ ``memorised_train_fall_fraction`` since that best: a memorised
+        training set, said as a phrase; else None. Beside a hopeless eval that gained under
+        ``stuck_progress_fraction`` it is the same failure read twice: the held-out side never learned and is
+        losing what little it had."""
         if ctx.train_loss is None:
             return None
         loss_steps, loss = finite_xy(ctx.train_loss.steps, ctx.train_loss.values)
@@ -125,7 +126,7 @@ class EvalStuckTests(EvalTrendBase):
             before = loss[loss_steps <= steps[at]][-5:]
             then = float(np.median(before)) if before.size else 0.0
             now = float(np.median(loss[-5:]))
-            if then <= 0 or now > then * (1 - self.overfit_witness_margin):
+            if then <= 0 or now > then * (1 - self.memorised_train_fall_fraction):
                 continue
             return (
                 f"{series.name} is {fmt_pct(level / best - 1)} worse than its best {fmt(best)} at step "

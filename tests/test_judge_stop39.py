@@ -1,0 +1,51 @@
+"""Judge change of stop 39: a memorised training set is a train loss fallen to half its level, not one easing a few
+percent. The real-run test fails on the code before the change; the control (the same run with its train loss
+memorised) passes on both."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from benchmarks.corpus_runs import Run, load_corpus
+from benchmarks.replay import checkpoints
+from mcp_training_check.models import Severity, SignalKind
+from tests.test_judge_classes import REAL, decisions, replay_cuts, replay_real
+
+MEMORISED = "the training set is memorised"
+
+
+@pytest.fixture(scope="module")
+def real() -> dict[str, Run]:
+    return {run.id: run for run in load_corpus(REAL)}
+
+
+def _stuck(verdict, metric: str):
+    return [s for s in verdict.signals if s.kind is SignalKind.FLAT and s.metric == metric]
+
+
+def test_a_slow_detector_beside_a_train_loss_easing_a_few_percent_is_not_stopped(real):
+    """log-np-it21344756-1 (round 83, train, healthy): a YOLO segmenter's box mAP50-95 at 0.10 after 16 epochs (7.5 %
+    of its headroom by medians of 3) while its val box loss sits 36 % above its third-epoch best and the train box loss
+    is 5.4 % lower than then; its mAP reaches 0.5 later. The 5.4 % was read as a memorised training set and the run was
+    stopped at its third check. It is now a warning there (hopeless, but not under 5 % of its headroom) and the run is
+    never stopped."""
+    run = real["log-np-it21344756-1"]
+    assert run.split == "train" and run.label == "healthy"
+    code, _, verdicts = replay_real(run)
+    assert "S" not in code, code
+    flat = _stuck(verdicts[2], "eval/mAP50-95(B)")
+    assert flat and flat[0].severity is Severity.WARNING and MEMORISED not in flat[0].message, verdicts[2].summary
+
+
+def test_the_same_detector_with_its_train_loss_memorised_is_stopped(real):
+    """Control: the same run with its train box loss falling to a third of its level after the val box loss's best
+    (epoch 3): the witness holds, so the hopeless mAP is critical at the second check that sees it."""
+    run = real["log-np-it21344756-1"]
+    steps, values = run.metrics["train/box_loss"]
+    memorised = np.where(steps > 3, values * np.maximum(0.3, 1.0 - (steps - 3) * 0.1), values)
+    metrics = dict(run.metrics) | {"train/box_loss": (steps, memorised)}
+    verdicts = replay_cuts(metrics, checkpoints(run), run_config=run.config)
+    code = decisions(verdicts)
+    assert code[2] == "S", code
+    assert any(MEMORISED in s.message for s in _stuck(verdicts[2], "eval/mAP50-95(B)")), verdicts[2].summary
