@@ -1,6 +1,6 @@
-"""Judge change of stop 39: a memorised training set is a train loss fallen to half its level, not one easing a few
-percent. The real-run test fails on the code before the change; the control (the same run with its train loss
-memorised) passes on both."""
+"""Judge changes of stop 39: a memorised training set is a train loss fallen to half its level, not one easing a few
+percent; a quality eval exactly 0 at every eval vouches for nothing. Each real-run test fails on the code before its
+change; the controls (the same runs with a train loss memorised, an mAP that learns) pass on both."""
 
 from __future__ import annotations
 
@@ -49,3 +49,30 @@ def test_the_same_detector_with_its_train_loss_memorised_is_stopped(real):
     code = decisions(verdicts)
     assert code[2] == "S", code
     assert any(MEMORISED in s.message for s in _stuck(verdicts[2], "eval/mAP50-95(B)")), verdicts[2].summary
+
+
+def test_nan_val_losses_beside_a_quality_eval_that_scored_nothing_stop_the_run(real):
+    """log-np-egoryankovsky-1 (round 83, train, bad): a YOLO segmenter whose box and mask precision, recall and mAPs
+    are exactly 0 at all 20 validations and whose every val loss is NaN: the evaluation never scores anything. The
+    NaN losses were information ("the quality eval is not degrading, which outvotes a secondary eval") and the run
+    was stopped four checks after its third eval. An mAP exactly 0 at each of 3 evals vouches for nothing: the
+    broken evaluation is critical at the check that sees the third."""
+    run = real["log-np-egoryankovsky-1"]
+    assert run.split == "train" and run.label == "bad"
+    code, visible, verdicts = replay_real(run)
+    assert code.index("S") == visible, (code, visible)
+    broke = [s for s in verdicts[visible].signals if "the evaluation broke" in s.message]
+    assert broke and all(s.severity is Severity.CRITICAL for s in broke), verdicts[visible].summary
+
+
+def test_nan_val_losses_beside_a_quality_eval_that_learns_stay_information(real):
+    """Control: the same run with its box mAP50 rising from 0.01 to 0.5: a quality eval that scores and is not
+    degrading outvotes the NaN component losses, so the check that sees the third eval does not stop."""
+    run = real["log-np-egoryankovsky-1"]
+    steps, _ = run.metrics["eval/mAP50(B)"]
+    learning = np.linspace(0.01, 0.5, steps.size)
+    verdicts = replay_cuts(dict(run.metrics) | {"eval/mAP50(B)": (steps, learning)}, checkpoints(run))
+    _, visible, _ = replay_real(run)
+    broke = [s for s in verdicts[visible].signals if "the evaluation broke" in s.message]
+    assert broke and all(s.severity is Severity.INFO for s in broke), verdicts[visible].summary
+    assert decisions(verdicts)[visible] != "S"

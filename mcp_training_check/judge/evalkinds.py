@@ -134,9 +134,23 @@ def outvoted(s: Signal, why: str) -> Signal:
                     outvoted=1.0)
 
 
+SCORED_NOTHING_MIN_EVALS = 3
+
+
 def has_quality_eval(ctx: JudgeContext) -> bool:
-    """Whether the run logs an eval that sums up its quality (`is_quality_eval`: mAP, accuracy, F1)."""
-    return any(is_quality_eval(series.name) for series, _ in ctx.evals)
+    """Whether the run logs an eval that sums up its quality (`is_quality_eval`: mAP, accuracy, F1) and that
+    has scored something: one exactly 0 at every one of ≥ ``SCORED_NOTHING_MIN_EVALS`` evals (3, the evals from
+    which a frozen or all-zero eval is judged stuck) vouches for nothing, so it neither outvotes a secondary
+    eval nor holds a best. A YOLO segmenter whose box and mask precision, recall and mAPs were exactly 0 at all
+    20 validations, every val loss NaN (log-np-egoryankovsky-1, round 83, bad): its NaN losses were information
+    ("the quality eval is not degrading, which outvotes a secondary eval") and the run was stopped four checks
+    after its third eval, by the mAP's own stuck rule."""
+    return any(is_quality_eval(series.name) and not _scored_nothing(series) for series, _ in ctx.evals)
+
+
+def _scored_nothing(series: MetricSeries) -> bool:
+    _, values = finite_xy(series.steps, series.values)
+    return values.size >= SCORED_NOTHING_MIN_EVALS and not bool(np.any(values))
 
 
 def secondary_at_most_warning(signals: list[Signal], ctx: JudgeContext) -> list[Signal]:
