@@ -1,6 +1,7 @@
 """Judge changes of stop 39: a memorised training set is a train loss fallen to half its level, not one easing a few
-percent; a quality eval exactly 0 at every eval vouches for nothing. Each real-run test fails on the code before its
-change; the controls (the same runs with a train loss memorised, an mAP that learns) pass on both."""
+percent; a quality eval exactly 0 at every eval vouches for nothing; a head is not called dead over fewer than 10 evals.
+Each real-run test fails on the code before its change; the controls (the same runs with a train loss memorised, an
+mAP that learns, a keypoint head that never scores) pass on both."""
 
 from __future__ import annotations
 
@@ -76,3 +77,30 @@ def test_nan_val_losses_beside_a_quality_eval_that_learns_stay_information(real)
     broke = [s for s in verdicts[visible].signals if "the evaluation broke" in s.message]
     assert broke and all(s.severity is Severity.INFO for s in broke), verdicts[visible].summary
     assert decisions(verdicts)[visible] != "S"
+
+
+def test_a_keypoint_head_at_zero_for_seven_epochs_of_twenty_five_is_not_stopped(real):
+    """log-ns-kedarnathkc-1 (round 86, train, healthy): a YOLOv8n-pose fine-tune of 25 epochs whose keypoint mAPs are
+    exactly 0 at epochs 1-7 while its box mAP learns; they rise from epoch 8 to 0.26 at its last. At 28 % of its run
+    the zero head was critical and the run was stopped at epoch 7: a quarter of a short run is 7 evals, too few to
+    call a head dead. It is now never stopped."""
+    run = real["log-ns-kedarnathkc-1"]
+    assert run.split == "train" and run.label == "healthy" and run.config["total_steps"] == 25
+    code, _, _ = replay_real(run)
+    assert "S" not in code, code
+
+
+def test_a_keypoint_head_at_zero_for_ten_epochs_is_still_stopped(real):
+    """Control: the same run with its keypoint mAPs, precision and recall exactly 0 at all 25 epochs: stopped by its
+    12th epoch (before the change at its 7th) and to its end."""
+    run = real["log-ns-kedarnathkc-1"]
+    metrics = dict(run.metrics)
+    for name in ("eval/mAP50(P)", "eval/mAP50-95(P)", "eval/precision(P)", "eval/recall(P)"):
+        steps, values = metrics[name]
+        metrics[name] = (steps, np.zeros_like(values))
+    cuts = checkpoints(run)
+    verdicts = replay_cuts(metrics, cuts, run_config=run.config)
+    code = decisions(verdicts)
+    first = code.index("S")
+    assert cuts[first] <= 12 and set(code[first:]) == {"S"}, (code, cuts)
+    assert any("that head scores nothing" in s.message for s in verdicts[first].signals), verdicts[first].summary

@@ -216,6 +216,11 @@ class EvalTrendBase(Detector):
       log-pose-donidodni-1, bad) were information to the end; the healthy heads of the train split left 0 by
       9-11 % of their runs (keypoints: 14 of 150 epochs, 11 of 100; a box head 41 of 1,000), as a YOLOv5-OBB
       run of issue 9 did after 21 epochs. Without a known total a zero head stays information.
+    - ``zero_head_min_evals``: and at ≥ 10 evals: a quarter of a short run is too few evals to call a head
+      dead. A YOLOv8n-pose fine-tune of 25 epochs whose keypoint mAPs were 0 at epochs 1-7 (28 % of its run)
+      was stopped at epoch 7; they rise from epoch 8 to 0.26 at its last (log-ns-kedarnathkc-1, round 86,
+      healthy). The healthy heads above left 0 after 11 and 14 evals, at 9-11 % of longer runs; the bad heads
+      of the train split were 0 at 16-31 evals when stopped.
       (Judged against its headroom, an accuracy climbing from 0.001 to 0.12 gained little; its significant
       trend keeps it from being called stuck.)
     - Any other eval of a run with a train loss is judged not learning from its 3rd eval
@@ -329,6 +334,7 @@ class EvalTrendBase(Detector):
     same_predictions_stop_evals: int = Field(default=15, ge=3)
     frozen_dead_lr_ratio: float = Field(default=1e-3, gt=0, lt=1)
     zero_head_run_fraction: float = Field(default=0.25, gt=0, le=1)
+    zero_head_min_evals: int = Field(default=10, ge=1)
     stuck_min_run_fraction: float = Field(default=0.25, ge=0, lt=1)
     steady_pairs_share: float = Field(default=0.95, gt=0.5, le=1)
     steady_min_change_fraction: float = Field(default=0.01, ge=0, lt=1)

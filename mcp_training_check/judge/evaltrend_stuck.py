@@ -136,10 +136,12 @@ class EvalStuckTests(EvalTrendBase):
         return None
 
     def _zero_head_why(self, ctx: JudgeContext, steps: np.ndarray, values: np.ndarray) -> str | None:
-        """An eval exactly 0 at every eval up to ≥ ``zero_head_run_fraction`` of a known total, said as a
-        phrase; else None (an unknown total: never)."""
+        """An eval exactly 0 at every one of ≥ ``zero_head_min_evals`` evals up to ≥ ``zero_head_run_fraction`` of
+        a known total, said as a phrase; else None (an unknown total: never)."""
         progress = ctx.config.progress(int(steps[-1]))
-        if progress is None or progress < self.zero_head_run_fraction or float(np.max(np.abs(values))) != 0:
+        if progress is None or progress < self.zero_head_run_fraction or values.size < self.zero_head_min_evals:
+            return None
+        if float(np.max(np.abs(values))) != 0:
             return None
         total = fmt_step(ctx.config.total_steps or 0)
         return f"it has been exactly 0 at every eval for {fmt_pct(progress)} of the run's {total} steps"
