@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections import Counter
 from collections.abc import Iterable, Mapping
 
 import numpy as np
@@ -88,6 +89,14 @@ def _recent_checkpoints(series: MetricSeries) -> list[tuple[int, float | None]]:
     return [(int(steps[i]), round_sig(float(values[i]))) for i in picks]
 
 
+def _unlisted_note(hidden: list[MetricRole]) -> str:
+    """How many metrics the snapshot leaves out, by role: ``8 more metrics stored but not listed (4 eval, 4
+    learning_rate).``"""
+    counts = Counter(hidden)
+    by_role = ", ".join(f"{counts[role]} {role.value}" for role in sorted(counts, key=_ROLE_ORDER.__getitem__))
+    return f"{len(hidden)} more metrics stored but not listed ({by_role}); each is still judged."
+
+
 def build_snapshot(
     *,
     run: str,
@@ -101,16 +110,17 @@ def build_snapshot(
     warnings: list[str] | None = None,
 ) -> MetricSnapshot:
     """``info`` is shown as given: pass its config reduced to what the judge uses (`judge.judged_facts`)."""
+    # within a role, a metric that ever read NaN/Inf first: it is what a stop on it points at
     names = sorted(
         (name for name in history.metrics if name in roles),
-        key=lambda name: (_ROLE_ORDER[roles[name].role], natural_key(name)),
+        key=lambda name: (_ROLE_ORDER[roles[name].role], not history.metrics[name].non_finite, natural_key(name)),
     )
     shown = names[:MAX_METRICS_SHOWN]
     notes = list(warnings or [])
     if history.exact_from is not None:
         notes.append(overview_note(history.exact_from))
     if len(names) > len(shown):
-        notes.append(f"{len(names) - len(shown)} more metrics stored but not listed (role: other).")
+        notes.append(_unlisted_note([roles[name].role for name in names[len(shown) :]]))
     metrics = [summarize_metric(history.metrics[name], roles[name]) for name in shown]
     return MetricSnapshot(
         run=run,

@@ -126,6 +126,25 @@ def test_the_table_lists_numbered_evals_in_natural_order(tmp_path):
     assert listed == ["eval/task1", "eval/task2", "eval/task10"], done.stdout
 
 
+def test_a_table_too_long_lists_the_metrics_that_read_nan_and_counts_the_rest_by_role(tmp_path):
+    """A YOLO segmenter logs 4 train losses, 8 scores and 4 val losses: the 12 rows the table shows once listed the
+    scores and hid the val losses whose NaN the verdict stopped on, saying the hidden ones were "role: other"."""
+    scores = [f"metrics/{kind}({head})" for head in "BM" for kind in ("precision", "recall", "mAP50", "mAP50-95")]
+    columns = [f"train/{t}_loss" for t in ("box", "seg", "cls", "dfl")] + scores
+    columns += [f"val/{t}_loss" for t in ("box", "seg", "cls", "dfl")] + ["lr/pg0", "lr/pg1"]
+    rows = [",".join(["epoch", *columns])]
+    for epoch in range(1, 6):
+        losses = [f"{1.5 / epoch:.4f}"] * 4
+        rows.append(",".join([str(epoch), *losses, *["0"] * 8, *["nan"] * 4, "0.001", "0.001"]))
+    (tmp_path / "results.csv").write_text("\n".join(rows) + "\n")
+    done = cli("check", "results.csv", home=tmp_path / "home", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    listed = [line.split()[0] for line in done.stdout.splitlines() if line.startswith("  ") and "/" in line[:40]]
+    assert {"val/box_loss", "val/seg_loss", "val/cls_loss", "val/dfl_loss"} <= set(listed), done.stdout
+    note = next(line for line in done.stdout.splitlines() if "more metrics stored but not listed" in line)
+    assert "role: other" not in note and "eval" in note and "learning_rate" in note, note
+
+
 def test_a_baseline_or_role_for_a_metric_the_run_lacks_is_named_in_the_warnings(tmp_path):
     """Before, `--baseline val_scor=0.9` (a typo) was dropped without a word: the user believed the run was
     judged against the baseline. It stays a warning, not an error: a metric may appear later in a run."""
