@@ -216,13 +216,13 @@ class EvalTrendBase(Detector):
       log-pose-donidodni-1, bad) were information to the end; the healthy heads of the train split left 0 by
       9-11 % of their runs (keypoints: 14 of 150 epochs, 11 of 100; a box head 41 of 1,000), as a YOLOv5-OBB
       run of issue 9 did after 21 epochs. Without a known total a zero head stays information.
+      (Judged against its headroom, an accuracy climbing from 0.001 to 0.12 gained little; its significant
+      trend keeps it from being called stuck.)
     - ``zero_head_min_evals``: and at ≥ 10 evals: a quarter of a short run is too few evals to call a head
       dead. A YOLOv8n-pose fine-tune of 25 epochs whose keypoint mAPs were 0 at epochs 1-7 (28 % of its run)
       was stopped at epoch 7; they rise from epoch 8 to 0.26 at its last (log-ns-kedarnathkc-1, round 86,
       healthy). The healthy heads above left 0 after 11 and 14 evals, at 9-11 % of longer runs; the bad heads
       of the train split were 0 at 16-31 evals when stopped.
-      (Judged against its headroom, an accuracy climbing from 0.001 to 0.12 gained little; its significant
-      trend keeps it from being called stuck.)
     - Any other eval of a run with a train loss is judged not learning from its 3rd eval
       (``stuck_baseline_min_evals``) when it shows the model's output has not changed: with the train loss not
       falling either (Theil–Sen from 4 points at ``slope_confidence_z``; below that, not every point lower than
