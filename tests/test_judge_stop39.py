@@ -1,7 +1,8 @@
 """Judge changes of stop 39: a memorised training set is a train loss fallen to half its level, not one easing a few
-percent; a quality eval exactly 0 at every eval vouches for nothing; a head is not called dead over fewer than 10 evals.
-Each real-run test fails on the code before its change; the controls (the same runs with a train loss memorised, an
-mAP that learns, a keypoint head that never scores) pass on both."""
+percent; a quality eval exactly 0 at every eval vouches for nothing; a head is not called dead over fewer than 10 evals;
+a recall at k is a ranking quality eval. Each real-run test fails on the code before its change; the controls (the same
+runs with a train loss memorised, an mAP that learns, a keypoint head that never scores; a detector's recall; a healthy
+retrieval model) pass on both."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import pytest
 
 from benchmarks.corpus_runs import Run, load_corpus
 from benchmarks.replay import checkpoints
+from mcp_training_check.judge.evalkinds import is_quality_eval, is_secondary_eval
 from mcp_training_check.models import Severity, SignalKind
 from tests.test_judge_classes import REAL, decisions, replay_cuts, replay_real
 
@@ -104,3 +106,37 @@ def test_a_keypoint_head_at_zero_for_ten_epochs_is_still_stopped(real):
     first = code.index("S")
     assert cuts[first] <= 12 and set(code[first:]) == {"S"}, (code, cuts)
     assert any("that head scores nothing" in s.message for s in verdicts[first].signals), verdicts[first].summary
+
+
+@pytest.mark.parametrize(
+    "name", ["eval/recall@20", "eval/t2m_recall_at_10", "eval/HR@10", "eval/R@1", "eval/hit_rate@5"]
+)
+def test_a_recall_or_hit_rate_at_k_is_a_ranking_quality_eval(name):
+    assert is_quality_eval(name) and not is_secondary_eval(name, [name, "eval/loss"])
+
+
+@pytest.mark.parametrize("name", ["eval/recall(B)", "metrics/recall", "eval/recall_1", "eval/precision@5"])
+def test_a_threshold_recall_or_a_per_class_one_stays_secondary(name):
+    """Control: a detector's recall, one class's recall (``recall_1``), a precision at k: each one side of a
+    trade-off."""
+    assert not is_quality_eval(name) and is_secondary_eval(name, [name, "eval/loss"])
+
+
+def test_a_recommenders_recall_at_k_judges_its_run(real):
+    """log-lx-unhappyh2-1 (round 22, train, healthy): a diffusion recommender's recall@20 and NDCG@20 rise to a
+    creeping plateau. Its recall@20 was read as a detector's recall, a secondary eval that NDCG outvoted or not, and
+    the run was unsure at one check; recall at a cut-off k is a ranking score as NDCG is, and the run is continue at
+    every check."""
+    run = real["log-lx-unhappyh2-1"]
+    assert run.split == "train" and run.label == "healthy"
+    code, _, _ = replay_real(run)
+    assert set(code) == {"."}, code
+
+
+def test_a_retrieval_models_val_loss_rising_while_its_recall_at_k_holds_is_not_stopped(real):
+    """Control: log-tu-mukundshankar-dev-1 (round 32, train, healthy): a text-to-motion retrieval model's composite val
+    loss 9-14 % over its best for 300 epochs while its recall@10 holds near its best: never stopped, before and now."""
+    run = real["log-tu-mukundshankar-dev-1"]
+    assert run.split == "train" and run.label == "healthy"
+    code, _, _ = replay_real(run)
+    assert "S" not in code, code

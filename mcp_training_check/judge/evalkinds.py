@@ -4,6 +4,7 @@ metric's direction; the train accuracy logged beside an eval; an eval's level si
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import NamedTuple
 
@@ -59,9 +60,21 @@ and a component loss (YOLO's val cls_loss) one term of the objective: secondary 
 at its best outvotes (`EvalDetector`'s ``quality_near_best_margin``)."""
 
 
+RANKING_AT_K = re.compile(r"(?:^|[^a-z])(?:recall|hits?|hit_?rate|hr|r)(?:@|_at_|-at-)\d+", re.IGNORECASE)
+"""A recall or hit rate at a cut-off k (``recall@10``, ``t2m_recall_at_10``, ``HR@10``, ``R@1``): a retrieval or
+recommendation model's ranking score over its whole catalogue, as NDCG and MRR are, not one side of a threshold's
+precision / recall trade-off."""
+
+
 def is_quality_eval(name: str) -> bool:
-    """Whether an eval's name says it sums up the model's quality (``mAP50-95``, ``val_acc``, ``top1``)."""
-    return any(token.rstrip("0123456789") in QUALITY_TOKENS for token in tokenize(name))
+    """Whether an eval's name says it sums up the model's quality (``mAP50-95``, ``val_acc``, ``top1``,
+    ``recall@10``)."""
+    return is_ranking_at_k(name) or any(token.rstrip("0123456789") in QUALITY_TOKENS for token in tokenize(name))
+
+
+def is_ranking_at_k(name: str) -> bool:
+    """Whether an eval is a recall or hit rate at a cut-off k (`RANKING_AT_K`)."""
+    return RANKING_AT_K.search(name) is not None
 
 
 def percent_scale(name: str, values: np.ndarray) -> float:
@@ -91,7 +104,7 @@ def is_secondary_eval(name: str, eval_names: Sequence[str]) -> bool:
     (`is_per_class_score`). A run's one eval loss, or its plain total (``val/loss``), is no component: it rising
     while the accuracy holds is overfitting."""
     tokens = set(tokenize(name))
-    if TRADE_OFF_TOKENS & tokens:
+    if TRADE_OFF_TOKENS & tokens and not is_ranking_at_k(name):
         return True
     if is_per_class_score(name, eval_names):
         return True
