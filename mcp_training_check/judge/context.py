@@ -86,7 +86,8 @@ class JudgeContext:
     def earlier_findings(
         self, kind: SignalKind, metric: str | None, last_step: int | None, checks: int
     ) -> Iterator[tuple[Signal, int]]:
-        """The matching signal of each of up to ``checks`` earlier checks and its step, newest first, for as long as
+        """The matching signal of each of up to ``checks`` earlier checks and its step (``signal.step``, yielded
+        beside it as a plain ``int`` since a finding without a step ends the walk), newest first, for as long as
         each check found it at a step before the one after it (the first before ``last_step``): one finding seen at
         consecutive checks with new points between them. It ends at the first check without it, or without a point
         since."""
