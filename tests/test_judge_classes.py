@@ -1571,8 +1571,9 @@ def test_a_real_strict_map_near_zero_is_not_stopped_while_the_loose_map_learns(r
     of its headroom by medians of 3: 'not learning ... critical', stopped at checks 5-13) while its mAP@0.5
     reaches 0.25-0.46 in epochs 2-5 (22 %), then both rise to 0.50 and 0.99. A hopeless eval is not stopped
     while another quality eval of the run has learned, nor flagged: the strict reading is learned later
-    (it warned at checks 4-13 until then). Control: the same run without its mAP@0.5 is stopped on the strict
-    one."""
+    (it warned at checks 4-13 until then). Control: the same run without its mAP@0.5 is flagged on the strict
+    one (unsure; stopped until stop 40, when an eval grown ≥ 5× from its first evals became a slow start: the
+    strict mAP has multiplied from 0.005 by then)."""
     run = real["log-yolov5_model-1"]
     code, _, verdicts = replay_real(run)
     assert "S" not in code and code[6:13] == ".......", code
@@ -1580,7 +1581,8 @@ def test_a_real_strict_map_near_zero_is_not_stopped_while_the_loose_map_learns(r
     assert strict and "eval/mAP_0.5 has gained" in strict[0].message and strict[0].severity.value == "info"
     without = {name: series for name, series in run.metrics.items() if name != "eval/mAP_0.5"}
     controls = replay_cuts(without, checkpoints(run), run_config=run.config)
-    assert decisions(controls)[5] == "S" and "eval/mAP_0.5:0.95 is not learning" in controls[5].spelled_out()
+    assert decisions(controls)[5] == "u" and "eval/mAP_0.5:0.95 is not learning" in controls[5].spelled_out()
+    assert "leaving its floor" in controls[5].spelled_out()
 
 
 # --------------------------------------------------------------------------- never learned, stopped within a check

@@ -45,3 +45,46 @@ def test_the_same_slide_with_the_map50_95_sliding_too_is_stopped(real):
     code = decisions(verdicts)
     assert code[3] == "S", code
     assert any(s.severity is Severity.CRITICAL for s in _degrading(verdicts[3], "eval/mAP50(B)")), verdicts[3].summary
+
+
+def _not_learning(verdict, metric: str):
+    flat = [s for s in verdict.signals if s.kind is SignalKind.FLAT and s.metric == metric]
+    return [s for s in flat if "not learning" in s.message]
+
+
+def test_a_detector_whose_map_has_multiplied_from_its_floor_is_a_slow_start(real):
+    """log-nw-kallasrikanth1999-1 (round 90, train, healthy): a YOLOv5 whose mAP@0.5 sits at 0.0002-0.0005 for its
+    first epochs and has grown to 0.03 by epoch 13 of 45 (3.3 % of its headroom), then climbs to 0.67. Both mAPs
+    were 'not learning' at a second check and the run was stopped there. An eval ≥ 5× its first level is leaving
+    its floor: the finding stays a warning (unsure) and the run is never stopped."""
+    run = real["log-nw-kallasrikanth1999-1"]
+    assert run.split == "train" and run.label == "healthy"
+    code, _, verdicts = replay_real(run)
+    assert "S" not in code, code
+    stuck = _not_learning(verdicts[5], "eval/mAP_0.5")
+    assert stuck and stuck[0].severity is Severity.WARNING, verdicts[5].summary
+    assert "leaving its floor" in stuck[0].message
+
+
+def test_the_same_detector_with_its_maps_held_at_their_first_level_is_stopped(real):
+    """Control: the same run with both mAPs held at their first epochs' level (0.0003 and 0.0001, a few millionths
+    of noise) to the end: nothing grows, so the second check that finds them not learning stops the run."""
+    run = real["log-nw-kallasrikanth1999-1"]
+    metrics = dict(run.metrics)
+    for name, level in (("eval/mAP_0.5", 3e-4), ("eval/mAP_0.5:0.95", 1e-4)):
+        steps, _ = run.metrics[name]
+        metrics[name] = (steps, level + 1e-6 * (steps % 3))
+    verdicts = replay_cuts(metrics, checkpoints(run), run_config=run.config)
+    code = decisions(verdicts)
+    assert "S" in code[:7], code
+    first = code.index("S")
+    assert any(s.severity is Severity.CRITICAL for s in _not_learning(verdicts[first], "eval/mAP_0.5")), code
+
+
+def test_an_accuracy_that_grew_under_five_times_and_never_learns_is_still_stopped(real):
+    """Control on a real bad run: log-th-jayshenoy-1 (train), a top-1 accuracy 0.023 → 0.063 (2.75×) that never
+    learns, stopped one check after its fault is visible, as before."""
+    run = real["log-th-jayshenoy-1"]
+    assert run.label == "bad"
+    code, visible, _ = replay_real(run)
+    assert code.index("S") == visible + 1, (code, visible)

@@ -137,6 +137,14 @@ class EvalTrendBase(Detector):
       near 1) and seen by the previous check too → critical: a run stuck for a large share of its steps
       does not start learning later. The previous check need not have had fewer evals: evals can be hours
       apart, and waiting for the next one only lets a run that never learns go on.
+    - ``stuck_growth_ratio``: a higher-is-better eval whose level (median of its last 3 evals) is ≥ 5× its first
+      level (median of its first 3) is leaving its floor, however little of its headroom that is: a slow start, not
+      a stuck run, so its not-learning finding stays a warning (unsure) at a second check. Without a baseline
+      the headroom is the whole scale, which a detector's mAP50-95 starting at 0.0002 takes epochs to show a
+      share of. At stop 40 (2,084 train runs) the healthy slow starts stopped as not learning had grown 5-130×
+      at their stop (YOLO mAPs 0.0003 → 0.033 after 14 epochs, 0.0002 → 0.013 after 36 of 100, 0.0011 → 0.012
+      after 9: log-nw-kallasrikanth1999-1, log-nu-achyuta41-1, log-nq-skull1807-1), the bad runs' stuck evals at
+      most 2.75× (an accuracy 0.023 → 0.063 that never learns, log-th-jayshenoy-1) or at 0.
     - ``stuck_baseline_min_evals`` / ``stuck_far_fraction``: with a baseline for the eval (what comparable
       runs reach), it is judged stuck from its 3rd eval, and only while its best is ≥ 25 % worse than the
       baseline (the eval detector's ``far_margin``): a metric at chance for three evals while comparable
@@ -340,6 +348,7 @@ class EvalTrendBase(Detector):
     steady_min_change_fraction: float = Field(default=0.01, ge=0, lt=1)
     overfit_witness_margin: float = Field(default=0.05, gt=0, lt=1)
     memorised_train_fall_fraction: float = Field(default=0.5, gt=0, lt=1)
+    stuck_growth_ratio: float = Field(default=5.0, gt=1)
     zero_accuracy_flag_evals: int = Field(default=1, ge=1)
 
     def _real_fall(self, steps: np.ndarray, y: np.ndarray) -> float | None:

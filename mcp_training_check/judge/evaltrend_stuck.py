@@ -12,7 +12,7 @@ from .chance import names_accuracy
 from .context import JudgeContext, signal
 from .evalkinds import is_quality_eval, percent_scale, unit_scaled
 from .evaltrend_base import EDIT_RATE_TOKENS, EMPTY_OUTPUT_RATE, EvalTrendBase, hopeless_progress, progress
-from .stats import finite_xy, fmt, fmt_pct, fmt_step, is_frozen
+from .stats import finite_xy, fmt, fmt_pct, fmt_ratio, fmt_step, is_frozen
 
 
 class EvalStuckTests(EvalTrendBase):
@@ -80,6 +80,16 @@ class EvalStuckTests(EvalTrendBase):
         scale = abs(baseline) if baseline != 0 else 1.0
         worse = (baseline - best if d is Direction.HIGHER else best - baseline) / scale
         return worse >= self.stuck_far_fraction
+
+    def _leaving_floor(self, values: np.ndarray, d: Direction) -> float | None:
+        """A higher-is-better eval's level (median of its last 3 evals) over its first level (median of its first
+        3) when that is ≥ ``stuck_growth_ratio``: it has multiplied since its start; else None."""
+        if d is not Direction.HIGHER or values.size < 6:
+            return None
+        first, level = float(np.median(values[:3])), float(np.median(values[-3:]))
+        if first <= 0 or level < self.stuck_growth_ratio * first:
+            return None
+        return level / first
 
     def _learning_quality_eval(self, ctx: JudgeContext, name: str) -> str | None:
         """Another quality eval of the run (`is_quality_eval`) that has gained ≥ ``stuck_progress_fraction`` of
@@ -176,7 +186,8 @@ class EvalStuckTests(EvalTrendBase):
         unmoved = (gained if robust is None else robust) < self.stuck_stop_fraction
         critical = persists and (unmoved or overfit is not None) and not early_zero
         waiting = critical and baseline is None and self._moving_early(ctx, series, values, d, int(steps[-1]))
-        critical = critical and not waiting
+        growth = self._leaving_floor(values, d) if critical and baseline is None and not waiting else None
+        critical = critical and not waiting and growth is None
         sibling = self._learning_quality_eval(ctx, series.name) if baseline is None else None
         zero_head = self._zero_head_why(ctx, steps, values) if sibling is not None else None
         outvoted = sibling is not None and zero_head is None
@@ -189,6 +200,11 @@ class EvalStuckTests(EvalTrendBase):
             tail = f"still so at a second check, while {overfit}: the training set is memorised, nothing generalises"
         elif critical:
             tail = f"still so at a second check (critical below {fmt_pct(self.stuck_stop_fraction)})"
+        elif growth is not None:
+            tail = (
+                f"still so at a second check, but its level is {fmt_ratio(growth)} its first evals' (from "
+                f"{fmt_ratio(self.stuck_growth_ratio)} it is leaving its floor): a slow start, a flag"
+            )
         elif waiting:
             tail = (
                 f"still so at a second check, but it moves and the run is short of "
