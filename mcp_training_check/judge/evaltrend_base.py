@@ -144,7 +144,7 @@ class EvalTrendBase(Detector):
       share of. At stop 40 (2,084 train runs) the healthy slow starts stopped as not learning had grown 5-130×
       at their stop (YOLO mAPs 0.0003 → 0.033 after 14 epochs, 0.0002 → 0.013 after 36 of 100, 0.0011 → 0.012
       after 9: log-nw-kallasrikanth1999-1, log-nu-achyuta41-1, log-nq-skull1807-1), the bad runs' stuck evals at
-      most 2.75× (an accuracy 0.023 → 0.063 that never learns, log-th-jayshenoy-1) or at 0.
+      their fault at most 2.75× (an accuracy 0.023 → 0.063 that never learns, log-th-jayshenoy-1) or at 0.
     - ``stuck_baseline_min_evals`` / ``stuck_far_fraction``: with a baseline for the eval (what comparable
       runs reach), it is judged stuck from its 3rd eval, and only while its best is ≥ 25 % worse than the
       baseline (the eval detector's ``far_margin``): a metric at chance for three evals while comparable
