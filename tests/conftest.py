@@ -23,6 +23,16 @@ from .sshd import (  # noqa: F401  (fixtures of the SSH tests)
 )
 
 
+@pytest.fixture(scope="session")
+def real() -> dict:
+    """corpus_real/'s runs by id, read once for the judge test modules that replay them (none alters a run: each
+    builds new series from a run's arrays)."""
+    from benchmarks.corpus_runs import load_corpus
+    from tests.test_judge_classes import REAL
+
+    return {run.id: run for run in load_corpus(REAL)}
+
+
 @pytest.fixture(autouse=True)
 def isolated_home(tmp_path, monkeypatch):
     home = tmp_path / "training-check-home"

@@ -29,11 +29,6 @@ from tests.test_judge_helpers import ar1, decay_loss, make_history, make_series,
 REAL = Path(__file__).resolve().parents[1] / "corpus_real" / "runs.jsonl.gz"
 
 
-@pytest.fixture(scope="module")
-def real() -> dict[str, Run]:
-    return {run.id: run for run in load_corpus(REAL)}
-
-
 def replay_real(run: Run) -> tuple[str, int, list[Verdict]]:
     """The run judged at the replay's 20 checks: decisions (. u S), the check where its fault is visible."""
     cuts = checkpoints(run)

@@ -5,16 +5,9 @@ not swallow."""
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
-from benchmarks.corpus_runs import Run, load_corpus
 from benchmarks.replay import checkpoints
-from tests.test_judge_classes import REAL, decisions, replay_cuts, replay_real
-
-
-@pytest.fixture(scope="module")
-def real() -> dict[str, Run]:
-    return {run.id: run for run in load_corpus(REAL)}
+from tests.test_judge_classes import decisions, replay_cuts, replay_real
 
 
 def long_overfits(verdicts: list) -> list[str]:

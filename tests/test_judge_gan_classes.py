@@ -5,18 +5,11 @@ train-split run of corpus_real/, each with a control the class must not swallow.
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
-from benchmarks.corpus_runs import Run, load_corpus
 from benchmarks.replay import checkpoints
 from mcp_training_check.models import Direction, MetricRole
 from mcp_training_check.roles import assign_roles, primary_train_loss
-from tests.test_judge_classes import REAL, decisions, replay_cuts, replay_real
-
-
-@pytest.fixture(scope="module")
-def real() -> dict[str, Run]:
-    return {run.id: run for run in load_corpus(REAL)}
+from tests.test_judge_classes import decisions, replay_cuts, replay_real
 
 
 def test_a_pix2pixhd_run_is_judged_on_its_perceptual_term_and_its_long_flat_start_is_no_stall(real):

@@ -7,17 +7,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from benchmarks.corpus_runs import CORPUS, Run, load_corpus
+from benchmarks.corpus_runs import CORPUS, load_corpus
 from benchmarks.replay import checkpoints
 from mcp_training_check.judge.stats import eval_set_size
 from mcp_training_check.models import MetricRole
 from mcp_training_check.roles import assign_roles, primary_train_loss
-from tests.test_judge_classes import REAL, decisions, replay_cuts, replay_real, with_point
-
-
-@pytest.fixture(scope="module")
-def real() -> dict[str, Run]:
-    return {run.id: run for run in load_corpus(REAL)}
+from tests.test_judge_classes import decisions, replay_cuts, replay_real, with_point
 
 
 def collapses(verdicts: list) -> list[str]:

@@ -8,17 +8,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from benchmarks.corpus_runs import Run, load_corpus
 from benchmarks.replay import checkpoints
 from mcp_training_check.judge.evalkinds import percent_scale
 from mcp_training_check.models import SignalKind
-from tests.test_judge_classes import REAL, Series, decisions, replay_cuts
+from tests.test_judge_classes import Series, decisions, replay_cuts
 from tests.test_judge_helpers import make_series, run_judge
-
-
-@pytest.fixture(scope="module")
-def real() -> dict[str, Run]:
-    return {run.id: run for run in load_corpus(REAL)}
 
 
 def as_fractions(metrics: dict[str, Series]) -> dict[str, Series]:

@@ -4,18 +4,11 @@ copied from a real train-split run, each with a control."""
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
-from benchmarks.corpus_runs import Run, load_corpus
 from benchmarks.replay import checkpoints
 from mcp_training_check.models import Severity
-from tests.test_judge_classes import REAL, decisions, replay_cuts, replay_real
+from tests.test_judge_classes import decisions, replay_cuts, replay_real
 from tests.test_judge_helpers import make_series, run_judge
-
-
-@pytest.fixture(scope="module")
-def real() -> dict[str, Run]:
-    return {run.id: run for run in load_corpus(REAL)}
 
 # log-Ganilla-Witness-Style-1 (corpus_real train, ambiguous; Arnaud58/Ganilla-Witness-Style loss_log.txt at
 # 83fea62): a GANILLA style transfer, prints 50-89 of its longest session (iterations 94,640-166,880). Its

@@ -4,18 +4,11 @@ real train-split run, each with a control."""
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
-from benchmarks.corpus_runs import Run, load_corpus
 from benchmarks.replay import checkpoints
 from mcp_training_check.models import SignalKind
-from tests.test_judge_classes import REAL, decisions, replay_cuts, replay_real
+from tests.test_judge_classes import decisions, replay_cuts, replay_real
 from tests.test_judge_helpers import make_series, run_judge
-
-
-@pytest.fixture(scope="module")
-def real() -> dict[str, Run]:
-    return {run.id: run for run in load_corpus(REAL)}
 
 
 def test_a_long_steady_overfit_of_a_run_without_a_quality_eval_is_stopped(real):

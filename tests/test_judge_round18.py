@@ -6,17 +6,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from benchmarks.corpus_runs import Run, load_corpus
 from benchmarks.replay import checkpoints
 from mcp_training_check.judge.stats import fisher_fewer
 from mcp_training_check.models import Decision, SignalKind
-from tests.test_judge_classes import REAL, decisions, replay_cuts, replay_real
+from tests.test_judge_classes import decisions, replay_cuts, replay_real
 from tests.test_judge_helpers import make_series, run_judge
-
-
-@pytest.fixture(scope="module")
-def real() -> dict[str, Run]:
-    return {run.id: run for run in load_corpus(REAL)}
 
 
 def test_a_collapse_within_the_sampling_noise_of_a_tiny_eval_set_is_not_stopped(real):

@@ -7,15 +7,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from benchmarks.corpus_runs import Run, load_corpus
-from tests.test_judge_classes import REAL, decisions, every, replay_cuts, replay_real
+from tests.test_judge_classes import decisions, every, replay_cuts, replay_real
 
 UNDONE = "all it learned is undone"  # the back-at-its-start finding's message
-
-
-@pytest.fixture(scope="module")
-def real() -> dict[str, Run]:
-    return {run.id: run for run in load_corpus(REAL)}
 
 
 def _undone_checks(verdicts) -> list[int]:

@@ -6,16 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from benchmarks.corpus_runs import Run, load_corpus
 from mcp_training_check.models import Decision, Severity, SignalKind
-from tests.test_judge_classes import REAL, decisions, every, replay_cuts, replay_real, stopped_within_one_check
+from tests.test_judge_classes import decisions, every, replay_cuts, replay_real, stopped_within_one_check
 
 RUN_END = "by the end of the run"  # the stuck-for-its-run finding (`LossStallTests._stuck_for_its_run`)
-
-
-@pytest.fixture(scope="module")
-def real() -> dict[str, Run]:
-    return {run.id: run for run in load_corpus(REAL)}
 
 
 @pytest.mark.parametrize(

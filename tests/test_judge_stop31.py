@@ -3,17 +3,10 @@
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
-from benchmarks.corpus_runs import Run, load_corpus
 from mcp_training_check.models import Decision, SignalKind
-from tests.test_judge_classes import REAL, replay_real
+from tests.test_judge_classes import replay_real
 from tests.test_judge_helpers import make_series, run_judge
-
-
-@pytest.fixture(scope="module")
-def real() -> dict[str, Run]:
-    return {run.id: run for run in load_corpus(REAL)}
 
 
 def _collapse_verdict(values: list[float]):

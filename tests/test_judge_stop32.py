@@ -3,18 +3,11 @@
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
-from benchmarks.corpus_runs import Run, load_corpus
 from mcp_training_check.judge.evaltrend_unchanged import repeats_across_one_eval
 from mcp_training_check.models import Decision, SignalKind
-from tests.test_judge_classes import REAL, decisions, replay_cuts, replay_real, stopped_within_one_check
+from tests.test_judge_classes import decisions, replay_cuts, replay_real, stopped_within_one_check
 from tests.test_judge_helpers import make_series, run_judge
-
-
-@pytest.fixture(scope="module")
-def real() -> dict[str, Run]:
-    return {run.id: run for run in load_corpus(REAL)}
 
 
 def _long_overfit_signals(verdict):

@@ -3,16 +3,9 @@
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
-from benchmarks.corpus_runs import Run, load_corpus
 from mcp_training_check.models import Decision, Severity, SignalKind
-from tests.test_judge_classes import REAL, decisions, replay_cuts, replay_real, stopped_within_one_check
-
-
-@pytest.fixture(scope="module")
-def real() -> dict[str, Run]:
-    return {run.id: run for run in load_corpus(REAL)}
+from tests.test_judge_classes import decisions, replay_cuts, replay_real, stopped_within_one_check
 
 
 def _frozen_game(verdict, severity: Severity):

@@ -5,11 +5,9 @@ from __future__ import annotations
 import re
 
 import numpy as np
-import pytest
 
-from benchmarks.corpus_runs import Run, load_corpus
 from mcp_training_check.models import Decision, Severity, SignalKind
-from tests.test_judge_classes import REAL, decisions, replay_cuts, replay_real
+from tests.test_judge_classes import decisions, replay_cuts, replay_real
 
 
 def _non_finite(verdict, metric: str):
@@ -55,11 +53,6 @@ def test_a_log_nan_from_its_first_point_says_so():
     finding = _non_finite(verdict, "train/loss")
     assert finding.severity is Severity.CRITICAL
     assert _since(finding.message) == (1, None) and "its first" in finding.message, finding.message
-
-
-@pytest.fixture(scope="module")
-def real() -> dict[str, Run]:
-    return {run.id: run for run in load_corpus(REAL)}
 
 
 def test_a_memorised_loss_jittering_at_its_floor_is_not_stopped(real):

@@ -3,17 +3,10 @@
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
-from benchmarks.corpus_runs import Run, load_corpus
 from benchmarks.replay import checkpoints
 from mcp_training_check.models import Severity, SignalKind
-from tests.test_judge_classes import REAL, replay_cuts, replay_real
-
-
-@pytest.fixture(scope="module")
-def real() -> dict[str, Run]:
-    return {run.id: run for run in load_corpus(REAL)}
+from tests.test_judge_classes import replay_cuts, replay_real
 
 
 def _not_learning(verdict, metric: str = "train/loss"):

@@ -3,18 +3,11 @@
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
-from benchmarks.corpus_runs import Run, load_corpus
 from benchmarks.replay import checkpoints
 from mcp_training_check.models import Severity
-from tests.test_judge_classes import REAL, replay_cuts, replay_real
+from tests.test_judge_classes import replay_cuts, replay_real
 from tests.test_judge_stop35 import _not_learning
-
-
-@pytest.fixture(scope="module")
-def real() -> dict[str, Run]:
-    return {run.id: run for run in load_corpus(REAL)}
 
 
 def test_a_converged_tail_logged_mid_run_without_an_eval_is_flagged_not_stopped(real):

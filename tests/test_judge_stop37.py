@@ -4,20 +4,13 @@ exempts from is new); the step-down and LR controls pass on both."""
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
-from benchmarks.corpus_runs import Run, load_corpus
 from benchmarks.replay import checkpoints
 from mcp_training_check.models import Severity
-from tests.test_judge_classes import REAL, decisions, replay_cuts, replay_real
+from tests.test_judge_classes import decisions, replay_cuts, replay_real
 from tests.test_judge_stop35 import _not_learning
 
 PERSISTED = "large share of its steps"
-
-
-@pytest.fixture(scope="module")
-def real() -> dict[str, Run]:
-    return {run.id: run for run in load_corpus(REAL)}
 
 
 def _flat_start(verdict, metric: str = "train/loss"):

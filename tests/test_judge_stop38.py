@@ -9,18 +9,12 @@ import itertools
 import numpy as np
 import pytest
 
-from benchmarks.corpus_runs import Run, load_corpus
 from benchmarks.replay import checkpoints
 from mcp_training_check.judge.evalkinds import is_per_class_score
 from mcp_training_check.models import Severity, SignalKind, Verdict
-from tests.test_judge_classes import REAL, decisions, replay_cuts, replay_real
+from tests.test_judge_classes import decisions, replay_cuts, replay_real
 
 SUSTAINED = "a sustained overfit"
-
-
-@pytest.fixture(scope="module")
-def real() -> dict[str, Run]:
-    return {run.id: run for run in load_corpus(REAL)}
 
 
 def _overfit(verdict: Verdict, metric: str = "eval/loss"):

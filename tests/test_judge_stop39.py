@@ -9,18 +9,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from benchmarks.corpus_runs import Run, load_corpus
 from benchmarks.replay import checkpoints
 from mcp_training_check.judge.evalkinds import is_quality_eval, is_secondary_eval
 from mcp_training_check.models import Severity, SignalKind
-from tests.test_judge_classes import REAL, decisions, replay_cuts, replay_real
+from tests.test_judge_classes import decisions, replay_cuts, replay_real
 
 MEMORISED = "the training set is memorised"
-
-
-@pytest.fixture(scope="module")
-def real() -> dict[str, Run]:
-    return {run.id: run for run in load_corpus(REAL)}
 
 
 def _stuck(verdict, metric: str):
