@@ -1,6 +1,6 @@
 """Judge changes of stop 40: a quality eval's steady slide just beyond its noise margin is no stop while another
-quality eval of the run holds its best. Each real-run test fails on the code before its change; the controls pass on
-both."""
+quality eval of the run holds its best; an eval grown ≥ 5× its first level is a slow start leaving its floor, not a
+stuck run. Each real-run test fails on the code before its change; the controls pass on both."""
 
 from __future__ import annotations
 
