@@ -26,13 +26,16 @@ from mcp_training_check.stop.targets import ScreenTarget, TmuxTarget, escalate_t
 
 from .sshd import SshServer
 
-# A training that logs a JSON line every 50 ms; TERM makes it write "term" and exit (unless told to ignore it).
+# A training that logs a JSON line every 50 ms; TERM makes it write "term" and exit (unless told to ignore it). The
+# handler appends through its own descriptor and leaves with os._exit: a write to `log` there can re-enter the one the
+# signal interrupted ("reentrant call inside <_io.BufferedWriter>", exit status 1: a red CI run at stop 40).
 TRAINING = """
-import json, signal, sys, time
+import json, os, signal, sys, time
 log = open(sys.argv[1], "a", buffering=1)
 def on_term(signum, frame):
-    log.write("term\\n")
-    sys.exit(0)
+    fd = os.open(sys.argv[1], os.O_WRONLY | os.O_APPEND)
+    os.write(fd, b"term\\n")
+    os._exit(0)
 signal.signal(signal.SIGTERM, signal.SIG_IGN if "--ignore-term" in sys.argv else on_term)
 step = 0
 while True:
