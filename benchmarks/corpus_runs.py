@@ -17,6 +17,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "corpus" / "runs.jsonl.gz"
+CORPUS_REAL = ROOT / "corpus_real" / "runs.jsonl.gz"
 HOLDOUT_SEED_MODULUS = 3  # runs whose seed is divisible by this are held out (about a third of each class)
 # what a training-check.toml run entry can state besides baselines (config.RunEntry's judge hints)
 CONFIG_HINT_KEYS = ("total_steps", "learning_rate", "warmup_steps", "lr_scheduler_type", "max_grad_norm")

@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from benchmarks.corpus_runs import CORPUS, Run, load_corpus  # noqa: E402
+from benchmarks.corpus_runs import CORPUS, CORPUS_REAL, Run, load_corpus  # noqa: E402
 from benchmarks.replay import DEFAULT_CHECKS, evaluate, markdown, split_scores  # noqa: E402
 from mcp_training_check.judge import judge  # noqa: E402
 from mcp_training_check.models import Decision, Verdict  # noqa: E402
@@ -88,7 +88,6 @@ FEW_OVERVIEWS = 0.1
 """When the stress sizes give fewer than this share of a corpus's first checks an overview, the corpus's
 files are too small for them to test anything, and the smallest sizes are shown too."""
 
-CORPUS_REAL = ROOT / "corpus_real" / "runs.jsonl.gz"
 LATE_STARTS = (0.5, 0.8)
 """Where monitoring starts in the replay tables (e): the first check then reads half / most of the run."""
 

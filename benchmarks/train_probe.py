@@ -28,11 +28,10 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from benchmarks.corpus_runs import Run, load_corpus  # noqa: E402
+from benchmarks.corpus_runs import CORPUS_REAL, Run, load_corpus  # noqa: E402
 from benchmarks.replay import RunResult, _pct, checkpoints, replay_fast, score, visible_check  # noqa: E402
 from mcp_training_check.models import Decision, Severity, Verdict  # noqa: E402
 
-CORPUS_REAL = ROOT / "corpus_real" / "runs.jsonl.gz"
 CHECKS = 20
 
 

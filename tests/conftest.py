@@ -27,10 +27,9 @@ from .sshd import (  # noqa: F401  (fixtures of the SSH tests)
 def real() -> dict:
     """corpus_real/'s runs by id, read once for the judge test modules that replay them (none alters a run: each
     builds new series from a run's arrays)."""
-    from benchmarks.corpus_runs import load_corpus
-    from tests.test_judge_classes import REAL
+    from benchmarks.corpus_runs import CORPUS_REAL, load_corpus
 
-    return {run.id: run for run in load_corpus(REAL)}
+    return {run.id: run for run in load_corpus(CORPUS_REAL)}
 
 
 @pytest.fixture(autouse=True)

@@ -274,8 +274,7 @@ def test_run_file_overview_reads_of_part_of_a_block_are_refused(tmp_path, read_b
 
 
 def _real_run(run_id: str):
-    from benchmarks.corpus_runs import load_corpus
-    from benchmarks.tail_first import CORPUS_REAL
+    from benchmarks.corpus_runs import CORPUS_REAL, load_corpus
 
     (run,) = [run for run in load_corpus(CORPUS_REAL) if run.id == run_id]
     return run

@@ -26,8 +26,6 @@ from tests.runs import train
 from tests.test_cli import cli, healthy_loss
 from tests.test_judge_helpers import ar1, decay_loss, make_history, make_series, roles_of, run_judge
 
-REAL = Path(__file__).resolve().parents[1] / "corpus_real" / "runs.jsonl.gz"
-
 
 def replay_real(run: Run) -> tuple[str, int, list[Verdict]]:
     """The run judged at the replay's 20 checks: decisions (. u S), the check where its fault is visible."""
