@@ -25,6 +25,7 @@ def test_a_sliding_map50_beside_a_map50_95_at_its_best_is_not_stopped(real):
     assert "S" not in code, code
     slide = _degrading(verdicts[3], "eval/mAP50(B)")
     assert slide and slide[0].severity is Severity.WARNING, verdicts[3].summary
+    assert "another quality eval is at or near its best (eval/mAP50-95(B) 0.6" in slide[0].message
 
 
 def test_the_same_slide_with_the_map50_95_sliding_too_is_stopped(real):

@@ -82,6 +82,7 @@ class EvalDegradingTests(EvalBase):
         train = self._train_change(ctx, best_step)
         with_train = train is not None and train >= self.degrade_margin
         still_down = not with_train and self._still_down(ctx, series.name, gap, int(steps[-1]))
+        held = ""  # another quality eval at its best, sparing a steady slide beyond the noise margin
         since = SinceBest(series, d, steps[i:], values[i:], gap, best, best_step)
         if gap < margin and not still_down:
             decay = self._steady_decay(ctx, since, steps)
@@ -113,7 +114,12 @@ class EvalDegradingTests(EvalBase):
                 f"; still decaying since the previous check, {fmt_pct(gap)} below its best (critical from "
                 f"{fmt_pct(self.decay_stop_margin)} for a higher-is-better eval)."
             )
-        elif not with_train and falling and self._steady_beyond_noise(ctx, series.name, d, since_best, steps):
+        elif (
+            not with_train
+            and falling
+            and self._steady_beyond_noise(ctx, series.name, d, since_best, steps)
+            and not (held := self._other_quality_at_best(ctx, series.name))
+        ):
             severity = Severity.CRITICAL
             msg = msg[:-1] + (
                 f"; falling steadily over the {since_best} evals since (a significant trend, "
@@ -151,6 +157,11 @@ class EvalDegradingTests(EvalBase):
             msg = msg[:-1] + (
                 f"; the previous check found it critical and it is still ≥ {fmt_pct(self.degrade_margin)} below "
                 "its best with none of its last evals back at it, so still critical."
+            )
+        if held and severity is Severity.WARNING:
+            msg = msg[:-1] + (
+                f"; falling steadily over the {since_best} evals since and at the previous check too, but another "
+                f"quality eval is at or near its best ({held}), so a warning while it is."
             )
         return [
             signal(
@@ -328,11 +339,12 @@ class EvalDegradingTests(EvalBase):
         the previous check (with evals since) too: the steady decay of `_steady_decay`, which stops a slide
         within the eval's noise margin, must not spare one that left it (issue 9: a YOLOv3 mAP@0.5 falling at
         every eval, 0.647 → 0.575, 7.5 % below its best, was a warning to the end: over the noise margin,
-        under ``decay_stop_margin``). Not while another quality eval of the run is at or near its best
-        (`_other_quality_at_best`, ``quality_near_best_margin``): a YOLO fine-tune's mAP50 eased 7.3 % from its
+        under ``decay_stop_margin``). The caller spares it while another quality eval of the run is at or near
+        its best (`_other_quality_at_best`, ``quality_near_best_margin``): a YOLO fine-tune's mAP50 eased 7.3 % from its
         first evals (noise margin 6.9 %) while its stricter mAP50-95 set new bests and every val loss fell, and
-        was stopped at 15 checks (log-nu-deven2011-1, healthy); the slide stays a warning."""
-        if d is not Direction.HIGHER or since_best < self.decay_min_evals or self._other_quality_at_best(ctx, name):
+        was stopped at 15 checks (log-nu-deven2011-1, healthy); the slide stays a warning, the caller says
+        which eval holds its best."""
+        if d is not Direction.HIGHER or since_best < self.decay_min_evals:
             return False
         prev = ctx.previous_signal(SignalKind.EVAL_DEGRADING, name)
         return (
