@@ -55,6 +55,24 @@ def mild_overfit_outweighed(s: Signal, at_best: str) -> Signal:
     return restated(s, note, Severity.INFO, outvoted=1.0)
 
 
+def loss_collapse_outweighed(s: Signal, d: Direction, at_best: str) -> Signal:
+    """A loss-type eval's confirmed collapse (≥ ``collapse_loss_ratio`` × its best) while every quality eval of
+    the run is within ``quality_near_best_margin`` of its best (``at_best``, the strict margin: no widening by
+    the eval's noise): a warning, not a stop. Two YOLO classifiers at a top-1 of 0.98-1.0 had val losses noisy
+    around a tiny best (0.021, 0.0019) read ≥ 3× it at two evals and were stopped (corpus_real
+    log-nf-tony2408-1, log-nf-luispaludo-1, healthy). The noise-widened margin would also spare an InceptionV3
+    whose val accuracy fell 0.77 → 0.51 beside its collapsed loss (issue-keras-9214, bad); the strict one
+    does not. Its cost on the train split: a federated run's loss rising ×6 while its accuracy still held
+    (log-lm-umarfh-1, bad) is stopped two checks later, when the accuracy falls."""
+    if d is not Direction.LOWER or "collapsed_evals" not in s.evidence or s.severity is not Severity.CRITICAL:
+        return s
+    note = (
+        f"but the quality eval is at its best ({at_best}): a loss that multiplies while the model's quality "
+        "holds is over-confidence on a few samples, a warning, not a stop."
+    )
+    return restated(s, note, Severity.WARNING, outweighed=1.0)
+
+
 def quality_sliding(found: dict[str, list[Signal]]) -> bool:
     """Every quality eval of the run (`is_quality_eval`) is mildly overfitting itself (`_mild_overfit`: a
     significant slide from its best while the train loss fell): the model's quality is not holding, however
@@ -109,7 +127,9 @@ class EvalDetector(EvalDegradingTests):
         names = [s.name for s, _ in ctx.evals]
         found = {series.name: self._eval_signals(ctx, series, d) for series, d in ctx.evals}
         why = self._quality_outvotes(ctx, found)
-        at_best = self._quality_at_best(ctx) if has_quality_eval(ctx) and not quality_sliding(found) else ""
+        holding = has_quality_eval(ctx) and not quality_sliding(found)
+        at_best = self._quality_at_best(ctx) if holding else ""
+        strictly_at_best = self._quality_at_best(ctx, strict=True) if holding else ""
         out: list[Signal] = []
         for series, d in ctx.evals:
             z = self._long_overfit(ctx, series, d)
@@ -119,6 +139,8 @@ class EvalDetector(EvalDegradingTests):
                 kept = [s if "long_overfit" in s.evidence else outvoted(s, why) for s in kept]
             if at_best:
                 kept = [s if "long_overfit" in s.evidence else mild_overfit_outweighed(s, at_best) for s in kept]
+            if strictly_at_best:
+                kept = [loss_collapse_outweighed(s, d, strictly_at_best) for s in kept]
             out += kept
         return secondary_at_most_warning(out, ctx)
 

@@ -177,10 +177,10 @@ class EvalDegradingTests(EvalBase):
             )
         ]
 
-    def _quality_at_best(self, ctx: JudgeContext) -> str:
+    def _quality_at_best(self, ctx: JudgeContext, *, strict: bool = False) -> str:
         """The run's quality evals (`is_quality_eval`) when every one of them is at or near its best
-        (`_near_best`); else ""."""
-        parts = [self._near_best(s, d) for s, d in ctx.evals if is_quality_eval(s.name)]
+        (`_near_best`, ``strict`` as there); else ""."""
+        parts = [self._near_best(s, d, strict=strict) for s, d in ctx.evals if is_quality_eval(s.name)]
         return ", ".join(parts) if all(parts) else ""
 
     def _other_quality_at_best(self, ctx: JudgeContext, name: str) -> str:
@@ -188,16 +188,17 @@ class EvalDegradingTests(EvalBase):
         others = (self._near_best(s, d) for s, d in ctx.evals if s.name != name and is_quality_eval(s.name))
         return next((part for part in others if part), "")
 
-    def _near_best(self, series: MetricSeries, d: Direction) -> str:
+    def _near_best(self, series: MetricSeries, d: Direction, *, strict: bool = False) -> str:
         """``series`` at or near its best, as "name level, best best": the median of its last 3 evals within
-        ``quality_near_best_margin`` of its best eval, or within ``degrade_noise_z`` × its noise (over ≥
-        ``patience_evals`` + 1 evals); else ""."""
+        ``quality_near_best_margin`` of its best eval, or (not ``strict``) within ``degrade_noise_z`` × its
+        noise (over ≥ ``patience_evals`` + 1 evals); else ""."""
         _, values = finite_xy(series.steps, series.values)
         if values.size <= self.patience_evals:
             return ""
         level = float(np.median(values[-3:]))
         best = float(values.min() if d is Direction.LOWER else values.max())
-        margin = max(self.quality_near_best_margin, self.degrade_noise_z * relative_noise(values, best))
+        noise = 0.0 if strict else self.degrade_noise_z * relative_noise(values, best)
+        margin = max(self.quality_near_best_margin, noise)
         return "" if float(worse_by(level, best, d)) >= margin else f"{series.name} {fmt(level)}, best {fmt(best)}"
 
     def _final_phase_start(self, ctx: JudgeContext) -> int | None:
