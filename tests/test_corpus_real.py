@@ -106,7 +106,7 @@ def test_classes_and_size(records):
     # (31,541,967 bytes with its 30 YOLO runs/classify/train4 results.csv runs and text), 31.9 with round 92 too
     # (31,856,725 bytes with its 22 YOLO runs/detect/train9 results.csv runs and text), 32.1 with round 93 too
     # (32,003,077 bytes with its 19 lightning_logs/version_4 metrics.csv runs and text), 32.5 with round 94 too
-    # (32,429,977 bytes with its 36 YOLO runs/detect/train10 results.csv runs, before its text), 33.0 with round 95's
+    # (32,429,977 bytes with its 36 YOLO runs/detect/train10 results.csv runs, before its text), 33.0 with round 95 too
     # (32,949,612 bytes with its 16 YOLO runs/segment/train5 results.csv runs and text), 33.4 with round 96 too
     # (33,387,527 bytes with its 32 YOLOv5-style runs/train/exp4 results.csv runs and text), 33.5 with round 97 too
     # (33,458,455 bytes with its 10 YOLO runs/classify/train5 results.csv runs and text), 34.0 with round 98 too
