@@ -24,10 +24,15 @@ def _with(values: np.ndarray, index: list[int] | slice, value: float) -> np.ndar
 
 CASES = [
     # name, loss, grad (None: no grad metric), new_points, expected severity of the loss/grad finding
-    ("nan loss in this check", _with(decay_loss(N), [-3], NAN), None, 10, "critical"),
+    ("nan loss at the latest point", _with(decay_loss(N), [-1], NAN), None, 10, "critical"),
     ("inf loss in this check", _with(decay_loss(N), [-1], INF), None, 10, "critical"),
+    ("two nan losses in this check", _with(decay_loss(N), [-6, -3], NAN), None, 10, "critical"),
+    ("one nan loss in this check, at its level since: a skipped batch", _with(decay_loss(N), [-3], NAN), None, 10,
+     "warning"),
+    ("one nan loss in this check, far above its level since", _with(decay_loss(N), [-3], NAN) * np.r_[np.ones(N - 2),
+     3, 3], None, 10, "critical"),
     ("nan loss long recovered", _with(decay_loss(N), [300], NAN), None, 10, "warning"),
-    ("nan loss 20 points ago", _with(decay_loss(N), [-21], NAN), None, 10, "critical"),
+    ("two nan losses 20 points ago", _with(decay_loss(N), [-24, -21], NAN), None, 10, "critical"),
     ("one nan grad at the latest point, finite loss: maybe skipped", decay_loss(N), _with(_grad(), [-1], NAN), 10,
      "warning"),
     ("hf trap: nan grads that stay under a finite loss", decay_loss(N), _with(_grad(), slice(-3, None), NAN), 10,

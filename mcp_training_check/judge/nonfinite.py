@@ -8,7 +8,7 @@ from pydantic import Field
 from ..models import Severity, Signal, SignalKind
 from ..state import MetricSeries
 from .context import Detector, JudgeContext, signal
-from .stats import fmt_step, trailing_run
+from .stats import fmt, fmt_step, trailing_run
 
 
 def _kind_word(value: float) -> str:
@@ -116,9 +116,18 @@ class NonFiniteDetector(Detector):
       GradScaler also overflows about once per growth interval (2,000 steps in PyTorch, 1,000 in DeepSpeed)
       when it tries a larger scale, and a log that records every step's grad norm shows those too: hence a
       flag for review, not a stop.
+    - ``lone_level_ratio``: a train loss non-finite at one point only, ever, with finite values after it whose
+      median is at most this many times the median of the (up to) 5 finite values before it, is a warning, not
+      a stop: one overflowed batch (an epoch mean that took an Inf from one batch), which the loss scaler
+      skipped, leaves the weights as they were, so the loss carries on at its level. A YOLOv8's train box loss
+      read Inf at epoch 62 of 100, between 0.750 and 0.742, falling to 0.69 by the end with every eval at its
+      best (corpus_real log-pe-marcusayay-1, healthy) was stopped at its last eight checks. 1.5 leaves room
+      for the noise of a per-step loss; a run whose weights took the Inf logs NaN after it, or a loss far
+      above its level. A second non-finite value is critical as before, as is one at the latest point.
     """
 
     recovered_points: int = Field(default=50, ge=1)
+    lone_level_ratio: float = Field(default=1.5, gt=1)
     overflow_points: int = Field(default=3, ge=1)
     zero_loss_points: int | None = Field(default=3, ge=1)
     rounded_units_points: int = Field(default=3, ge=0)
@@ -174,6 +183,14 @@ class NonFiniteDetector(Detector):
                 f"{finite_after} points since (recovered)."
             )
             return [signal(SignalKind.NON_FINITE, Severity.WARNING, msg, metric=name, step=step, **evidence)]
+        if count == 1 and series.non_finite <= 1 and finite_after and (level := self._lone_level(raw, last_bad)):
+            msg = (
+                f"{name} was {_kind_word(value)} at step {fmt_step(step)}, its one non-finite value, and is finite "
+                f"for the {finite_after} point(s) since, at its level ({level}; threshold "
+                f"{self.lone_level_ratio:g}×): one overflowed batch a loss scaler skips, a warning; critical if "
+                "another follows."
+            )
+            return [signal(SignalKind.NON_FINITE, Severity.WARNING, msg, metric=name, step=step, **evidence)]
         is_new = last_bad >= raw.size - max(series.new_points, 0) and series.new_points > 0
         if finite_after == 0:
             tail = _streak(series, trailing_run(bad))
@@ -181,6 +198,17 @@ class NonFiniteDetector(Detector):
             tail = "in this check" if is_new else f"and only {finite_after} finite point(s) since"
         msg = f"{name} is {_kind_word(value)} at step {fmt_step(step)}: {where}, {tail}."
         return [signal(SignalKind.NON_FINITE, Severity.CRITICAL, msg, metric=name, step=step, **evidence)]
+
+    def _lone_level(self, raw: np.ndarray, at: int) -> str:
+        """The finite values after the non-finite one at ``at`` against the (up to) 5 before it, as "median
+        after vs before", when the first's median is ≤ ``lone_level_ratio`` × the second's; else ""."""
+        before, after = raw[max(at - 5, 0) : at], raw[at + 1 :]
+        if before.size == 0 or not np.isfinite(before).all():
+            return ""
+        level_before, level_after = float(np.median(before)), float(np.median(after))
+        if level_before <= 0 or level_after > self.lone_level_ratio * level_before:
+            return ""
+        return f"median {fmt(level_after)} since against {fmt(level_before)} before"
 
     def _grad(self, grad: MetricSeries, loss: MetricSeries | None, lr: MetricSeries | None) -> list[Signal]:
         raw, steps = grad.raw_values, grad.raw_steps
