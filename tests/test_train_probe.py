@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from benchmarks.corpus_runs import Run, load_corpus
+from benchmarks.corpus_runs import CORPUS_REAL, Run, load_corpus
 from benchmarks.replay import RunResult
-from benchmarks.train_probe import CORPUS_REAL, fold, latency, main, source_repo, train_runs
+from benchmarks.train_probe import fold, latency, main, source_repo, train_runs
 from mcp_training_check.models import Decision
 
 

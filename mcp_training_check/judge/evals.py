@@ -129,7 +129,8 @@ class EvalDetector(EvalDegradingTests):
         why = self._quality_outvotes(ctx, found)
         holding = has_quality_eval(ctx) and not quality_sliding(found)
         at_best = self._quality_at_best(ctx) if holding else ""
-        strictly_at_best = self._quality_at_best(ctx, strict=True) if holding else ""
+        # the strict margin is the wider one's floor, so only a run at its best by the wider one can be by it
+        strictly_at_best = self._quality_at_best(ctx, strict=True) if at_best else ""
         out: list[Signal] = []
         for series, d in ctx.evals:
             z = self._long_overfit(ctx, series, d)
