@@ -115,8 +115,9 @@ def test_classes_and_size(records):
     # (34,469,595 bytes with its 34 YOLO runs/detect/train12 results.csv runs, before its text; 34,491,863 with it),
     # 34.7 with round 101 too (34,658,516 bytes with its 9 YOLO runs/segment/train6 results.csv runs and text), 35.2
     # with round 102 too (35,136,406 bytes with its 30 YOLOv5-style runs/train/exp5 results.csv runs and text), 35.3
-    # with round 103 too (35,209,099 bytes with its 7 lightning_logs/version_6 metrics.csv runs and text)
-    assert total < 35_300_000
+    # with round 103 too (35,209,099 bytes with its 7 lightning_logs/version_6 metrics.csv runs and text), 35.4 with
+    # round 107 too (35,303,351 bytes with its 15 lightning_logs/version_7 metrics.csv runs, before its text)
+    assert total < 35_400_000
 
 
 def test_every_run_has_provenance_licence_reason(records):
