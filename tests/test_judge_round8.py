@@ -88,6 +88,10 @@ SLOW = {
     "train/box_loss": [1.41, 1.493, 1.272, 1.151, 1.267, 1.243, 1.198, 1.144],
     "train/lr/pg0": [2e-05, 5.881e-05, 9.604e-05, 0.0001317, 0.0001657, 0.0001982, 0.0002291, 0.0002584],
 }
+# Since stop 42 an mAP whose best is >= 0.01 has left a detector's chance level of 0 and is never judged stuck
+# (``stuck_ap_floor_fraction``), so the real values spare the run whatever its total. The slow-start wait below is
+# tested on them a twentieth as high (best 0.0007-0.008), where the stuck rule still judges.
+SLOW = {name: [v * 0.05 for v in values] if "mAP" in name else values for name, values in SLOW.items()}
 
 
 def test_a_moving_hopeless_eval_early_in_a_known_total_is_a_slow_start():

@@ -11,7 +11,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..models import Direction, MetricRole, Severity, Signal
-from ..roles import EVAL_SPLIT_TOKENS, TRAIN_SPLIT_TOKENS, tokenize
+from ..roles import EVAL_ONLY_QUALITY, EVAL_SPLIT_TOKENS, TRAIN_SPLIT_TOKENS, tokenize
 from ..state import MetricSeries
 from .chance import ACCURACY_TOKENS
 from .context import JudgeContext, restated
@@ -70,6 +70,12 @@ def is_quality_eval(name: str) -> bool:
     """Whether an eval's name says it sums up the model's quality (``mAP50-95``, ``val_acc``, ``top1``,
     ``recall@10``)."""
     return is_ranking_at_k(name) or any(token.rstrip("0123456789") in QUALITY_TOKENS for token in tokenize(name))
+
+
+def names_average_precision(name: str) -> bool:
+    """Whether an eval is a detector's average precision (``mAP50-95(B)``, ``bbox/AP50``, ``val/mAP_0.5``): a
+    score a detector without skill holds at 0, whatever its class count."""
+    return any(token.rstrip("0123456789") in EVAL_ONLY_QUALITY for token in tokenize(name))
 
 
 def is_ranking_at_k(name: str) -> bool:

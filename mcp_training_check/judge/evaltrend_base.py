@@ -145,6 +145,18 @@ class EvalTrendBase(Detector):
       at their stop (YOLO mAPs 0.0003 → 0.033 after 14 epochs, 0.0002 → 0.013 after 36 of 100, 0.0011 → 0.012
       after 9: log-nw-kallasrikanth1999-1, log-nu-achyuta41-1, log-nq-skull1807-1), the bad runs' stuck evals at
       their fault at most 2.75× (an accuracy 0.023 → 0.063 that never learns, log-th-jayshenoy-1) or at 0.
+    - ``stuck_ap_floor_fraction``: without a baseline, a detector's average precision (`names_average_precision`:
+      mAP50-95, bbox AP) whose best is ≥ 1 % (0.01), its values not one number repeated, is not stuck at a second
+      check either, however little of the scale it gained: a detector without skill holds it at 0, so one at
+      0.04-0.14 finds objects, and a low plateau of it is unsure (a flag), not a stop. The stuck rule's "initial
+      value" is chance (an accuracy at 1/N, a WER near 1), and an mAP's chance is 0. At stop 42 (2,267 train runs)
+      six healthy YOLO runs were stopped as not learning with best mAPs of 0.037-0.14 after 7-41 epochs (a
+      warm-up dip 0.042 → 0.029 → 0.077 at epoch 7 of 20, later 0.23: log-pg-rolanddeschain-ship-it-1;
+      log-ne-anikribhu-1, log-nf-fdisla1608-1, log-nj-ancientaritocrat-1, log-nu-d1r34n-1,
+      log-pc-artitsamchoosri-1); the bad runs' stuck mAPs were exactly 0 at their first stop, and those whose mAP
+      had left 0 (a loss blow-up, an eval collapse) are stopped by those faults' own findings. Under 1 %: a
+      segmenter's mask mAP50 at 0.009 after 26 epochs still stops its healthy run (log-np-laupgm-1), as an
+      obb model's frozen 0.0008 does (log-yolov5_obb-1, ambiguous).
     - ``stuck_baseline_min_evals`` / ``stuck_far_fraction``: with a baseline for the eval (what comparable
       runs reach), it is judged stuck from its 3rd eval, and only while its best is ≥ 25 % worse than the
       baseline (the eval detector's ``far_margin``): a metric at chance for three evals while comparable
@@ -349,6 +361,7 @@ class EvalTrendBase(Detector):
     overfit_witness_margin: float = Field(default=0.05, gt=0, lt=1)
     memorised_train_fall_fraction: float = Field(default=0.5, gt=0, lt=1)
     stuck_growth_ratio: float = Field(default=5.0, gt=1)
+    stuck_ap_floor_fraction: float = Field(default=0.01, gt=0, lt=0.15)
     zero_accuracy_flag_evals: int = Field(default=1, ge=1)
 
     def _real_fall(self, steps: np.ndarray, y: np.ndarray) -> float | None:

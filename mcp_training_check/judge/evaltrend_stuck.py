@@ -10,7 +10,7 @@ from ..roles import tokenize
 from ..state import MetricSeries
 from .chance import names_accuracy
 from .context import JudgeContext, signal
-from .evalkinds import is_quality_eval, percent_scale, unit_scaled
+from .evalkinds import is_quality_eval, names_average_precision, percent_scale, unit_scaled
 from .evaltrend_base import EDIT_RATE_TOKENS, EMPTY_OUTPUT_RATE, EvalTrendBase, hopeless_progress, progress
 from .stats import finite_xy, fmt, fmt_pct, fmt_ratio, fmt_step, is_frozen
 
@@ -90,6 +90,16 @@ class EvalStuckTests(EvalTrendBase):
         if first <= 0 or level < self.stuck_growth_ratio * first:
             return None
         return level / first
+
+    def _detector_finds_objects(self, name: str, values: np.ndarray) -> float | None:
+        """An average precision (`names_average_precision`) whose best is ≥ ``stuck_ap_floor_fraction``, its values
+        not one number repeated at every eval: its best; else None. A detector without skill scores 0, so one
+        that got there finds objects, however little of the scale that is."""
+        values = unit_scaled(name, values)
+        if not names_average_precision(name) or is_frozen(values):
+            return None
+        best = float(values.max())
+        return best if best >= self.stuck_ap_floor_fraction else None
 
     def _learning_quality_eval(self, ctx: JudgeContext, name: str) -> str | None:
         """Another quality eval of the run (`is_quality_eval`) that has gained ≥ ``stuck_progress_fraction`` of
@@ -187,7 +197,9 @@ class EvalStuckTests(EvalTrendBase):
         critical = persists and (unmoved or overfit is not None) and not early_zero
         waiting = critical and baseline is None and self._moving_early(ctx, series, values, d, int(steps[-1]))
         growth = self._leaving_floor(values, d) if critical and baseline is None and not waiting else None
-        critical = critical and not waiting and growth is None
+        judged = critical and baseline is None and not waiting and growth is None and overfit is None
+        found = self._detector_finds_objects(series.name, values) if judged else None
+        critical = critical and not waiting and growth is None and found is None
         sibling = self._learning_quality_eval(ctx, series.name) if baseline is None else None
         zero_head = self._zero_head_why(ctx, steps, values) if sibling is not None else None
         outvoted = sibling is not None and zero_head is None
@@ -204,6 +216,12 @@ class EvalStuckTests(EvalTrendBase):
             tail = (
                 f"still so at a second check, but its level is {fmt_ratio(growth)} its first evals' (from "
                 f"{fmt_ratio(self.stuck_growth_ratio)} it is leaving its floor): a slow start, a flag"
+            )
+        elif found is not None:
+            tail = (
+                f"still so at a second check, but a detector without skill holds an average precision at 0 and "
+                f"its best is {fmt(found)} (from {fmt(self.stuck_ap_floor_fraction)} it finds objects): a low "
+                f"plateau, a flag"
             )
         elif waiting:
             tail = (
