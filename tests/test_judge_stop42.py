@@ -1,6 +1,7 @@
-"""Judge change of stop 42: a detector's average precision that has left 0 is not judged stuck at a second check. A
-detector without skill scores 0; one whose best mAP is ≥ 1 % finds objects, and a low plateau of it is unsure,
-not a stop. The real-run test fails on the code before the change; the controls pass on both."""
+"""Judge changes of stop 42: a detector's average precision that has left 0 is not judged stuck at a second check
+(a detector without skill scores 0; one whose best mAP is ≥ 1 % finds objects, and a low plateau of it is unsure,
+not a stop), and every train loss of a run is read for NaN/Inf, not only its primary one. Each real-run test fails
+on the code before its change; the controls pass on both."""
 
 from __future__ import annotations
 
@@ -57,3 +58,42 @@ def test_a_detector_at_exactly_zero_is_still_stopped(real):
     assert code[2] == "S", code
     (stuck,) = _stuck(verdicts[2], MAP50_95)
     assert stuck.severity is Severity.CRITICAL and np.isclose(stuck.evidence["progress"], 0.0)
+
+
+def _non_finite(verdict):
+    return [s for s in verdict.signals if s.kind is SignalKind.NON_FINITE and s.severity is not Severity.INFO]
+
+
+def test_a_second_train_loss_nan_at_every_point_is_stopped_at_once(real):
+    """log-ps-bmsacchi-1 (round 107, train, bad): a CUB-200 classifier with a classification and a regression head,
+    whose regression loss is NaN at all 26 logged rows while the classification loss sits at ln 200. Only the
+    primary train loss was read for NaN: the run was a flat loss at a few checks and never stopped. Every train
+    loss is read now: stopped at its first check."""
+    run = real["log-ps-bmsacchi-1"]
+    assert run.split == "train" and run.label == "bad"
+    code, _, verdicts = replay_real(run)
+    assert code[0] == "S", code
+    (nan,) = _non_finite(verdicts[0])
+    assert nan.metric == "train/loss_regression" and nan.severity is Severity.CRITICAL, nan.message
+
+
+def test_the_same_run_with_a_finite_regression_loss_is_not_stopped_at_once(real):
+    """Control: the same run with its regression loss finite (falling 1.0 → 0.5) has no non-finite finding and
+    is not stopped at its first check."""
+    run = real["log-ps-bmsacchi-1"]
+    steps, values = run.metrics["train/loss_regression"]
+    metrics = dict(run.metrics) | {"train/loss_regression": (steps, np.linspace(1.0, 0.5, values.size))}
+    verdicts = replay_cuts(metrics, checkpoints(run), run_config=run.config)
+    assert decisions(verdicts)[0] != "S", verdicts[0].summary
+    assert not _non_finite(verdicts[0])
+
+
+def test_a_nan_primary_loss_speaks_for_its_nan_terms(real):
+    """Control: log-pr-kerong2002-1 (round 106, train, bad), a YOLOv5 whose box, objectness and class losses are
+    NaN at all 100 epochs: stopped at its first check, as before, on its primary loss alone (its terms are read
+    only while the primary is finite, so the verdict does not say the same fault three times)."""
+    run = real["log-pr-kerong2002-1"]
+    assert run.split == "train" and run.label == "bad"
+    code, _, verdicts = replay_real(run)
+    assert code[0] == "S", code
+    assert [s.metric for s in _non_finite(verdicts[0])] == ["train/box_loss"], verdicts[0].summary

@@ -60,6 +60,16 @@ class JudgeContext:
         return self.history.metrics.get(name) if name else None
 
     @property
+    def other_train_losses(self) -> list[MetricSeries]:
+        """The run's train losses besides its primary one (a detector's cls and dfl terms, a second head's loss)."""
+        primary = primary_train_loss(self.roles)
+        return [
+            self.history.metrics[name]
+            for name, info in self.roles.items()
+            if info.role is MetricRole.TRAIN_LOSS and name != primary and name in self.history.metrics
+        ]
+
+    @property
     def grad_norm(self) -> MetricSeries | None:
         return self._first(MetricRole.GRAD_NORM)
 

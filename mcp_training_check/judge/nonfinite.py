@@ -124,6 +124,11 @@ class NonFiniteDetector(Detector):
       best (corpus_real log-pe-marcusayay-1, healthy) was stopped at its last eight checks. 1.5 leaves room
       for the noise of a per-step loss; a run whose weights took the Inf logs NaN after it, or a loss far
       above its level. A second non-finite value is critical as before, as is one at the latest point.
+
+    Every train loss of the run is read so, its other terms while the primary one is finite (`_other_terms`): a
+    CUB-200 classifier whose regression head's loss was NaN at all 26 logged rows, beside a classification loss
+    sitting at ln 200, was never stopped (corpus_real log-ps-bmsacchi-1, bad): only the primary was read. No
+    healthy train run of corpus_real/ logs a non-finite train-loss term.
     """
 
     recovered_points: int = Field(default=50, ge=1)
@@ -138,13 +143,25 @@ class NonFiniteDetector(Detector):
         out: list[Signal] = []
         loss, grad = ctx.train_loss, ctx.grad_norm
         if loss is not None:
-            out += self._series(loss)
-            out += self._zeros(loss, ctx)
+            own = self._series(loss)
+            out += own + self._zeros(loss, ctx)
+            if not any(s.severity is not Severity.INFO for s in own):
+                out += self._other_terms(ctx)
         if grad is not None:
             out += self._grad(grad, loss, ctx.learning_rate)
         if loss is None and not ctx.evals:
             out += self._nothing_finite(ctx)
         return out
+
+    def _other_terms(self, ctx: JudgeContext) -> list[Signal]:
+        """The run's other train losses (`JudgeContext.other_train_losses`), read as the primary one is while it is
+        finite: a term NaN at every point beside a finite primary is the same fault (the summed objective is NaN,
+        or that head is not trained). Only their findings (warning or critical): a term's recovered past is no news
+        beside its primary."""
+        found: list[Signal] = []
+        for series in ctx.other_train_losses:
+            found += [s for s in self._series(series) if s.severity is not Severity.INFO]
+        return found
 
     def _nothing_finite(self, ctx: JudgeContext) -> list[Signal]:
         """A run with no train loss or eval to judge whose every metric has been non-finite at each of its
