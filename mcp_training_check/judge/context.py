@@ -60,13 +60,13 @@ class JudgeContext:
         return self.history.metrics.get(name) if name else None
 
     @property
-    def other_train_losses(self) -> list[MetricSeries]:
-        """The run's train losses besides its primary one (a detector's cls and dfl terms, a second head's loss)."""
-        primary = primary_train_loss(self.roles)
+    def train_losses(self) -> list[MetricSeries]:
+        """Every train loss of the run: its primary one and its other terms (a detector's cls and dfl losses, a
+        second head's loss)."""
         return [
             self.history.metrics[name]
             for name, info in self.roles.items()
-            if info.role is MetricRole.TRAIN_LOSS and name != primary and name in self.history.metrics
+            if info.role is MetricRole.TRAIN_LOSS and name in self.history.metrics
         ]
 
     @property

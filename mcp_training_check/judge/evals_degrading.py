@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..models import Direction, MetricRole, Severity, Signal, SignalKind
+from ..models import Direction, Severity, Signal, SignalKind
 from ..roles import is_loss_like, tokenize
 from ..state import MetricSeries
 from .context import JudgeContext, finite_after, restated, signal
@@ -212,8 +212,7 @@ class EvalDegradingTests(EvalBase):
         start = total - self.close_mosaic_steps + 1
         if start <= 1 or last < start:
             return None
-        losses = [ctx.history.metrics[n] for n, i in ctx.roles.items() if i.role is MetricRole.TRAIN_LOSS]
-        return start if any(self._shifted_at(series, start) for series in losses if series is not None) else None
+        return start if any(self._shifted_at(series, start) for series in ctx.train_losses) else None
 
     def _shifted_at(self, series: MetricSeries, start: int) -> bool:
         """A positive loss steps at ``start`` from its point just before (see `_final_phase_start`)."""

@@ -197,9 +197,10 @@ class EvalStuckTests(EvalTrendBase):
         critical = persists and (unmoved or overfit is not None) and not early_zero
         waiting = critical and baseline is None and self._moving_early(ctx, series, values, d, int(steps[-1]))
         growth = self._leaving_floor(values, d) if critical and baseline is None and not waiting else None
-        judged = critical and baseline is None and not waiting and growth is None and overfit is None
+        critical = critical and not waiting and growth is None
+        judged = critical and baseline is None and overfit is None
         found = self._detector_finds_objects(series.name, values) if judged else None
-        critical = critical and not waiting and growth is None and found is None
+        critical = critical and found is None
         sibling = self._learning_quality_eval(ctx, series.name) if baseline is None else None
         zero_head = self._zero_head_why(ctx, steps, values) if sibling is not None else None
         outvoted = sibling is not None and zero_head is None

@@ -146,21 +146,22 @@ class NonFiniteDetector(Detector):
             own = self._series(loss)
             out += own + self._zeros(loss, ctx)
             if not any(s.severity is not Severity.INFO for s in own):
-                out += self._other_terms(ctx)
+                out += self._other_terms(ctx, loss)
         if grad is not None:
             out += self._grad(grad, loss, ctx.learning_rate)
         if loss is None and not ctx.evals:
             out += self._nothing_finite(ctx)
         return out
 
-    def _other_terms(self, ctx: JudgeContext) -> list[Signal]:
-        """The run's other train losses (`JudgeContext.other_train_losses`), read as the primary one is while it is
-        finite: a term NaN at every point beside a finite primary is the same fault (the summed objective is NaN,
-        or that head is not trained). Only their findings (warning or critical): a term's recovered past is no news
-        beside its primary."""
+    def _other_terms(self, ctx: JudgeContext, primary: MetricSeries) -> list[Signal]:
+        """The run's other train losses (`JudgeContext.train_losses` but its primary), read as the primary one is
+        while it is finite: a term NaN at every point beside a finite primary is the same fault (the summed
+        objective is NaN, or that head is not trained). Only their findings (warning or critical): a term's
+        recovered past is no news beside its primary."""
         found: list[Signal] = []
-        for series in ctx.other_train_losses:
-            found += [s for s in self._series(series) if s.severity is not Severity.INFO]
+        for series in ctx.train_losses:
+            if series.name != primary.name:
+                found += [s for s in self._series(series) if s.severity is not Severity.INFO]
         return found
 
     def _nothing_finite(self, ctx: JudgeContext) -> list[Signal]:
