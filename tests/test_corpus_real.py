@@ -119,8 +119,10 @@ def test_classes_and_size(records):
     # with round 104 too (35,777,229 bytes with its 40 YOLO runs/detect/train13 results.csv runs, before its text), 35.9
     # with round 105 too (35,859,045 bytes with its 2 YOLO runs/segment/train7 results.csv runs and text), 36.3 with
     # round 106 too (36,245,769 bytes with its 15 YOLOv5-style runs/train/exp6 results.csv runs and text), 36.4 with
-    # round 107 too (36,360,864 bytes with its 15 lightning_logs/version_7 metrics.csv runs and text)
-    assert total < 36_400_000
+    # round 107 too (36,360,864 bytes with its 15 lightning_logs/version_7 metrics.csv runs and text), 36.5 with
+    # round 111 too (36,406,513 bytes with its 6 lightning_logs/version_8 metrics.csv runs, before its text; the
+    # branch point's files summed to 36,369,745)
+    assert total < 36_500_000
 
 
 def test_every_run_has_provenance_licence_reason(records):
