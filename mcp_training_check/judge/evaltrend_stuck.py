@@ -61,6 +61,19 @@ class EvalStuckTests(EvalTrendBase):
             and not bool(np.any(values))
         )
 
+    def _finds_nothing(self, ctx: JudgeContext, series: MetricSeries, values: np.ndarray, d: Direction) -> bool:
+        """An average precision (`names_average_precision`) exactly 0 at every one of its ≥ ``zero_ap_flag_evals``
+        evals, as is every other average precision of the run: the detector finds nothing yet. Flagged (a
+        warning) before it is judged stuck at ``stuck_min_evals``, never stopped sooner (a detector's slow start
+        sits at 0 for up to 27 evals). Not while another head's average precision has left 0: a pose or mask head
+        starts later than the boxes it sits on."""
+        if d is not Direction.HIGHER or not names_average_precision(series.name):
+            return False
+        if values.size < self.zero_ap_flag_evals or bool(np.any(values)):
+            return False
+        others = (s for s, _ in ctx.evals if s.name != series.name and names_average_precision(s.name))
+        return not any(bool(np.any(finite_xy(s.steps, s.values)[1])) for s in others)
+
     def _moving_early(
         self, ctx: JudgeContext, series: MetricSeries, values: np.ndarray, d: Direction, last: int
     ) -> bool:
@@ -178,9 +191,10 @@ class EvalStuckTests(EvalTrendBase):
                 return []
         elif values.size < self.stuck_min_evals:
             established = self._frozen_hopeless(series.name, values, d) or self._beyond_empty(series, values, d)
-            if not (established or self._accuracy_all_zero(series, values, d)):
+            zero_ap = self._finds_nothing(ctx, series, values, d)
+            if not (established or zero_ap or self._accuracy_all_zero(series, values, d)):
                 return []
-            early_zero = not established and not self._accuracy_zero_from_first(series, values, d)
+            early_zero = not established and (zero_ap or not self._accuracy_zero_from_first(series, values, d))
         scale = percent_scale(series.name, values)
         gained = progress(values / scale, d, None if baseline is None else baseline / scale)
         # against a baseline the way is known: only a run that has not started on it is stuck (a BERT MLM
@@ -229,6 +243,8 @@ class EvalStuckTests(EvalTrendBase):
                 f"still so at a second check, but it moves and the run is short of "
                 f"{fmt_pct(self.stuck_min_run_fraction)} of its total: a slow start, critical from then"
             )
+        elif early_zero and names_average_precision(series.name):
+            tail = f"the detector finds nothing yet; judged stuck from its {self.stuck_min_evals}th eval"
         elif early_zero:
             tail = f"no held-out prediction is right; judged stuck from its {self.stuck_baseline_min_evals}rd eval"
         else:
