@@ -125,8 +125,9 @@ def test_classes_and_size(records):
     # 109 too (36,799,343 bytes with its 7 YOLO runs/classify/train6 results.csv runs and text), 37.1 with round 110 too
     # (37,056,995 bytes with its 19 YOLOv5-style runs/train/exp7 results.csv runs and text), 37.2 with round 111 too
     # (37,110,568 bytes with its 6 lightning_logs/version_8 metrics.csv runs and text), 37.4 with round 112 too
-    # (37,351,689 bytes with its 16 YOLO runs/detect/train15 results.csv runs, before its text; 37,370,029 with it)
-    assert total < 37_400_000
+    # (37,351,689 bytes with its 16 YOLO runs/detect/train15 results.csv runs, before its text; 37,370,029 with it),
+    # 37.5 with round 113 too (37,442,742 bytes with its 4 YOLO runs/segment/train8 results.csv runs and text)
+    assert total < 37_500_000
 
 
 def test_every_run_has_provenance_licence_reason(records):
