@@ -134,8 +134,8 @@ def test_classes_and_size(records):
     # round 118 too (38,428,922 bytes with its 8 YOLO runs/train/exp9 and runs/segment/train9 results.csv runs and
     # text), 38.6 with round 119 too (38,556,667 bytes with its 11 lightning_logs/version_10 metrics.csv runs and text;
     # 38,566,173 with stop 43's text), 38.7 with round 121 too (38,683,254 bytes with its 7 lightning_logs/version_11
-    # metrics.csv runs, before its text, on a branch point of 38,631,417)
-    assert total < 38_700_000
+    # metrics.csv runs, before its text, on a branch point of 38,631,417), 38.8 with its text (38,701,647 bytes)
+    assert total < 38_800_000
 
 
 def test_every_run_has_provenance_licence_reason(records):
