@@ -133,8 +133,9 @@ def test_classes_and_size(records):
     # with round 117 too (38,272,106 bytes with its 7 YOLO runs/classify/train7 results.csv runs and text), 38.5 with
     # round 118 too (38,428,922 bytes with its 8 YOLO runs/train/exp9 and runs/segment/train9 results.csv runs and
     # text), 38.6 with round 119 too (38,556,667 bytes with its 11 lightning_logs/version_10 metrics.csv runs and text;
-    # 38,566,173 with stop 43's text)
-    assert total < 38_600_000
+    # 38,566,173 with stop 43's text), 38.8 with round 123 too (38,683,407 bytes with its 8 YOLO runs/pose/train4 and
+    # runs/classify/train8 results.csv runs, before its text; 38.7 would not hold its ROUNDS.md and README text)
+    assert total < 38_800_000
 
 
 def test_every_run_has_provenance_licence_reason(records):
