@@ -137,8 +137,10 @@ def test_classes_and_size(records):
     # results.csv runs, before its text), 39.1 with round 121 too (39,070,045 bytes with its 7 lightning_logs/version_11
     # metrics.csv runs and text), 39.3 with round 122 too (39,236,109 bytes with its 11 YOLO runs/train/exp10 and
     # runs/segment/train10 results.csv runs and text), 39.4 with round 123 too (39,371,613 bytes with its 8 YOLO
-    # runs/pose/train4 and runs/classify/train8 results.csv runs and text)
-    assert total < 39_400_000
+    # runs/pose/train4 and runs/classify/train8 results.csv runs and text), 39.6 with round 127 too (39,487,703 bytes
+    # with its 5 YOLO runs/pose/train5 and runs/classify/train9 results.csv runs, before its text; 39.5 would not
+    # hold the text)
+    assert total < 39_600_000
 
 
 def test_every_run_has_provenance_licence_reason(records):
