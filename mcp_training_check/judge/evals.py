@@ -158,6 +158,48 @@ class EvalDetector(EvalDegradingTests):
         return "" if flagged else f"the quality eval ({', '.join(quality)}) is not degrading"
 
     def _eval_signals(self, ctx: JudgeContext, series: MetricSeries, direction: Direction) -> list[Signal]:
+        return [self._floor_noise(ctx, series, direction, s) for s in self._eval_findings(ctx, series, direction)]
+
+    def _floor_noise(self, ctx: JudgeContext, series: MetricSeries, d: Direction, s: Signal) -> Signal:
+        """A critical slide of a bounded higher-is-better quality eval whose best is under
+        ``floor_learning_fraction`` of its scale while the train loss fell since that best, and no eval loss
+        of the run is far above its best (`_eval_loss_far_above_best`): a warning."""
+        if s.kind is not SignalKind.EVAL_DEGRADING or s.severity is not Severity.CRITICAL or d is not Direction.HIGHER:
+            return s
+        if not is_quality_eval(series.name):
+            return s
+        steps, values = finite_xy(series.steps, series.values)
+        if values.size == 0:
+            return s
+        unit = unit_scaled(series.name, values)
+        best_i = int(np.argmax(unit))
+        if unit.min() < 0 or unit.max() > 1 or float(unit[best_i]) >= self.floor_learning_fraction:
+            return s
+        train = self._train_change(ctx, int(steps[best_i]))
+        if train is None or train > -self.degrade_margin or self._eval_loss_far_above_best(ctx):
+            return s
+        note = (
+            f"but its best {fmt(float(values[best_i]))} is under {fmt_pct(self.floor_learning_fraction)} of its "
+            f"scale and the train loss fell {fmt_pct(-train)} since: a model that has not left its floor has "
+            "learned nothing to lose yet, and whether it learns is the not-learning rule's question (a warning)"
+        )
+        return restated(s, note, Severity.WARNING, on_floor=1.0)
+
+    def _eval_loss_far_above_best(self, ctx: JudgeContext) -> bool:
+        """An eval loss of the run whose last 3 evals' median is ≥ (1 + ``overfit_stop_margin``) × its best
+        median of 3: the model fits its training set and not the held-out one, a large overfit at any level."""
+        for series, d in ctx.evals:
+            if d is not Direction.LOWER or not is_loss_like(series.name):
+                continue
+            _, values = finite_xy(series.steps, series.values)
+            if values.size <= self.patience_evals or values.min() <= 0:
+                continue
+            level = rolling_median(values, 3)
+            if float(level[-1]) >= (1 + self.overfit_stop_margin) * float(level.min()):
+                return True
+        return False
+
+    def _eval_findings(self, ctx: JudgeContext, series: MetricSeries, direction: Direction) -> list[Signal]:
         collapse = self._collapse(ctx, series, direction)
         if collapse is not None:
             return self._stronger_than(collapse, self._degrading(ctx, series, direction))
