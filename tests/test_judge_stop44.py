@@ -6,10 +6,12 @@ both."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
+from benchmarks.replay import checkpoints
 from mcp_training_check.models import Severity, SignalKind
-from tests.test_judge_classes import replay_real
+from tests.test_judge_classes import decisions, replay_cuts, replay_real, with_point
 
 ON_FLOOR = "has not left its floor has learned nothing to lose yet"
 
@@ -50,3 +52,14 @@ def test_a_lone_floor_eval_falling_to_zero_under_a_flat_loss_still_stops(real):
     assert run.split == "train" and run.label == "bad"
     code, visible, _ = replay_real(run)
     assert "S" not in code[:visible] and code[visible] == "S", (code, visible)
+
+
+def test_a_floor_eval_that_turns_nan_still_stops(real):
+    """Control: the same healthy detector (log-qf-wonyeongjun-1) with its mAP50 NaN at the eval its fourth check
+    reads: the evaluation broke, clearly bad whatever its level, and no floor spares it."""
+    run = real["log-qf-wonyeongjun-1"]
+    cuts = checkpoints(run)[:5]
+    steps, _ = run.metrics["eval/mAP50(B)"]
+    last = int(np.searchsorted(steps, cuts[4], side="right")) - 1
+    verdicts = replay_cuts(with_point(run, "eval/mAP50(B)", last, float("nan")), cuts, run_config=run.config)
+    assert decisions(verdicts)[4] == "S", [v.summary for v in verdicts]

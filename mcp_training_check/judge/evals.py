@@ -166,8 +166,8 @@ class EvalDetector(EvalDegradingTests):
         of the run is far above its best (`_eval_loss_far_above_best`): a warning."""
         if s.kind is not SignalKind.EVAL_DEGRADING or s.severity is not Severity.CRITICAL or d is not Direction.HIGHER:
             return s
-        if not is_quality_eval(series.name):
-            return s
+        if not is_quality_eval(series.name) or not np.isfinite(series.values[-1]):
+            return s  # a NaN eval is the evaluation broken, at any level
         steps, values = finite_xy(series.steps, series.values)
         if values.size == 0:
             return s
