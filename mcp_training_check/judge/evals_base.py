@@ -149,7 +149,8 @@ class EvalBase(Detector):
     - ``floor_learning_fraction``: a higher-is-better eval bounded in [0, 1] whose best is under 10 % of its
       scale has not left its floor either, alone or not, and while the train loss fell ≥ ``degrade_margin``
       since that best its slides are the floor's noise: a critical decay or collapse of it is a warning
-      (`_floor_noise`), and whether the model learns is the not-learning rule's question. YOLO detectors in their
+      (`_floor_noise`; a NaN eval stays critical), and whether the model learns is the not-learning rule's
+      question. YOLO detectors in their
       first epochs were stopped so while their train losses fell 11-22 %: an mAP50 18 % under its best 0.0275
       (log-qf-wonyeongjun-1), mAP_0.5 0.083 → 0.016 and 0.055 → 0.024 (log-nw-abdul-rahman-ammourah-1,
       log-rt-alex-star-arch-1; all healthy, their bests 0.028-0.083, twice ``collapse_floor_fraction`` covers
