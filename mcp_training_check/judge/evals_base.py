@@ -150,14 +150,13 @@ class EvalBase(Detector):
       scale has not left its floor either, alone or not, and while the train loss fell ≥ ``degrade_margin``
       since that best its slides are the floor's noise: a critical decay or collapse of it is a warning
       (`_floor_noise`; a NaN eval stays critical), and whether the model learns is the not-learning rule's
-      question. YOLO detectors in their
-      first epochs were stopped so while their train losses fell 11-22 %: an mAP50 18 % under its best 0.0275
-      (log-qf-wonyeongjun-1), mAP_0.5 0.083 → 0.016 and 0.055 → 0.024 (log-nw-abdul-rahman-ammourah-1,
-      log-rt-alex-star-arch-1; all healthy, their bests 0.028-0.083, twice ``collapse_floor_fraction`` covers
-      them). Not while an eval loss of the run is ≥ 1 + ``overfit_stop_margin`` times its best (medians of 3):
-      a model that fits its training set and nothing else, as a detector whose mAP50 never passed 0.034 while
-      its val box loss rose to 1.5× its best (log-qf-dikirust-1, bad); nor under a flat train loss
-      (issue-paddledet-548 above).
+      question. YOLO detectors in their first epochs were stopped so while their train losses fell 11-22 %: an
+      mAP50 18 % under its best 0.0275 (log-qf-wonyeongjun-1), mAP_0.5 0.083 → 0.016 and 0.055 → 0.024
+      (log-nw-abdul-rahman-ammourah-1, log-rt-alex-star-arch-1; all healthy, their bests 0.028-0.083, which
+      twice ``collapse_floor_fraction`` covers). Not while an eval loss of the run is ≥ (1 +
+      ``overfit_stop_margin``) × its best (medians of 3): a model that fits its training set and nothing else,
+      as a detector whose mAP50 never passed 0.034 while its val box loss rose to 1.5× its best
+      (log-qf-dikirust-1, bad); nor under a flat train loss (issue-paddledet-548 above).
     - ``collapse_zero_fraction``: a higher-is-better eval at ≤ 0.1 % of its best is at zero (a Dice of
       1e-10, an mAP of 0: the model outputs nothing), which no eval noise reaches — critical at once, as a
       NaN is. The deepest healthy dip among the MLPerf runs of issue 9 is to 40 % of the best. Not inside the
