@@ -119,6 +119,14 @@ def long_overfit_outvoted(s: Signal, z: float) -> Signal:
     )
 
 
+def _under_floor(name: str, values: np.ndarray, best: float, fraction: float) -> bool:
+    """An eval bounded in [0, 1] on its own scale (`percent_scale`) whose ``best`` (as logged) is under
+    ``fraction`` of that scale: a model that has not left its floor."""
+    scale = percent_scale(name, values)
+    unit = values / scale
+    return bool(unit.min() >= 0 and unit.max() <= 1 and best / scale < fraction)
+
+
 class EvalDetector(EvalDegradingTests):
     """Each eval against a baseline, its own best (overfitting, decay) and a collapse; thresholds in
     ``EvalBase``."""
@@ -171,9 +179,8 @@ class EvalDetector(EvalDegradingTests):
         steps, values = finite_xy(series.steps, series.values)
         if values.size == 0:
             return s
-        unit = unit_scaled(series.name, values)
-        best_i = int(np.argmax(unit))
-        if unit.min() < 0 or unit.max() > 1 or float(unit[best_i]) >= self.floor_learning_fraction:
+        best_i = int(np.argmax(values))
+        if not _under_floor(series.name, values, float(values[best_i]), self.floor_learning_fraction):
             return s
         train = self._train_change(ctx, int(steps[best_i]))
         if train is None or train > -self.degrade_margin or self._eval_loss_far_above_best(ctx):
@@ -358,10 +365,7 @@ class EvalDetector(EvalDegradingTests):
         """A higher-is-better eval bounded in [0, 1] (`unit_scaled`) whose best level is under
         ``collapse_floor_fraction`` while another quality eval of the run is above it (`_off_floor`): one head
         of the model that has not left its floor beside one that has, so it has nothing to collapse from."""
-        scale = percent_scale(name, values)
-        values, best = values / scale, best / scale
-        bounded = bool(values.min() >= 0 and values.max() <= 1)
-        on_floor = d is Direction.HIGHER and bounded and best < self.collapse_floor_fraction
+        on_floor = d is Direction.HIGHER and _under_floor(name, values, best, self.collapse_floor_fraction)
         return on_floor and any(
             self._off_floor(series) for series, dd in ctx.evals
             if series.name != name and dd is Direction.HIGHER and is_quality_eval(series.name)
